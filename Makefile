@@ -1,0 +1,63 @@
+# The two commands a newcomer needs: `make run` (everything, embedded) and `make test` (lint + suite).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run web worker beat test lint typecheck format requirements system-deps clean-data
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip<27"
+
+$(STAMP): $(VENV)/bin/python requirements/base.txt requirements/dev.txt
+	$(PY) -m pip install --quiet -r requirements/base.txt -r requirements/dev.txt
+	touch $(STAMP)
+
+## Everything, embedded: PostgreSQL+pgvector, Redis, ASGI server, Celery worker and beat. Ctrl-C stops all.
+run: $(STAMP)
+	$(PY) manage.py runall
+
+## The parts one by one, for real deployments (set DATABASE_URL, REDIS_URL, SECRET_KEY).
+web: $(STAMP)
+	$(PY) manage.py migrate --no-input
+	$(PY) -m uvicorn config.asgi:application --host $${HOST:-127.0.0.1} --port $${PORT:-8000} --lifespan on
+
+worker: $(STAMP)
+	$(PY) -m celery -A config worker --loglevel INFO
+
+beat: $(STAMP)
+	$(PY) -m celery -A config beat --loglevel INFO --schedule $${MEMORY_DATA_DIR:-var}/celerybeat-schedule
+
+## Lint, types, then the whole suite against the embedded PostgreSQL and Redis.
+test: $(STAMP) system-deps lint typecheck
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+## Headless Chromium for the UI tests (Debian package; needs root or sudo).
+system-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+## Upgrade every pinned dependency (then run `make test` and commit requirements/*.txt).
+requirements: $(VENV)/bin/python
+	$(PY) -m pip install --quiet pip-tools
+	$(VENV)/bin/pip-compile --quiet --upgrade --strip-extras --no-emit-index-url --no-emit-find-links -o requirements/base.txt requirements/base.in
+	$(VENV)/bin/pip-compile --quiet --upgrade --strip-extras --no-emit-index-url --no-emit-find-links -o requirements/dev.txt requirements/dev.in
+
+## Delete all local data (embedded database, Redis, secret key). Stop `make run` first.
+clean-data:
+	rm -rf var/

@@ -1,0 +1,64 @@
+"""The ASGI application: Django over HTTP, websockets through Channels, and the ASGI lifespan.
+
+Channels' ProtocolTypeRouter does not route `lifespan`; `LifespanApp` answers it, and runs the startup and
+shutdown hooks that need the event loop (the MCP session manager registers one in a later step).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
+from django.conf import settings
+from django.core.asgi import get_asgi_application
+
+from config.embedded import ensure_started
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+ensure_started(settings.EMBEDDED_RUNTIME)
+django_app = get_asgi_application()
+
+from config.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
+
+Hook = Callable[[], Awaitable[None]]
+
+
+class LifespanApp:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.on_startup: list[Hook] = []
+        self.on_shutdown: list[Hook] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    for hook in self.on_startup:
+                        await hook()
+                except Exception as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                for hook in self.on_shutdown:
+                    await hook()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+application = LifespanApp(
+    ProtocolTypeRouter(
+        {
+            "http": django_app,
+            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
+)

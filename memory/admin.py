@@ -1,0 +1,213 @@
+"""Django admin: users, partitions, tokens (secret shown once; rotate and revoke as actions), audit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from memory.access import Actor, access_for_user
+from memory.errors import ServiceError, ValidationFailed
+from memory.models import AccessToken, MemoryEvent, Partition, Scope, ToolEvent, User
+from memory.services.partitions import partition_deactivate
+from memory.services.tokens import (
+    IssuedToken,
+    token_issue,
+    token_revoke,
+    token_rotate,
+    token_settings_validate,
+)
+
+
+@admin.register(User)
+class UserAdmin(DjangoUserAdmin):
+    list_display = ("username", "external_id", "email", "is_staff", "is_active")
+    search_fields = ("username", "external_id", "email")
+    fieldsets = (*DjangoUserAdmin.fieldsets, ("Memory", {"fields": ("external_id",)}))  # type: ignore[misc]
+    add_fieldsets = (
+        (None, {"classes": ("wide",), "fields": ("username", "external_id", "email", "password1", "password2")}),
+    )
+
+    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+        if "external_id" in form.base_fields:
+            form.base_fields["external_id"].required = False
+        return form
+
+
+@admin.register(Partition)
+class PartitionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("key", "owner", "label", "is_active", "created_at")
+    list_filter = ("is_active",)
+    search_fields = ("key", "label", "owner__username")
+    readonly_fields = ("id", "created_at", "deactivated_at")
+    actions = ["deactivate"]
+
+    @admin.action(description="Deactivate (hide from workspace reads; nothing is deleted)")
+    def deactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
+        for partition in queryset.select_related("owner"):
+            access = access_for_user(user=partition.owner, acting=Actor.person(request.user))  # type: ignore[arg-type]
+            try:
+                partition_deactivate(access=access, key=partition.key)
+            except ServiceError as exc:
+                self.message_user(request, f"{partition.key}: {exc.message}", messages.ERROR)
+
+
+class AccessTokenForm(forms.ModelForm):  # type: ignore[type-arg]
+    scopes = forms.MultipleChoiceField(
+        choices=Scope.choices, widget=forms.CheckboxSelectMultiple, initial=[Scope.READ, Scope.WRITE]
+    )
+    partition_keys = forms.CharField(
+        required=False, help_text="Comma-separated partition keys this token may reach. Empty: all of them."
+    )
+
+    class Meta:
+        model = AccessToken
+        fields = (
+            "owner",
+            "label",
+            "surface",
+            "scopes",
+            "partition_keys",
+            "default_partition_key",
+            "profile",
+            "allow_query_token",
+            "acts_for",
+            "expires_at",
+            "rate_limit_per_minute",
+        )
+
+    def clean_partition_keys(self) -> list[str]:
+        return [key.strip() for key in self.cleaned_data["partition_keys"].split(",") if key.strip()]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            token_settings_validate(
+                scopes=data.get("scopes", []),
+                surface=data.get("surface", ""),
+                profile=data.get("profile", ""),
+                partition_keys=data.get("partition_keys", []),
+                default_partition_key=data.get("default_partition_key", ""),
+                acts_for_count=len(data.get("acts_for") or []),
+            )
+        except ValidationFailed as exc:
+            for problems in exc.details.values():
+                for problem in problems:
+                    self.add_error(None, problem)
+        return data
+
+
+@admin.register(AccessToken)
+class AccessTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Tokens are issued, rotated and revoked, never edited: what a secret may do is fixed when it is shown."""
+
+    form = AccessTokenForm
+    list_display = (
+        "label",
+        "owner",
+        "prefix",
+        "surface",
+        "scope_list",
+        "partition_list",
+        "profile",
+        "last_used_at",
+        "state",
+    )
+    list_filter = ("surface", "profile")
+    search_fields = ("label", "prefix", "owner__username")
+    actions = ["rotate", "revoke"]
+    filter_horizontal = ("acts_for",)
+
+    @admin.display(description="Scopes")
+    def scope_list(self, token: AccessToken) -> str:
+        return ", ".join(token.scopes)
+
+    @admin.display(description="Partitions")
+    def partition_list(self, token: AccessToken) -> str:
+        return ", ".join(token.partition_keys) or "all"
+
+    @admin.display(description="State")
+    def state(self, token: AccessToken) -> str:
+        if token.is_revoked:
+            return "revoked"
+        return "expired" if token.is_expired else "active"
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # The change page is view-only; the changelist stays usable for the rotate and revoke actions.
+        return obj is None and super().has_change_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: AccessToken, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        self._issued = token_issue(
+            actor=Actor.person(request.user),  # type: ignore[arg-type]
+            owner=data["owner"],
+            label=data["label"],
+            scopes=data["scopes"],
+            surface=data["surface"],
+            profile=data["profile"],
+            partition_keys=data["partition_keys"],
+            default_partition_key=data["default_partition_key"],
+            allow_query_token=data["allow_query_token"],
+            acts_for=data["acts_for"],
+            expires_at=data["expires_at"],
+            rate_limit_per_minute=data["rate_limit_per_minute"],
+        )
+        form.instance = self._issued.token
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """token_issue already stored acts_for."""
+
+    def response_add(self, request: HttpRequest, obj: AccessToken, post_url_continue: Any = None) -> HttpResponse:
+        return self._show_secrets(request, [self._issued], "Token created")
+
+    @admin.action(description="Rotate: issue a new secret and revoke the old one")
+    def rotate(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> HttpResponse | None:
+        issued: list[IssuedToken] = []
+        for token in queryset.filter(revoked_at__isnull=True):
+            issued.append(token_rotate(actor=Actor.person(request.user), token=token))  # type: ignore[arg-type]
+        if not issued:
+            self.message_user(request, "No active token selected.", messages.WARNING)
+            return None
+        return self._show_secrets(request, issued, "Tokens rotated")
+
+    @admin.action(description="Revoke: refuse the next request made with it")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
+        for token in queryset:
+            token_revoke(actor=Actor.person(request.user), token=token)  # type: ignore[arg-type]
+        self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
+
+    def _show_secrets(self, request: HttpRequest, issued: list[IssuedToken], title: str) -> HttpResponse:
+        context = {**self.admin_site.each_context(request), "title": title, "issued": issued, "opts": self.opts}
+        response = TemplateResponse(request, "admin/memory/accesstoken/secrets.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(MemoryEvent)
+class MemoryEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "owner", "action", "target_type", "target_id", "actor_kind", "actor_token")
+    list_filter = ("action", "actor_kind")
+    search_fields = ("target_id", "owner__username")
+
+
+@admin.register(ToolEvent)
+class ToolEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "surface", "tool", "owner", "status_code", "error_code", "duration_ms")
+    list_filter = ("surface", "outcome", "tool")

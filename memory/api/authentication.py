@@ -1,0 +1,41 @@
+"""The one REST authentication class: `Authorization: Bearer <token>`, or `?token=` where the token allows it."""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from memory.errors import AuthenticationError
+from memory.models import AccessToken, User
+from memory.services.tokens import token_for_secret, token_touch
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[User, AccessToken] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if header:
+            scheme, _, secret = header.partition(" ")
+            if scheme.lower() != self.keyword.lower() or not secret.strip():
+                raise exceptions.AuthenticationFailed(
+                    "The Authorization header must be 'Bearer <token>'.", code="TOKEN_INVALID"
+                )
+            token = self._resolve(secret.strip(), via_query=False)
+        elif "token" in request.query_params:
+            token = self._resolve(request.query_params["token"], via_query=True)
+        else:
+            return None
+        token_touch(token)
+        return token.owner, token
+
+    @staticmethod
+    def _resolve(secret: str, *, via_query: bool) -> AccessToken:
+        try:
+            return token_for_secret(secret, via_query=via_query)
+        except AuthenticationError as exc:
+            raise exceptions.AuthenticationFailed(exc.message, code=exc.code) from exc
+
+    def authenticate_header(self, request: Request) -> str:
+        return f'{self.keyword} realm="memory"'

@@ -1,0 +1,145 @@
+"""The base of every REST endpoint: validate strictly, build the Access, call one service, record a ToolEvent.
+
+An endpoint declares `tool`, `request_serializer`, `response_serializer` and implements `handle()`; it never
+looks at the token or filters by owner itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, ClassVar
+
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory.access import WORKSPACE_HEADER, Access, access_for_token
+from memory.errors import ERROR_KINDS, AuthenticationError
+from memory.models import AccessToken, ToolEvent
+
+logger = logging.getLogger("memory.api")
+
+
+class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Rejects fields it does not declare, so a misspelt option is an error, not a silent default."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: ["Unknown field."] for name in unknown}, code="unknown_field"
+                )
+        return super().to_internal_value(data)
+
+
+class RequestSerializer(StrictSerializer):
+    """Fields every call accepts: whose memory (`userId`) and which partition (`partitionKey`)."""
+
+    userId = serializers.CharField(
+        required=False, max_length=200, help_text="The user's external id. Defaults to the token's owner."
+    )
+    partitionKey = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="Limit the call to this partition. Defaults to the token's default, else memory:personal.",
+    )
+
+
+class EndpointSchema(AutoSchema):
+    """OpenAPI from the endpoint's declared serializers and its tool name."""
+
+    def get_request_serializer(self) -> Any:
+        return getattr(self.view, "request_serializer", None)
+
+    def get_response_serializers(self) -> Any:
+        return getattr(self.view, "response_serializer", None)
+
+    def get_operation_id(self) -> str:
+        return str(getattr(self.view, "tool", super().get_operation_id()))
+
+    def get_description(self) -> str:
+        return (self.view.__doc__ or "").strip()
+
+
+class Endpoint(APIView):
+    tool: ClassVar[str]
+    request_serializer: ClassVar[type[serializers.Serializer]] = RequestSerializer  # type: ignore[type-arg]
+    response_serializer: ClassVar[type[serializers.Serializer] | None] = None  # type: ignore[type-arg]
+    http_method_names = ["post", "options"]
+    schema = EndpointSchema()
+
+    access: Access | None = None
+    _started: float = 0.0
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        self._started = time.perf_counter()
+        super().initial(request, *args, **kwargs)
+
+    def post(self, request: Request) -> Response:
+        incoming = self.request_serializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        data = dict(incoming.validated_data)
+        self.access = self.build_access(request, data)
+        result = self.handle(self.access, data)
+        if self.response_serializer is not None:
+            result = self.response_serializer(result).data
+        return Response(result, status=self.success_status)
+
+    success_status = 200
+
+    def build_access(self, request: Request, data: dict[str, Any]) -> Access:
+        token = request.auth
+        if not isinstance(token, AccessToken):
+            raise AuthenticationError("Authentication credentials were not provided.")
+        workspace = request.headers.get(WORKSPACE_HEADER, "").strip().lower() == "workspace"
+        return access_for_token(
+            token=token,
+            user_id=data.pop("userId", None),
+            partition_key=data.pop("partitionKey", None),
+            workspace=workspace,
+        )
+
+    def handle(self, access: Access, data: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+            response.render()
+        self._record_tool_event(request, response)
+        return response
+
+    def _record_tool_event(self, request: Request, response: Any) -> None:
+        token = request.auth if isinstance(request.auth, AccessToken) else None
+        status = response.status_code
+        error_code = ""
+        if status >= 400 and isinstance(getattr(response, "data", None), dict):
+            error_code = str(response.data.get("error", {}).get("code", ""))
+        try:
+            ToolEvent.objects.create(
+                owner=self.access.user if self.access else (token.owner if token else None),
+                token=token,
+                surface="rest",
+                tool=self.tool,
+                partition_key=self.access.partition.key if self.access and self.access.partition else "",
+                status_code=status,
+                outcome=_outcome(status),
+                error_code=error_code if error_code in ERROR_KINDS else "",
+                duration_ms=int((time.perf_counter() - (self._started or time.perf_counter())) * 1000),
+                request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
+                response_bytes=len(getattr(response, "content", b"")),
+            )
+        except Exception:  # telemetry must never fail a call that already succeeded
+            logger.exception("tool_event.write_failed", extra={"tool": self.tool})
+
+
+def _outcome(status: int) -> str:
+    if status >= 500:
+        return ToolEvent.Outcome.SERVER_ERROR
+    if status >= 400:
+        return ToolEvent.Outcome.CLIENT_ERROR
+    return ToolEvent.Outcome.OK

@@ -1,0 +1,82 @@
+"""What happened: the append-only audit trail (MemoryEvent) and content-free call telemetry (ToolEvent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models.functions import Now
+
+from memory.ids import PublicIdField
+from memory.models.accounts import AccessToken, Partition, User
+
+
+class ActorKind(models.TextChoices):
+    USER = "user", "User (web UI or admin)"
+    TOKEN = "token", "Access token"
+    SYSTEM = "system", "System (pipeline, maintenance)"
+
+
+class MemoryEvent(models.Model):
+    """One change to memory. Rows are never updated, except that erasure blanks their content."""
+
+    id = PublicIdField(prefix="evt")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memory_events")
+    partition = models.ForeignKey(Partition, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_kind = models.CharField(max_length=8, choices=ActorKind.choices)
+    actor_user = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_token = models.ForeignKey(
+        AccessToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_events"
+    )
+    action = models.CharField(max_length=64)
+    target_type = models.CharField(max_length=32)
+    target_id = models.CharField(max_length=64)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    erased_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="memoryevent_owner_recent"),
+            models.Index(fields=["owner", "target_type", "target_id"], name="memoryevent_owner_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target_type}:{self.target_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise TypeError("MemoryEvent rows are append-only; erase content with audit_erase_target().")
+        super().save(*args, **kwargs)
+
+
+class ToolEvent(models.Model):
+    """One REST or MCP call: what was called, by which token, how it ended. Never any content."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "OK"
+        CLIENT_ERROR = "client_error", "Client error"
+        SERVER_ERROR = "server_error", "Server error"
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(User, null=True, blank=True, on_delete=models.CASCADE, related_name="tool_events")
+    token = models.ForeignKey(AccessToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    surface = models.CharField(max_length=8)
+    tool = models.CharField(max_length=64)
+    partition_key = models.CharField(max_length=64, blank=True)
+    status_code = models.PositiveSmallIntegerField()
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    error_code = models.CharField(max_length=40, blank=True)
+    duration_ms = models.PositiveIntegerField()
+    request_bytes = models.PositiveIntegerField(default=0)
+    response_bytes = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="toolevent_owner_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.surface}:{self.tool} {self.status_code}"

@@ -1,0 +1,1 @@
+"""Writes. Each public function is keyword-only, typed, atomic, and records a MemoryEvent."""

@@ -1,0 +1,1 @@
+"""Metric definitions and observations: series and summaries (SPEC §5, issue: metrics)."""

@@ -1,0 +1,127 @@
+"""Fixtures shared by the whole suite: the embedded servers and the personas (SPEC §4, STYLE.md).
+
+Personas: `owner` (alice, every scope), `other` (bob, a second user with his own memory), `outsider`
+(a syntactically valid secret that matches no token), `revoked` (alice's revoked token) and `host`
+(a chat host token that may act for alice only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+from django.test import Client
+
+from config.embedded import Runtime, ensure_started
+from memory.access import Actor
+from memory.models import AccessToken, Scope, Surface, User
+from memory.services.tokens import token_issue, token_revoke
+from tests.factories import UserFactory
+
+
+@pytest.fixture(scope="session")
+def embedded_runtime() -> Runtime:
+    """Start the embedded PostgreSQL and Redis for this test run, or reuse running ones."""
+    runtime: Runtime = settings.EMBEDDED_RUNTIME
+    ensure_started(runtime)
+    return runtime
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(embedded_runtime: Runtime) -> None:
+    """Hooked into pytest-django's database setup so the server is up before the test database is made."""
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
+    yield
+    cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
+
+
+@dataclass
+class Persona:
+    name: str
+    user: User | None
+    token: AccessToken | None
+    secret: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"HTTP_AUTHORIZATION": f"Bearer {self.secret}"}
+
+
+class Api:
+    """POSTs JSON through the whole Django stack as a persona would."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def post(
+        self, path: str, persona: Persona | None, body: Any = None, *, headers: dict[str, str] | None = None
+    ) -> Any:
+        extra = {**(persona.headers if persona else {}), **(headers or {})}
+        payload = json.dumps({} if body is None else body)
+        return self.client.post(path, data=payload, content_type="application/json", **extra)
+
+
+@pytest.fixture
+def api(client: Client) -> Api:
+    return Api(client)
+
+
+def issue(user: User, label: str = "test", **settings_: Any) -> Persona:
+    issued = token_issue(actor=Actor.system(), owner=user, label=label, **settings_)
+    return Persona(name=label, user=user, token=issued.token, secret=issued.secret)
+
+
+@pytest.fixture
+def alice(db: None) -> User:
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def bob(db: None) -> User:
+    return UserFactory(username="bob")
+
+
+@pytest.fixture
+def owner(alice: User) -> Persona:
+    return issue(alice, "owner", scopes=Scope.values)
+
+
+@pytest.fixture
+def other(bob: User) -> Persona:
+    return issue(bob, "other", scopes=Scope.values)
+
+
+@pytest.fixture
+def outsider(db: None) -> Persona:
+    return Persona(name="outsider", user=None, token=None, secret="mem_" + "x" * 40)
+
+
+@pytest.fixture
+def revoked(alice: User) -> Persona:
+    persona = issue(alice, "revoked", scopes=Scope.values)
+    assert persona.token is not None
+    token_revoke(actor=Actor.system(), token=persona.token)
+    return persona
+
+
+@pytest.fixture
+def host(alice: User) -> Persona:
+    service = UserFactory(username="chat-host")
+    return issue(service, "host", scopes=Scope.values, surface=Surface.HOST, acts_for=[alice])
+
+
+def error_code(response: Any) -> str:
+    """The stable code of an error response, after checking the one error shape (SPEC §4)."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert set(body["error"]) == {"code", "message", "remedy", "details"}, body
+    assert body["error"]["message"] and body["error"]["remedy"], body
+    return str(body["error"]["code"])

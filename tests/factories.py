@@ -1,0 +1,26 @@
+"""factory_boy factories for the memory app."""
+
+from __future__ import annotations
+
+import factory
+
+from memory.models import Partition, User
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = User
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda user: f"{user.username}@example.test")
+    password = factory.django.Password("correct horse battery staple")
+
+
+class PartitionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Partition
+
+    owner = factory.SubFactory(UserFactory)
+    key = factory.Sequence(lambda n: f"project:{n}")
+    label = factory.LazyAttribute(lambda partition: partition.key.title())
