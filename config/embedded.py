@@ -198,13 +198,14 @@ class _Postgres:
             ensure_user_exists,
         )
 
-        ensure_user_exists(self.system_user)
+        account_name = self.system_user or ""
+        ensure_user_exists(account_name)
         self.runtime.pgdata.mkdir(exist_ok=True)
         ensure_prefix_permissions(self.runtime.pgdata)
         read, execute = 0o044, 0o011
         ensure_folder_permissions(self.bin_path, read | execute)
         ensure_folder_permissions(self.bin_path.parent / "lib", read)
-        account = pwd.getpwnam(self.system_user or "")
+        account = pwd.getpwnam(account_name)
         os.chown(self.runtime.pgdata, account.pw_uid, account.pw_gid)
         ensure_prefix_permissions(socket_dir)
         socket_dir.chmod(0o777)
@@ -215,9 +216,7 @@ class _Postgres:
         with psycopg.connect(
             host=str(self.runtime.socket_dir), user="postgres", dbname="postgres", autocommit=True
         ) as connection:
-            exists = connection.execute(
-                "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
-            ).fetchone()
+            exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
             if not exists:
                 connection.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
 

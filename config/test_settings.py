@@ -7,7 +7,7 @@ from pathlib import Path
 
 os.environ.setdefault("MEMORY_DATA_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
 
-from config.settings import *  # noqa: E402,F403
+from config.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+LOGGING = {**LOGGING, "root": {"handlers": ["console"], "level": "WARNING"}}  # noqa: F405

@@ -88,9 +88,7 @@ class Access:
             )
 
 
-def access_for_token(
-    *, token: AccessToken, user_id: str | None, partition_key: str | None, workspace: bool
-) -> Access:
+def access_for_token(*, token: AccessToken, user_id: str | None, partition_key: str | None, workspace: bool) -> Access:
     """Resolve the user a token acts for and the partitions it may touch for this request."""
     user = _user_for_token(token, user_id)
     keys = frozenset(token.partition_keys) if token.partition_keys else None
@@ -157,9 +155,7 @@ def _build(
             owner=user, key=PERSONAL_PARTITION_KEY, defaults={"label": "Personal"}
         )[0]
     in_reach = {
-        key: partition
-        for key, partition in partitions.items()
-        if reachable_keys is None or key in reachable_keys
+        key: partition for key, partition in partitions.items() if reachable_keys is None or key in reachable_keys
     }
     strict_key = partition_key or default_key
     strict = in_reach.get(strict_key)

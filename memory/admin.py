@@ -33,15 +33,15 @@ class UserAdmin(DjangoUserAdmin):
         (None, {"classes": ("wide",), "fields": ("username", "external_id", "email", "password1", "password2")}),
     )
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
-        form = super().get_form(request, obj, **kwargs)
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
         if "external_id" in form.base_fields:
             form.base_fields["external_id"].required = False
         return form
 
 
 @admin.register(Partition)
-class PartitionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class PartitionAdmin(admin.ModelAdmin):
     list_display = ("key", "owner", "label", "is_active", "created_at")
     list_filter = ("is_active",)
     search_fields = ("key", "label", "owner__username")
@@ -58,7 +58,7 @@ class PartitionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 self.message_user(request, f"{partition.key}: {exc.message}", messages.ERROR)
 
 
-class AccessTokenForm(forms.ModelForm):  # type: ignore[type-arg]
+class AccessTokenForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(
         choices=Scope.choices, widget=forms.CheckboxSelectMultiple, initial=[Scope.READ, Scope.WRITE]
     )
@@ -104,7 +104,7 @@ class AccessTokenForm(forms.ModelForm):  # type: ignore[type-arg]
 
 
 @admin.register(AccessToken)
-class AccessTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AccessTokenAdmin(admin.ModelAdmin):
     """Tokens are issued, rotated and revoked, never edited: what a secret may do is fixed when it is shown."""
 
     form = AccessTokenForm
@@ -189,7 +189,7 @@ class AccessTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return response
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

@@ -12,7 +12,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{str(ULID()).lower()}"
 
 
-class PublicIdField(models.CharField):  # type: ignore[type-arg]
+class PublicIdField(models.CharField):
     """A primary key holding a prefixed ULID, generated on creation."""
 
     def __init__(self, *args: Any, prefix: str = "", **kwargs: Any) -> None:

@@ -52,7 +52,7 @@ class Persona:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"HTTP_AUTHORIZATION": f"Bearer {self.secret}"}
+        return {"Authorization": f"Bearer {self.secret}"}
 
 
 class Api:
@@ -62,11 +62,22 @@ class Api:
         self.client = client
 
     def post(
-        self, path: str, persona: Persona | None, body: Any = None, *, headers: dict[str, str] | None = None
+        self,
+        path: str,
+        persona: Persona | None,
+        body: Any = None,
+        *,
+        headers: dict[str, str] | None = None,
+        raw: str | None = None,
+        content_type: str = "application/json",
     ) -> Any:
-        extra = {**(persona.headers if persona else {}), **(headers or {})}
-        payload = json.dumps({} if body is None else body)
-        return self.client.post(path, data=payload, content_type="application/json", **extra)
+        """`body` is sent as JSON; `raw` is sent as it is (for malformed input)."""
+        sent = {**(persona.headers if persona else {}), **(headers or {})}
+        payload = raw if raw is not None else json.dumps({} if body is None else body)
+        return self.client.generic("POST", path, payload, content_type=content_type, headers=sent)
+
+    def get(self, path: str, persona: Persona | None) -> Any:
+        return self.client.generic("GET", path, headers=persona.headers if persona else {})
 
 
 @pytest.fixture
@@ -81,12 +92,12 @@ def issue(user: User, label: str = "test", **settings_: Any) -> Persona:
 
 @pytest.fixture
 def alice(db: None) -> User:
-    return UserFactory(username="alice")
+    return UserFactory.create(username="alice")
 
 
 @pytest.fixture
 def bob(db: None) -> User:
-    return UserFactory(username="bob")
+    return UserFactory.create(username="bob")
 
 
 @pytest.fixture
@@ -114,7 +125,7 @@ def revoked(alice: User) -> Persona:
 
 @pytest.fixture
 def host(alice: User) -> Persona:
-    service = UserFactory(username="chat-host")
+    service = UserFactory.create(username="chat-host")
     return issue(service, "host", scopes=Scope.values, surface=Surface.HOST, acts_for=[alice])
 
 
@@ -123,5 +134,6 @@ def error_code(response: Any) -> str:
     body = response.json()
     assert set(body) == {"error"}, body
     assert set(body["error"]) == {"code", "message", "remedy", "details"}, body
-    assert body["error"]["message"] and body["error"]["remedy"], body
+    assert body["error"]["message"], body
+    assert body["error"]["remedy"], body
     return str(body["error"]["code"])

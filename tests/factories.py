@@ -7,7 +7,7 @@ import factory
 from memory.models import Partition, User
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     class Meta:
         model = User
         django_get_or_create = ("username",)
@@ -17,7 +17,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password("correct horse battery staple")
 
 
-class PartitionFactory(factory.django.DjangoModelFactory):
+class PartitionFactory(factory.django.DjangoModelFactory[Partition]):
     class Meta:
         model = Partition
 

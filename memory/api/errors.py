@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -51,7 +52,7 @@ def _describe(exc: Exception, context: dict[str, Any]) -> tuple[str, str, dict[s
     if isinstance(exc, DjangoPermissionDenied):
         return "SCOPE_REQUIRED", "Permission denied.", {}
     if isinstance(exc, exceptions.AuthenticationFailed):
-        code = exc.get_codes()
+        code = str(exc.get_codes())
         return (code if code in ERROR_KINDS else "TOKEN_INVALID"), str(exc.detail), {}
     if isinstance(exc, exceptions.PermissionDenied):
         return "SCOPE_REQUIRED", str(exc.detail), {}
@@ -69,7 +70,8 @@ def _describe_api_exception(exc: exceptions.APIException, context: dict[str, Any
         details = exc.detail if isinstance(exc.detail, dict) else {"body": exc.detail}
         return code, "The request is invalid.", details
     if isinstance(exc, exceptions.Throttled):
-        return code, "Too many requests for this token.", {"retryAfterSeconds": exc.wait and int(exc.wait + 0.999)}
+        wait = getattr(exc, "wait", None)
+        return code, "Too many requests for this token.", {"retryAfterSeconds": wait and math.ceil(wait)}
     if isinstance(exc, exceptions.MethodNotAllowed):
         view = context.get("view")
         allowed = [m.upper() for m in getattr(view, "http_method_names", []) if m not in ("options", "head")]

@@ -7,10 +7,10 @@ from rest_framework import serializers
 from memory.api.base import RequestSerializer
 
 
-class PartitionOut(serializers.Serializer):  # type: ignore[type-arg]
+class PartitionOut(serializers.Serializer):
     id = serializers.CharField()
     key = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
     isActive = serializers.BooleanField(source="is_active")
     createdAt = serializers.DateTimeField(source="created_at")
     deactivatedAt = serializers.DateTimeField(source="deactivated_at", allow_null=True)
@@ -20,26 +20,26 @@ class PartitionListIn(RequestSerializer):
     activeOnly = serializers.BooleanField(required=False, default=False)
 
 
-class PartitionListOut(serializers.Serializer):  # type: ignore[type-arg]
+class PartitionListOut(serializers.Serializer):
     partitions = PartitionOut(many=True)
 
 
 class PartitionCreateIn(RequestSerializer):
     key = serializers.CharField(max_length=64)
-    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")  # type: ignore[assignment]
 
 
 class PartitionDeactivateIn(RequestSerializer):
     key = serializers.CharField(max_length=64)
 
 
-class PartitionOneOut(serializers.Serializer):  # type: ignore[type-arg]
+class PartitionOneOut(serializers.Serializer):
     partition = PartitionOut()
 
 
-class TokenOut(serializers.Serializer):  # type: ignore[type-arg]
+class TokenOut(serializers.Serializer):
     id = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
     prefix = serializers.CharField()
     surface = serializers.CharField()
     scopes = serializers.ListField(child=serializers.CharField())
@@ -50,13 +50,13 @@ class TokenOut(serializers.Serializer):  # type: ignore[type-arg]
     expiresAt = serializers.DateTimeField(source="expires_at", allow_null=True)
 
 
-class AccessOut(serializers.Serializer):  # type: ignore[type-arg]
+class AccessOut(serializers.Serializer):
     mode = serializers.ChoiceField(choices=["strict", "workspace"])
     partitionKey = serializers.CharField(allow_null=True, help_text="The strict partition: target of writes.")
     readPartitionKeys = serializers.ListField(child=serializers.CharField())
 
 
-class WhoamiOut(serializers.Serializer):  # type: ignore[type-arg]
+class WhoamiOut(serializers.Serializer):
     userId = serializers.CharField()
     username = serializers.CharField()
     token = TokenOut()

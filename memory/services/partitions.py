@@ -18,7 +18,8 @@ PARTITION_KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9:._-]{0,63}$")
 def validate_partition_key(key: str) -> str:
     if not PARTITION_KEY_PATTERN.fullmatch(key):
         raise ValidationFailed(
-            "A partition key is 1-64 lower-case letters, digits, ':', '.', '_' or '-', starting with a letter or digit.",
+            "A partition key is 1-64 lower-case letters, digits, ':', '.', '_' or '-', "
+            "starting with a letter or digit.",
             details={"key": [f"Invalid partition key: {key!r}."]},
         )
     return key

@@ -19,7 +19,7 @@ from memory.models import AccessToken, Scope, Surface, ToolProfile, User
 from memory.services.audit import audit_record
 from memory.services.partitions import validate_partition_key
 
-SECRET_PREFIX = "mem_"
+SECRET_PREFIX = "mem_"  # noqa: S105 (a marker that makes leaked secrets easy to scan for)
 DISPLAY_PREFIX_LENGTH = 12
 
 
@@ -171,9 +171,7 @@ def token_rotate(*, actor: Actor, token: AccessToken) -> IssuedToken:
 def token_for_secret(secret: str, *, via_query: bool = False) -> AccessToken:
     """The usable token for a presented secret, or AuthenticationError with the precise reason."""
     token = (
-        AccessToken.objects.select_related("owner").filter(secret_hash=hash_secret(secret)).first()
-        if secret
-        else None
+        AccessToken.objects.select_related("owner").filter(secret_hash=hash_secret(secret)).first() if secret else None
     )
     if token is None:
         raise AuthenticationError("The access token is not valid.", code="TOKEN_INVALID")
@@ -182,9 +180,7 @@ def token_for_secret(secret: str, *, via_query: bool = False) -> AccessToken:
     if token.is_expired:
         raise AuthenticationError("The access token has expired.", code="TOKEN_EXPIRED")
     if via_query and not token.allow_query_token:
-        raise AuthenticationError(
-            "This token may not be sent as a query parameter.", code="QUERY_TOKEN_NOT_ALLOWED"
-        )
+        raise AuthenticationError("This token may not be sent as a query parameter.", code="QUERY_TOKEN_NOT_ALLOWED")
     if not token.owner.is_active:
         raise AuthenticationError("The owner of this token is deactivated.", code="TOKEN_INVALID")
     return token

@@ -12,10 +12,12 @@ from tests.factories import PartitionFactory
 
 pytestmark = pytest.mark.django_db
 
-WORKSPACE = {"HTTP_X_MEMORY_ACCESS_SCOPE": "workspace"}
+WORKSPACE = {"X-Memory-Access-Scope": "workspace"}
 
 
-def read_keys(api: Api, persona: Persona, body: dict | None = None, **headers: str) -> list[str]:
+def read_keys(
+    api: Api, persona: Persona, body: dict | None = None, *, headers: dict[str, str] | None = None
+) -> list[str]:
     response = api.post("/whoami", persona, body, headers=headers)
     assert response.status_code == 200, response.content
     return list(response.json()["access"]["readPartitionKeys"])
@@ -30,39 +32,39 @@ def test_strict_access_defaults_to_the_personal_partition(api: Api, owner: Perso
 
 
 def test_explicit_partition_limits_a_strict_request(api: Api, owner: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:apollo")
     assert read_keys(api, owner, {"partitionKey": "project:apollo"}) == ["project:apollo"]
 
 
 def test_workspace_reads_span_active_partitions_only(api: Api, owner: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
-    PartitionFactory(owner=alice, key="project:old", is_active=False)
-    assert read_keys(api, owner, **WORKSPACE) == ["memory:personal", "project:apollo"]
+    PartitionFactory.create(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:old", is_active=False)
+    assert read_keys(api, owner, headers=WORKSPACE) == ["memory:personal", "project:apollo"]
 
 
 def test_explicit_partition_still_limits_a_workspace_request(api: Api, owner: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
-    assert read_keys(api, owner, {"partitionKey": "project:apollo"}, **WORKSPACE) == ["project:apollo"]
+    PartitionFactory.create(owner=alice, key="project:apollo")
+    assert read_keys(api, owner, {"partitionKey": "project:apollo"}, headers=WORKSPACE) == ["project:apollo"]
 
 
 def test_workspace_never_includes_another_users_partitions(api: Api, owner: Persona, bob) -> None:
-    PartitionFactory(owner=bob, key="project:bobs")
-    assert read_keys(api, owner, **WORKSPACE) == ["memory:personal"]
+    PartitionFactory.create(owner=bob, key="project:bobs")
+    assert read_keys(api, owner, headers=WORKSPACE) == ["memory:personal"]
 
 
 def test_another_users_partition_is_not_found(api: Api, owner: Persona, bob) -> None:
-    PartitionFactory(owner=bob, key="project:bobs")
+    PartitionFactory.create(owner=bob, key="project:bobs")
     response = api.post("/whoami", owner, {"partitionKey": "project:bobs"})
     assert response.status_code == 404
     assert error_code(response) == "NOT_FOUND"
 
 
 def test_token_limited_to_partitions_cannot_reach_others(api: Api, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
-    PartitionFactory(owner=alice, key="project:hermes")
+    PartitionFactory.create(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:hermes")
     limited = issue(alice, "limited", partition_keys=["project:apollo"], default_partition_key="project:apollo")
     assert read_keys(api, limited) == ["project:apollo"]
-    assert read_keys(api, limited, **WORKSPACE) == ["project:apollo"]
+    assert read_keys(api, limited, headers=WORKSPACE) == ["project:apollo"]
     response = api.post("/whoami", limited, {"partitionKey": "project:hermes"})
     assert error_code(response) == "NOT_FOUND"
 
@@ -97,7 +99,7 @@ def test_host_token_must_name_the_user(api: Api, host: Persona) -> None:
 
 
 def test_writes_are_strict_even_with_workspace_access(owner: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:apollo")
     assert owner.token is not None
     access = access_for_token(token=owner.token, user_id=None, partition_key=None, workspace=True)
     assert access.workspace is True
@@ -106,7 +108,7 @@ def test_writes_are_strict_even_with_workspace_access(owner: Persona, alice) -> 
 
 
 def test_writes_to_an_inactive_partition_are_refused(owner: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:old", is_active=False)
+    PartitionFactory.create(owner=alice, key="project:old", is_active=False)
     assert owner.token is not None
     access = access_for_token(token=owner.token, user_id=None, partition_key="project:old", workspace=False)
     assert [p.key for p in access.read_partitions] == ["project:old"]  # still readable when named
@@ -115,8 +117,8 @@ def test_writes_to_an_inactive_partition_are_refused(owner: Persona, alice) -> N
 
 
 def test_mutation_checks_the_objects_real_partition(owner: Persona, alice, bob) -> None:
-    apollo = PartitionFactory(owner=alice, key="project:apollo")
-    bobs = PartitionFactory(owner=bob, key="project:apollo")
+    apollo = PartitionFactory.create(owner=alice, key="project:apollo")
+    bobs = PartitionFactory.create(owner=bob, key="project:apollo")
     assert owner.token is not None
     access = access_for_token(token=owner.token, user_id=None, partition_key=None, workspace=False)
     access.check_write(apollo)  # another partition of the same user, resolved from the object
@@ -134,7 +136,7 @@ def test_scopes_come_from_the_token(alice) -> None:
 
 
 def test_web_user_access_has_every_scope_and_partition(alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:apollo")
     access = access_for_user(user=alice, workspace=True)
     assert {p.key for p in access.read_partitions} == {"memory:personal", "project:apollo"}
     assert access.scopes == frozenset(Scope.values)

@@ -21,7 +21,11 @@ def test_owner_token_reaches_whoami(api: Api, owner: Persona) -> None:
     body = response.json()
     assert body["userId"] == "alice"
     assert body["token"]["prefix"] == owner.secret[:12]
-    assert body["access"] == {"mode": "strict", "partitionKey": "memory:personal", "readPartitionKeys": ["memory:personal"]}
+    assert body["access"] == {
+        "mode": "strict",
+        "partitionKey": "memory:personal",
+        "readPartitionKeys": ["memory:personal"],
+    }
 
 
 def test_missing_credentials_get_auth_required(api: Api) -> None:
@@ -39,7 +43,7 @@ def test_outsider_secret_gets_token_invalid(api: Api, outsider: Persona) -> None
 
 @pytest.mark.parametrize("header", ["Token abc", "Bearer", "Bearer ", "Basic YWxpY2U6cHc="])
 def test_malformed_authorization_header_is_rejected(api: Api, header: str) -> None:
-    response = api.post("/whoami", None, headers={"HTTP_AUTHORIZATION": header})
+    response = api.post("/whoami", None, headers={"Authorization": header})
     assert response.status_code == 401
     assert error_code(response) == "TOKEN_INVALID"
 

@@ -12,14 +12,14 @@ pytestmark = pytest.mark.django_db
 
 
 def test_malformed_json_is_a_clear_error(api: Api, owner: Persona) -> None:
-    response = api.client.post("/partitions/create", data="{not json", content_type="application/json", **owner.headers)
+    response = api.post("/partitions/create", owner, raw="{not json")
     assert response.status_code == 400
     assert error_code(response) == "MALFORMED_JSON"
 
 
 @pytest.mark.parametrize("body", ["[1, 2]", '"text"', "42", "null"])
 def test_non_object_bodies_are_validation_errors(api: Api, owner: Persona, body: str) -> None:
-    response = api.client.post("/partitions/create", data=body, content_type="application/json", **owner.headers)
+    response = api.post("/partitions/create", owner, raw=body)
     assert response.status_code == 400
     assert error_code(response) in {"VALIDATION_ERROR", "MALFORMED_JSON"}
 
@@ -33,14 +33,14 @@ def test_unknown_fields_are_rejected_by_name(api: Api, owner: Persona) -> None:
 
 
 def test_wrong_method_is_method_not_allowed(api: Api, owner: Persona) -> None:
-    response = api.client.get("/partitions/list", **owner.headers)
+    response = api.get("/partitions/list", owner)
     assert response.status_code == 405
     assert error_code(response) == "METHOD_NOT_ALLOWED"
     assert response.json()["error"]["details"]["allowed"] == ["POST"]
 
 
 def test_wrong_content_type_is_unsupported_media_type(api: Api, owner: Persona) -> None:
-    response = api.client.post("/partitions/list", data="key=x", content_type="text/plain", **owner.headers)
+    response = api.post("/partitions/list", owner, raw="key=x", content_type="text/plain")
     assert response.status_code == 415
     assert error_code(response) == "UNSUPPORTED_MEDIA_TYPE"
 

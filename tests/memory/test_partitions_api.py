@@ -35,9 +35,9 @@ def test_anonymous_is_refused(api: Api, path: str, body: dict) -> None:
 
 
 def test_owner_lists_own_partitions(api: Api, owner: Persona, alice, bob) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
-    PartitionFactory(owner=alice, key="project:old", is_active=False)
-    PartitionFactory(owner=bob, key="project:bobs")
+    PartitionFactory.create(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:old", is_active=False)
+    PartitionFactory.create(owner=bob, key="project:bobs")
     body = api.post("/partitions/list", owner).json()
     assert [(p["key"], p["isActive"]) for p in body["partitions"]] == [
         ("memory:personal", True),
@@ -49,7 +49,7 @@ def test_owner_lists_own_partitions(api: Api, owner: Persona, alice, bob) -> Non
 
 
 def test_other_user_never_sees_owners_partitions(api: Api, other: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:apollo")
     keys = [p["key"] for p in api.post("/partitions/list", other).json()["partitions"]]
     assert keys == ["memory:personal"]
 
@@ -65,7 +65,7 @@ def test_owner_creates_a_partition_and_it_is_audited(api: Api, owner: Persona, a
 
 
 def test_creating_an_existing_key_is_a_conflict(api: Api, owner: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo", is_active=False)
+    PartitionFactory.create(owner=alice, key="project:apollo", is_active=False)
     response = api.post("/partitions/create", owner, {"key": "project:apollo"})
     assert response.status_code == 409
     assert error_code(response) == "CONFLICT"
@@ -106,7 +106,7 @@ def test_host_token_creates_for_the_user_it_acts_for(api: Api, host: Persona, al
 
 
 def test_owner_deactivates_and_nothing_is_deleted(api: Api, owner: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:apollo")
     response = api.post("/partitions/deactivate", owner, {"key": "project:apollo"})
     assert response.status_code == 200
     assert response.json()["partition"]["isActive"] is False
@@ -115,12 +115,12 @@ def test_owner_deactivates_and_nothing_is_deleted(api: Api, owner: Persona, alic
     again = api.post("/partitions/deactivate", owner, {"key": "project:apollo"})
     assert again.status_code == 200
     assert MemoryEvent.objects.filter(action="partition.deactivate").count() == 1
-    keys = api.post("/whoami", owner, headers={"HTTP_X_MEMORY_ACCESS_SCOPE": "workspace"}).json()
+    keys = api.post("/whoami", owner, headers={"X-Memory-Access-Scope": "workspace"}).json()
     assert keys["access"]["readPartitionKeys"] == ["memory:personal"]
 
 
 def test_other_user_cannot_deactivate_owners_partition(api: Api, other: Persona, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:apollo")
     response = api.post("/partitions/deactivate", other, {"key": "project:apollo"})
     assert response.status_code == 404
     assert error_code(response) == "NOT_FOUND"
@@ -134,7 +134,7 @@ def test_personal_partition_cannot_be_deactivated(api: Api, owner: Persona) -> N
 
 
 def test_deactivation_needs_the_edit_scope(api: Api, alice) -> None:
-    PartitionFactory(owner=alice, key="project:apollo")
+    PartitionFactory.create(owner=alice, key="project:apollo")
     writer = issue(alice, "writer", scopes=[Scope.READ, Scope.WRITE])
     response = api.post("/partitions/deactivate", writer, {"key": "project:apollo"})
     assert response.status_code == 403

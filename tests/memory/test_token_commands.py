@@ -22,7 +22,8 @@ def run(*args: str) -> str:
 def test_issue_token_prints_only_a_working_secret(api: Api, alice) -> None:
     output = run("issue_token", "--user", "alice", "--label", "laptop")
     secret = output.strip()
-    assert output.count("\n") == 1 and secret.startswith("mem_")
+    assert output.count("\n") == 1
+    assert secret.startswith("mem_")
     response = api.post("/whoami", Persona("cli", alice, None, secret))
     assert response.status_code == 200
     assert response.json()["token"]["label"] == "laptop"

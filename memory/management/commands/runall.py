@@ -7,6 +7,7 @@ using them exits (config.embedded).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -72,10 +73,8 @@ class Supervisor:
             _signal_group(child, signal.SIGTERM)
         deadline = time.monotonic() + GRACE_PERIOD_S
         for child in self.children.values():
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
         for child in self.children.values():
             # Also reaps pool processes a worker left behind: the whole group goes.
             _signal_group(child, signal.SIGKILL)
@@ -84,10 +83,8 @@ class Supervisor:
 
 
 def _signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(child.pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 class Command(BaseCommand):

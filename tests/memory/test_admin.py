@@ -1,0 +1,113 @@
+"""Django admin: tokens are issued with the secret shown once, rotated and revoked as actions."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from memory.models import AccessToken, MemoryEvent, Partition
+from tests.conftest import Api, Persona, error_code
+from tests.factories import PartitionFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+SECRET = re.compile(r'<code class="token-secret">(mem_[A-Za-z0-9_-]+)</code>')
+
+
+@pytest.fixture
+def admin_client(client: Client) -> Client:
+    admin = UserFactory.create(username="root", is_staff=True, is_superuser=True)
+    client.force_login(admin)
+    return client
+
+
+def test_creating_a_token_shows_its_secret_once(admin_client: Client, api: Api, alice) -> None:
+    response = admin_client.post(
+        "/admin/memory/accesstoken/add/",
+        {
+            "owner": alice.pk, "label": "Claude Desktop", "surface": "mcp", "scopes": ["read", "write"],
+            "partition_keys": "", "default_partition_key": "", "profile": "assistant",
+        },
+    )  # fmt: skip
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    secret = SECRET.search(response.content.decode())
+    assert secret is not None
+    token = AccessToken.objects.get(label="Claude Desktop")
+    assert token.secret_hash != secret.group(1)
+    assert api.post("/whoami", Persona("admin-made", alice, token, secret.group(1))).status_code == 200
+    detail = admin_client.get(f"/admin/memory/accesstoken/{token.pk}/change/").content.decode()
+    assert secret.group(1) not in detail
+    assert token.prefix in detail
+
+
+def test_invalid_token_settings_are_form_errors(admin_client: Client, alice) -> None:
+    response = admin_client.post(
+        "/admin/memory/accesstoken/add/",
+        {"owner": alice.pk, "label": "host", "surface": "host", "scopes": ["read"], "profile": "assistant"},
+    )
+    assert response.status_code == 200
+    assert "needs the users it may act for" in response.content.decode()
+    assert not AccessToken.objects.filter(label="host").exists()
+
+
+def test_token_list_shows_prefix_scopes_partitions_and_last_use(admin_client: Client, owner: Persona) -> None:
+    page = admin_client.get("/admin/memory/accesstoken/").content.decode()
+    assert owner.secret[:12] in page
+    assert "read, write, edit, maintenance" in page
+    assert owner.secret not in page
+
+
+def test_rotate_action_shows_new_secret_and_revokes_old(admin_client: Client, api: Api, owner: Persona, alice) -> None:
+    assert owner.token is not None
+    response = admin_client.post(
+        "/admin/memory/accesstoken/", {"action": "rotate", "_selected_action": [owner.token.pk]}
+    )
+    secret = SECRET.search(response.content.decode())
+    assert secret is not None
+    assert error_code(api.post("/whoami", owner)) == "TOKEN_REVOKED"
+    assert api.post("/whoami", Persona("new", alice, None, secret.group(1))).status_code == 200
+    assert MemoryEvent.objects.filter(action="token.revoke", actor_kind="user").exists()
+
+
+def test_revoke_action(admin_client: Client, api: Api, owner: Persona) -> None:
+    assert owner.token is not None
+    admin_client.post("/admin/memory/accesstoken/", {"action": "revoke", "_selected_action": [owner.token.pk]})
+    assert error_code(api.post("/whoami", owner)) == "TOKEN_REVOKED"
+
+
+def test_partition_deactivate_action(admin_client: Client, alice) -> None:
+    partition = PartitionFactory.create(owner=alice, key="project:apollo")
+    personal = Partition.objects.get(owner=alice, key="memory:personal")
+    admin_client.post(
+        "/admin/memory/partition/", {"action": "deactivate", "_selected_action": [partition.pk, personal.pk]}
+    )
+    assert not Partition.objects.get(pk=partition.pk).is_active
+    assert Partition.objects.get(pk=personal.pk).is_active  # refused, with a message
+    event = MemoryEvent.objects.get(action="partition.deactivate")
+    assert event.actor_user is not None
+    assert event.actor_user.username == "root"
+
+
+def test_admin_user_creation_gives_a_personal_partition(admin_client: Client) -> None:
+    admin_client.post(
+        "/admin/memory/user/add/",
+        {
+            "username": "dave",
+            "external_id": "",
+            "email": "",
+            "password1": "a-long-pass-phrase-1",
+            "password2": "a-long-pass-phrase-1",
+        },
+    )
+    dave_partitions = Partition.objects.filter(owner__username="dave").values_list("key", "owner__external_id")
+    assert list(dave_partitions) == [("memory:personal", "dave")]
+
+
+def test_non_staff_cannot_open_the_admin(client: Client, alice) -> None:
+    client.force_login(alice)
+    response = client.get("/admin/memory/accesstoken/")
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]

@@ -1,0 +1,142 @@
+"""The embedded runtime and `make run`'s supervisor, exercised as a user would: real processes, real HTTP."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from config.embedded import Runtime, is_running
+from tests.process import ROOT, free_port, manage, service_env, wait_for
+
+pytestmark = pytest.mark.server
+
+CONCURRENT_STARTER = """
+import sys, time
+from pathlib import Path
+from config.embedded import Runtime, ensure_started
+runtime = Runtime(Path(sys.argv[1]), postgres=True, redis=True)
+ensure_started(runtime)
+print((runtime.pgdata / "postmaster.pid").read_text().split()[0], (runtime.redis_dir / "redis.pid").read_text().strip())
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_simultaneous_starters_share_one_server_and_the_last_one_stops_it(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    starters = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_STARTER, str(data_dir), str(1 + index)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for index in range(4)
+    ]
+    outputs = [starter.communicate(timeout=120)[0].strip() for starter in starters]
+    assert all(starter.returncode == 0 for starter in starters)
+    assert len(set(outputs)) == 1, outputs  # same PostgreSQL and Redis pids for every process
+    assert is_running(Runtime(data_dir, postgres=True, redis=True)) == {"postgres": False, "redis": False}
+
+
+class RunningService:
+    def __init__(self, data_dir: Path) -> None:
+        self.port = free_port()
+        self.env = service_env(data_dir, self.port)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = data_dir.parent / f"runall-{self.port}.log"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "runall"], cwd=ROOT, env=self.env,
+            stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        self.process.send_signal(signum)
+        return self.process.wait(timeout=60)
+
+    def post(self, path: str, secret: str, body: dict | None = None) -> httpx.Response:
+        return httpx.post(f"{self.url}{path}", json=body or {}, headers={"Authorization": f"Bearer {secret}"})
+
+
+def printed_token(output: str) -> str:
+    line = next(line for line in output.splitlines() if "Access token" in line)
+    return line.split(":", 1)[1].strip()
+
+
+def test_make_run_serves_everything_stops_cleanly_and_keeps_data(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    service = RunningService(data_dir)
+    try:
+        health = wait_for(f"{service.url}/healthz", until='"worker": "ok"').json()
+        assert health == {"status": "ok", "db": "ok", "redis": "ok", "worker": "ok", "migrations": "current"}
+        secret = printed_token(service.output())
+        assert service.post("/whoami", secret).json()["username"] == "admin"
+        wrong = service.post("/whoami", secret[:-2] + "zz")
+        assert (wrong.status_code, wrong.json()["error"]["code"]) == (401, "TOKEN_INVALID")
+
+        minted = manage("issue_token", "--user", "admin", "--label", "script", env=service.env)
+        assert minted.returncode == 0, minted.stderr
+        assert service.post("/whoami", minted.stdout.strip()).json()["token"]["label"] == "script"
+        partition = service.post("/partitions/create", secret, {"key": "project:kept"})
+        assert partition.status_code == 201
+        children = [int(pid) for pid in _child_pids(service.process.pid)]
+        assert len(children) == 3
+    finally:
+        code = service.stop(signal.SIGINT)
+    assert code == 0
+    assert not [pid for pid in children if _alive(pid)]
+    runtime = Runtime(data_dir.resolve(), postgres=True, redis=True)
+    assert is_running(runtime) == {"postgres": False, "redis": False}
+
+    again = RunningService(data_dir)
+    try:
+        wait_for(f"{again.url}/healthz", until='"status": "ok"')
+        assert "Access token" not in again.output()  # printed on first start only
+        assert again.post("/whoami", secret).status_code == 200
+        keys = [p["key"] for p in again.post("/partitions/list", secret).json()["partitions"]]
+        assert "project:kept" in keys
+    finally:
+        assert again.stop(signal.SIGTERM) == 0
+    assert is_running(runtime) == {"postgres": False, "redis": False}
+
+
+def test_health_is_503_when_the_database_is_down(tmp_path: Path) -> None:
+    port = free_port()
+    env = service_env(
+        tmp_path / "data", port, DATABASE_URL=f"postgresql://postgres@/memory?host={tmp_path}", SECRET_KEY="test-only"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(port), "--lifespan", "on"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        response = wait_for(f"http://127.0.0.1:{port}/healthz")
+        assert response.status_code == 503
+        assert response.json()["db"] == "error"
+        assert response.json()["redis"] == "ok"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _child_pids(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
