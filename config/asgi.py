@@ -6,6 +6,7 @@ shutdown hooks that need the event loop (the MCP session manager registers one i
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,7 +17,7 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
 from django.core.asgi import get_asgi_application
 
-from config.embedded import ensure_started
+from config.embedded import ensure_started, release
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 ensure_started(settings.EMBEDDED_RUNTIME)
@@ -54,6 +55,12 @@ class LifespanApp:
                 return
 
 
+async def release_embedded_runtime() -> None:
+    # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never runs in this process: give up the
+    # lease here, while shutdown is still orderly (the last user stops the embedded servers).
+    await asyncio.to_thread(release, settings.EMBEDDED_RUNTIME)
+
+
 application = LifespanApp(
     ProtocolTypeRouter(
         {
@@ -62,3 +69,4 @@ application = LifespanApp(
         }
     )
 )
+application.on_shutdown.append(release_embedded_runtime)

@@ -128,6 +128,8 @@ def test_health_is_503_when_the_database_is_down(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    # A clean SIGTERM also stops the embedded Redis this server started.
+    assert is_running(Runtime((tmp_path / "data").resolve(), postgres=False, redis=True))["redis"] is False
 
 
 def _child_pids(pid: int) -> list[str]:
