@@ -190,7 +190,6 @@ SPECTACULAR_SETTINGS = {
     "and a Bearer token; errors share one shape: {error: {code, message, remedy, details}}.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI from the vendored sidecar package: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -18,6 +18,8 @@ def test_schema_is_a_valid_openapi_document(client: Client) -> None:
     create = schema["paths"]["/partitions/create"]["post"]
     assert create["operationId"] == "partitions.create"
     assert "requestBody" in create
+    assert create["security"] == [{"bearerToken": []}]
+    assert schema["components"]["securitySchemes"]["bearerToken"]["scheme"] == "bearer"
 
 
 def test_docs_page_uses_no_cdn(client: Client) -> None:

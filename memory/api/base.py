@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.access import WORKSPACE_HEADER, Access, access_for_token
-from memory.errors import ERROR_KINDS, AuthenticationError
+from memory.errors import ERROR_KINDS, AuthenticationError, ValidationFailed
 from memory.models import AccessToken, ToolEvent
 
 logger = logging.getLogger("memory.api")
@@ -56,6 +56,12 @@ class EndpointSchema(AutoSchema):
     def get_response_serializers(self) -> Any:
         return getattr(self.view, "response_serializer", None)
 
+    def get_examples(self) -> list[Any]:
+        from drf_spectacular.utils import OpenApiExample
+
+        example = getattr(self.view, "example_request", None)
+        return [OpenApiExample("Request", value=example, request_only=True)] if example else []
+
     def get_operation_id(self) -> str:
         return str(getattr(self.view, "tool", super().get_operation_id()))
 
@@ -68,6 +74,9 @@ class Endpoint(APIView):
     tool: ClassVar[str]
     request_serializer: ClassVar[type[serializers.Serializer]] = RequestSerializer
     response_serializer: ClassVar[type[serializers.Serializer] | None] = None
+    # A minimal valid body: shown in the OpenAPI document and sent by the contract tests.
+    example_request: ClassVar[dict[str, Any]] = {}
+    success_status: ClassVar[int] = 200
     http_method_names = ["post", "options"]
     schema = EndpointSchema()
 
@@ -88,13 +97,17 @@ class Endpoint(APIView):
             result = self.response_serializer(result).data
         return Response(result, status=self.success_status)
 
-    success_status = 200
-
     def build_access(self, request: Request, data: dict[str, Any]) -> Access:
         token = request.auth
         if not isinstance(token, AccessToken):
             raise AuthenticationError("Authentication credentials were not provided.")
-        workspace = request.headers.get(WORKSPACE_HEADER, "").strip().lower() == "workspace"
+        scope = request.headers.get(WORKSPACE_HEADER, "strict").strip().lower()
+        if scope not in ("strict", "workspace"):
+            raise ValidationFailed(
+                f"The {WORKSPACE_HEADER} header must be 'strict' or 'workspace'.",
+                details={WORKSPACE_HEADER: [f"Unknown access scope {scope!r}."]},
+            )
+        workspace = scope == "workspace"
         return access_for_token(
             token=token,
             user_id=data.pop("userId", None),

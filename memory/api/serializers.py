@@ -7,6 +7,10 @@ from rest_framework import serializers
 from memory.api.base import RequestSerializer
 
 
+class WhoamiIn(RequestSerializer):
+    """Only the common fields: whose memory, which partition."""
+
+
 class PartitionOut(serializers.Serializer):
     id = serializers.CharField()
     key = serializers.CharField()

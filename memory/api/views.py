@@ -15,6 +15,7 @@ class Whoami(Endpoint):
     """The user and token behind this request and the partitions it reaches (strict or workspace)."""
 
     tool = "whoami"
+    request_serializer = s.WhoamiIn
     response_serializer = s.WhoamiOut
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +46,7 @@ class PartitionCreate(Endpoint):
     """Create a project partition (needs `write`). CONFLICT if the key is taken."""
 
     tool = "partitions.create"
+    example_request = {"key": "project:apollo", "label": "Apollo"}
     request_serializer = s.PartitionCreateIn
     response_serializer = s.PartitionOneOut
     success_status = 201
@@ -57,6 +59,7 @@ class PartitionDeactivate(Endpoint):
     """Deactivate a partition (needs `edit`): hidden from workspace reads, closed to writes, nothing deleted."""
 
     tool = "partitions.deactivate"
+    example_request = {"key": "project:apollo"}
     request_serializer = s.PartitionDeactivateIn
     response_serializer = s.PartitionOneOut
 

@@ -1,4 +1,4 @@
-"""POST /partitions/list, /partitions/create, /partitions/deactivate for every persona."""
+"""POST /partitions/list, /partitions/create, /partitions/deactivate (personas in test_endpoint_contract too)."""
 
 from __future__ import annotations
 
@@ -9,29 +9,6 @@ from tests.conftest import Api, Persona, error_code, issue
 from tests.factories import PartitionFactory
 
 pytestmark = pytest.mark.django_db
-
-ENDPOINTS = [
-    ("/partitions/list", {}),
-    ("/partitions/create", {"key": "project:new"}),
-    ("/partitions/deactivate", {"key": "project:apollo"}),
-]
-
-
-@pytest.mark.parametrize(("path", "body"), ENDPOINTS)
-def test_outsider_is_refused(api: Api, outsider: Persona, path: str, body: dict) -> None:
-    response = api.post(path, outsider, body)
-    assert response.status_code == 401
-    assert error_code(response) == "TOKEN_INVALID"
-
-
-@pytest.mark.parametrize(("path", "body"), ENDPOINTS)
-def test_revoked_token_is_refused(api: Api, revoked: Persona, path: str, body: dict) -> None:
-    assert error_code(api.post(path, revoked, body)) == "TOKEN_REVOKED"
-
-
-@pytest.mark.parametrize(("path", "body"), ENDPOINTS)
-def test_anonymous_is_refused(api: Api, path: str, body: dict) -> None:
-    assert error_code(api.post(path, None, body)) == "AUTH_REQUIRED"
 
 
 def test_owner_lists_own_partitions(api: Api, owner: Persona, alice, bob) -> None:
