@@ -223,3 +223,13 @@ ADMIN_USERNAME = env_str("ADMIN_USERNAME", "admin")
 ADMIN_EMAIL = env_str("ADMIN_EMAIL", "admin@localhost")
 ADMIN_PASSWORD = env_secret("ADMIN_PASSWORD")
 WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 2)
+
+# Embeddings (SPEC §8a). `minilm`: local int8 ONNX all-MiniLM-L6-v2, offline. `openai`: any
+# OpenAI-compatible /embeddings endpoint (Ollama, vLLM, OpenAI) at EMBEDDING_URL.
+EMBEDDER = env_str("EMBEDDER", "minilm")
+EMBEDDING_URL = env_str("EMBEDDING_URL", "http://127.0.0.1:11434/v1")
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "embeddinggemma")
+EMBEDDING_API_KEY = env_secret("EMBEDDING_API_KEY")
+EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 0)  # 0: learn it from the first answer
+EMBEDDING_TIMEOUT_S = env_int("EMBEDDING_TIMEOUT_S", 30)
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
