@@ -1,7 +1,9 @@
-"""Websocket routes (live processing progress arrives with the ingestion pipeline)."""
+"""Websocket routes."""
 
 from __future__ import annotations
 
-from typing import Any
+from django.urls import path
 
-websocket_urlpatterns: list[Any] = []
+from memory.consumers import EventsConsumer
+
+websocket_urlpatterns = [path("ws/events/", EventsConsumer.as_asgi())]

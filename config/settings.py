@@ -129,7 +129,9 @@ CHANNEL_LAYERS = {
 CELERY_BROKER_URL = REDIS_URL.replace("unix://", "redis+socket://", 1)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# A worker that dies mid-job marks the job failed (not redelivered): the receipt then reads as
+# PROCESSING_INTERRUPTED and the owner decides to retry.
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {}
@@ -233,3 +235,22 @@ EMBEDDING_API_KEY = env_secret("EMBEDDING_API_KEY")
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 0)  # 0: learn it from the first answer
 EMBEDDING_TIMEOUT_S = env_int("EMBEDDING_TIMEOUT_S", 30)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+
+# Original bytes of files and artifacts (content-addressed, per owner).
+BLOB_DIR = Path(env_str("BLOB_DIR", str(DATA_DIR / "blobs")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(BLOB_DIR)}},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Multipart uploads spill to disk past this size; the 50 MB blob cap is enforced while streaming.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = None
+
+# The ingestion pipeline (Celery). The result backend keeps each job's final state for a day, so a receipt
+# still saying queued/processing for a job that died reads as PROCESSING_INTERRUPTED (seeds/000).
+CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+CELERY_RESULT_EXPIRES = 24 * 3600
+CELERY_TASK_TRACK_STARTED = True
+PIPELINE_TIME_LIMIT_S = env_int("PIPELINE_TIME_LIMIT_S", 900)
+CHUNK_TARGET_CHARS = env_int("CHUNK_TARGET_CHARS", 800)
+CELERY_TASK_TIME_LIMIT = PIPELINE_TIME_LIMIT_S

@@ -36,8 +36,16 @@ ERROR_KINDS: dict[str, ErrorKind] = {
     "PARTITION_INACTIVE": ErrorKind(409, "Write to an active partition, or reactivate this one in the admin."),
     "PAYLOAD_TOO_LARGE": ErrorKind(413, "Send a smaller body; the limit is in details.maxBytes."),
     "UNSUPPORTED_MEDIA_TYPE": ErrorKind(415, "Send 'Content-Type: application/json'."),
+    "RANGE_NOT_SATISFIABLE": ErrorKind(416, "Ask for a range inside the artifact; details.size is its length."),
     "RATE_LIMITED": ErrorKind(429, "Wait details.retryAfterSeconds seconds, then retry."),
     "PROCESSING_INTERRUPTED": ErrorKind(409, "Check the operation, then use the processing retry endpoint."),
+    "IDENTITY_RETIRED": ErrorKind(
+        409, "This source identity was retired when it was erased; send new material under a new id."
+    ),
+    "CONVERSION_FAILED": ErrorKind(
+        422, "The original is kept; read it with /source/get, or send a supported format (PDF, DOCX, ...)."
+    ),
+    "EMBEDDER_UNAVAILABLE": ErrorKind(503, "Check the embedding settings with `manage.py embeddings probe`."),
     "SERVICE_UNAVAILABLE": ErrorKind(503, "A backing service is down; retry shortly and check /healthz."),
     "INTERNAL_ERROR": ErrorKind(500, "Retry; if it persists, report it with the time of the request."),
 }
@@ -97,6 +105,10 @@ class ScopeRequired(ServiceError):
 
 class PartitionInactive(ServiceError):
     code = "PARTITION_INACTIVE"
+
+
+class PayloadTooLarge(ServiceError):
+    code = "PAYLOAD_TOO_LARGE"
 
 
 class AuthenticationError(ServiceError):

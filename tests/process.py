@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -53,3 +57,41 @@ def wait_for(url: str, *, timeout: float = 90, until: str | None = None) -> http
             last = exc
         time.sleep(0.25)
     raise AssertionError(f"{url} did not become ready: {last}")
+
+
+@contextlib.contextmanager
+def celery_worker(database_name: str, **env_extra: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery worker on the test database and the test Redis, until the block ends."""
+    from django.conf import settings
+
+    from config.celery import app
+
+    name = f"test-{uuid.uuid4().hex[:8]}@localhost"
+    url = urlunsplit(urlsplit(settings.DATABASE_URL)._replace(path=f"/{database_name}"))
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.test_settings",
+        "DATABASE_URL": url,
+        "REDIS_URL": settings.REDIS_URL,
+        "SECRET_KEY": settings.SECRET_KEY,
+        **env_extra,
+    }
+    log = Path(settings.DATA_DIR) / f"worker-{name.split('@')[0]}.log"  # kept for reading a failed run
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", "1",
+         "--hostname", name, "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not app.control.ping(destination=[name], timeout=0.5):
+            if worker.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("the Celery worker did not start")
+        yield worker
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()

@@ -10,6 +10,7 @@ import logging
 import time
 from typing import Any, ClassVar
 
+from django.http.response import HttpResponseBase
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -76,7 +77,7 @@ class Endpoint(APIView):
     response_serializer: ClassVar[type[serializers.Serializer] | None] = None
     # A minimal valid body: shown in the OpenAPI document and sent by the contract tests.
     example_request: ClassVar[dict[str, Any]] = {}
-    success_status: ClassVar[int] = 200
+    success_status: int = 200
     http_method_names = ["post", "options"]
     schema = EndpointSchema()
 
@@ -87,15 +88,24 @@ class Endpoint(APIView):
         self._started = time.perf_counter()
         super().initial(request, *args, **kwargs)
 
-    def post(self, request: Request) -> Response:
-        incoming = self.request_serializer(data=request.data)
-        incoming.is_valid(raise_exception=True)
-        data = dict(incoming.validated_data)
+    def post(self, request: Request, **kwargs: Any) -> HttpResponseBase:
+        return self.respond(request)
+
+    def respond(self, request: Request) -> HttpResponseBase:
+        data = self.parse(request)
         self.access = self.build_access(request, data)
         result = self.handle(self.access, data)
+        if isinstance(result, HttpResponseBase):
+            return result
         if self.response_serializer is not None:
             result = self.response_serializer(result).data
         return Response(result, status=self.success_status)
+
+    def parse(self, request: Request) -> dict[str, Any]:
+        """The validated request fields (a JSON body by default)."""
+        incoming = self.request_serializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        return dict(incoming.validated_data)
 
     def build_access(self, request: Request, data: dict[str, Any]) -> Access:
         token = request.auth

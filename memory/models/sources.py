@@ -1,0 +1,190 @@
+"""What was handed to memory: blobs (original bytes), sources, their chunks, and processing receipts (SPEC §5)."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models.functions import Now
+from pgvector.django import VectorField
+
+from memory.ids import PublicIdField
+from memory.models.accounts import Partition, User
+
+BLOB_MAX_BYTES = 50 * 1024 * 1024
+
+
+class Blob(models.Model):
+    """Original bytes, content-addressed by SHA-256 and deduplicated per owner. Shared by files and artifacts."""
+
+    id = PublicIdField(prefix="blb")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="blobs")
+    sha256 = models.CharField(max_length=64)
+    size = models.BigIntegerField()
+    mime_type = models.CharField(max_length=200)
+    storage_name = models.CharField(max_length=300)
+    is_artifact = models.BooleanField(default=False, help_text="Put through the artifact API (listed there).")
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "sha256"], name="blob_unique_sha_per_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} bytes)"
+
+
+class SourceKind(models.TextChoices):
+    CONVERSATION = "conversation"
+    MESSAGE = "message"
+    DOCUMENT = "document"
+    FILE = "file"
+    TRANSCRIPT = "transcript"
+    SESSION = "session"
+    NOTE = "note"
+
+
+class SourceScope(models.TextChoices):
+    PERSONAL = "personal", "Personal (about the user)"
+    REFERENCE = "reference", "Reference (books, articles, external material)"
+
+
+class SourceQuerySet(models.QuerySet["Source"]):
+    def live(self) -> SourceQuerySet:
+        return self.filter(tombstoned_at__isnull=True)
+
+
+class Source(models.Model):
+    """One thing a client sent: a conversation, a message, a document, a file, a transcript.
+
+    The identity is (owner, partition, kind, external_id) among live rows; `updateExisting` tombstones the
+    live row and creates the next version. Messages are children of their conversation.
+    """
+
+    id = PublicIdField(prefix="src")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="sources")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=16, choices=SourceKind.choices)
+    scope = models.CharField(max_length=16, choices=SourceScope.choices, default=SourceScope.PERSONAL)
+    external_id = models.CharField(max_length=300)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    ordinal = models.PositiveIntegerField(default=0, help_text="Position among the parent's children.")
+    title = models.CharField(max_length=500, blank=True)
+    content = models.TextField(blank=True, help_text="The text as sent (conversations, messages, documents).")
+    markdown = models.TextField(blank=True, help_text="Converted text of a file; the original stays in the blob.")
+    content_hash = models.CharField(max_length=64, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    source_context = models.JSONField(default=dict, blank=True)
+    # Messages: who said it, when, in which thread.
+    role = models.CharField(max_length=32, blank=True)
+    speaker = models.CharField(max_length=200, blank=True)
+    message_id = models.CharField(max_length=300, blank=True)
+    thread_id = models.CharField(max_length=300, blank=True)
+    authored_at = models.DateTimeField(null=True, blank=True)
+    participants = models.JSONField(default=list, blank=True)
+    # Transcripts: [{"speaker", "text", "start"?, "timestamp"?}] in order; `content` holds them rendered.
+    segments = models.JSONField(default=list, blank=True)
+    # Files.
+    blob = models.ForeignKey(Blob, null=True, blank=True, on_delete=models.PROTECT, related_name="sources")
+    filename = models.CharField(max_length=300, blank=True)
+    mime_type = models.CharField(max_length=200, blank=True)
+    occurred_at = models.DateTimeField(help_text="When it happened: the client's timestamp, else first receipt.")
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(auto_now=True)
+    tombstoned_at = models.DateTimeField(null=True, blank=True)
+    identity_retired_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SourceQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "partition", "kind", "external_id"],
+                condition=models.Q(tombstoned_at__isnull=True),
+                name="source_unique_live_identity",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["owner", "partition", "-occurred_at"], name="source_owner_recent"),
+            models.Index(fields=["parent", "ordinal"], name="source_children"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.external_id}"
+
+    @property
+    def text(self) -> str:
+        """The readable text: converted Markdown for files, the content for everything else."""
+        return self.markdown if self.kind == SourceKind.FILE else self.content
+
+
+class Chunk(models.Model):
+    """A searchable piece of a source's text, with the way back to its message (id, speaker, time)."""
+
+    id = PublicIdField(prefix="chk")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+    message_id = models.CharField(max_length=300, blank=True)
+    speaker = models.CharField(max_length=200, blank=True)
+    authored_at = models.DateTimeField(null=True, blank=True)
+    # Dimensions are not fixed: the model id says which model (and so which size) made the vector.
+    embedding = VectorField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="simple"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "ordinal"], name="chunk_unique_ordinal")]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="chunk_search_vector"),
+            models.Index(fields=["owner", "embedding_model"], name="chunk_owner_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}#{self.ordinal}"
+
+
+class OperationStatus(models.TextChoices):
+    QUEUED = "queued"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class Operation(models.Model):
+    """A processing receipt: one run of the pipeline over one version of one source."""
+
+    id = PublicIdField(prefix="op")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="operations")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
+    source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="operations")
+    source_version = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, default="ingest")
+    status = models.CharField(max_length=16, choices=OperationStatus.choices, default=OperationStatus.QUEUED)
+    step = models.CharField(max_length=32, blank=True, help_text="The step running now, or the last one run.")
+    steps_done = models.JSONField(default=list, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    error_code = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    task_id = models.CharField(max_length=64, blank=True)
+    request_hash = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="SHA-256 of the ingestion request, to answer replays."
+    )
+    queued_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "status"], name="operation_owner_status")]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.status}"

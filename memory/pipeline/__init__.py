@@ -1,0 +1,1 @@
+"""The processing pipeline: ordered steps over one Operation (SPEC §7)."""

@@ -1,0 +1,100 @@
+"""Splitting text into searchable pieces that keep the way back to their message, speaker and time."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.models import Source, SourceKind
+
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    text: str
+    start: int
+    end: int
+    message_id: str = ""
+    speaker: str = ""
+    authored_at: datetime | None = None
+
+
+def split_text(text: str, target: int) -> list[tuple[int, int]]:
+    """Character spans of about `target` characters, cut at paragraph, then sentence, then word boundaries."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    length = len(text)
+    while start < length:
+        while start < length and text[start].isspace():
+            start += 1
+        if start >= length:
+            break
+        end = min(start + target, length)
+        if end < length:
+            window = text[start:end]
+            cut = max(
+                (m.end() for m in _PARAGRAPH.finditer(window) if m.end() > target // 2),
+                default=0,
+            ) or max((m.end() for m in _SENTENCE_END.finditer(window) if m.end() > target // 2), default=0)
+            if not cut:
+                space = window.rfind(" ", target // 2)
+                cut = space + 1 if space > 0 else len(window)
+            end = start + cut
+        stripped_end = end
+        while stripped_end > start and text[stripped_end - 1].isspace():
+            stripped_end -= 1
+        spans.append((start, stripped_end))
+        start = end
+    return spans
+
+
+def chunks_for_source(source: Source, *, target: int) -> list[ChunkDraft]:
+    if source.kind == SourceKind.TRANSCRIPT and source.segments:
+        return _transcript_chunks(source, target)
+    text = source.text
+    return [
+        ChunkDraft(
+            text=text[start:end],
+            start=start,
+            end=end,
+            message_id=source.message_id,
+            speaker=source.speaker,
+            authored_at=source.authored_at,
+        )
+        for start, end in split_text(text, target)
+    ]
+
+
+def _transcript_chunks(source: Source, target: int) -> list[ChunkDraft]:
+    """Consecutive segments grouped up to `target` characters; a chunk names its speaker when it has one."""
+    drafts: list[ChunkDraft] = []
+    lines = source.content.split("\n")
+    offset = 0
+    group: list[tuple[int, int, str]] = []  # (start, end, speaker)
+
+    def flush() -> None:
+        if not group:
+            return
+        start, end = group[0][0], group[-1][1]
+        speakers = {speaker for _, _, speaker in group}
+        drafts.append(
+            ChunkDraft(
+                text=source.content[start:end],
+                start=start,
+                end=end,
+                speaker=speakers.pop() if len(speakers) == 1 else "",
+            )
+        )
+        group.clear()
+
+    for line, segment in zip(lines, source.segments, strict=False):
+        start, end = offset, offset + len(line)
+        offset = end + 1
+        if group and end - group[0][0] > target:
+            flush()
+        group.append((start, end, str(segment.get("speaker", ""))))
+    flush()
+    return drafts

@@ -1,0 +1,169 @@
+"""The pipeline's steps, in order. Each has one job and a written contract:
+
+- `run(job)` does its work for the job's source and returns counts to merge into the receipt;
+- it is idempotent: a retry after a crash at any point runs it again safely;
+- it raises `StepFailed(code, message)` for a failure the client should see; anything else is a bug and is
+  recorded as INTERNAL_ERROR.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import transaction
+
+from memory.models import Chunk, Operation, Source, SourceKind
+from memory.pipeline.chunking import chunks_for_source
+
+logger = logging.getLogger("memory.pipeline")
+
+
+class StepFailed(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Job:
+    operation: Operation
+    source: Source
+
+    def text_sources(self) -> list[Source]:
+        """The sources whose text is chunked: a conversation's live messages, or the source itself."""
+        if self.source.kind == SourceKind.CONVERSATION:
+            return list(self.source.children.live().order_by("ordinal"))
+        return [self.source]
+
+
+class Step:
+    name: ClassVar[str]
+
+    def run(self, job: Job) -> dict[str, int]:
+        raise NotImplementedError
+
+
+class Convert(Step):
+    """Files: the original bytes become Markdown (markitdown). The blob is never changed."""
+
+    name = "convert"
+
+    def run(self, job: Job) -> dict[str, int]:
+        source = job.source
+        if source.kind != SourceKind.FILE or source.blob is None:
+            return {}
+        from memory.pipeline.conversion import ConversionError, convert_blob
+
+        try:
+            markdown = convert_blob(source.blob, filename=source.filename, mime_type=source.mime_type)
+        except ConversionError as exc:
+            raise StepFailed("CONVERSION_FAILED", str(exc)) from exc
+        Source.objects.filter(pk=source.pk).update(markdown=markdown)
+        source.markdown = markdown
+        return {"convertedChars": len(markdown)}
+
+
+class ChunkText(Step):
+    """Split each text source into chunks (replacing earlier chunks of the same source)."""
+
+    name = "chunk"
+
+    def run(self, job: Job) -> dict[str, int]:
+        total = 0
+        for source in job.text_sources():
+            if source.chunks.exists() and job.source.kind == SourceKind.CONVERSATION:
+                continue  # messages are immutable: chunked once, kept across later turns
+            drafts = chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)
+            with transaction.atomic():
+                source.chunks.all().delete()
+                Chunk.objects.bulk_create(
+                    Chunk(
+                        owner_id=source.owner_id,
+                        partition_id=source.partition_id,
+                        source=source,
+                        ordinal=index,
+                        text=draft.text,
+                        char_start=draft.start,
+                        char_end=draft.end,
+                        message_id=draft.message_id,
+                        speaker=draft.speaker,
+                        authored_at=draft.authored_at,
+                    )
+                    for index, draft in enumerate(drafts)
+                )
+            total += len(drafts)
+        return {"chunks": total}
+
+
+class Embed(Step):
+    """Vectors for chunks that have none from the active model. An unavailable embedder skips, never fails:
+    the text stays findable by keyword and `embeddings reindex` fills the vectors later."""
+
+    name = "embed"
+
+    def run(self, job: Job) -> dict[str, int]:
+        from memory.embeddings import EmbedderUnavailable, get_embedder
+        from memory.services.embeddings import chunks_embed, stale_chunks
+
+        chunks = Chunk.objects.filter(source__in=job.text_sources())
+        try:
+            embedder = get_embedder()
+            pending = list(chunks.filter(stale_chunks(embedder.model_id)).only("id", "text"))
+        except EmbedderUnavailable as exc:
+            logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
+            return {"embeddingsSkipped": chunks.count()}
+        batch, done = settings.EMBEDDING_BATCH_SIZE, 0
+        for offset in range(0, len(pending), batch):
+            try:
+                done += chunks_embed(pending[offset : offset + batch], embedder)
+            except EmbedderUnavailable as exc:
+                logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
+                return {"embedded": done, "embeddingsSkipped": len(pending) - done}
+        return {"embedded": done}
+
+
+class Extract(Step):
+    """Claims, entities, tasks and readings from the text: filled in by the knowledge issue."""
+
+    name = "extract"
+
+    def run(self, job: Job) -> dict[str, int]:
+        return {}
+
+
+class Reconcile(Step):
+    """Applies the steward's policy to extracted candidates: filled in by the knowledge issue."""
+
+    name = "reconcile"
+
+    def run(self, job: Job) -> dict[str, int]:
+        return {}
+
+
+class Index(Step):
+    """Vectors for new claims and nodes: filled in with claims (knowledge issue)."""
+
+    name = "index"
+
+    def run(self, job: Job) -> dict[str, int]:
+        return {}
+
+
+class Notify(Step):
+    """Tell the owner's open pages that a source is ready to read and search (receipt progress is pushed by the
+    runner after every step; this is the one `source.processed` event)."""
+
+    name = "notify"
+
+    def run(self, job: Job) -> dict[str, int]:
+        from memory.pipeline.progress import publish_source_processed
+
+        publish_source_processed(job.source)
+        return {}
+
+
+PIPELINE: list[Step] = [Convert(), ChunkText(), Embed(), Extract(), Reconcile(), Index(), Notify()]

@@ -1,0 +1,71 @@
+"""Embedding maintenance: fill missing vectors, replace vectors of another model, report coverage."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db.models import Count, Q
+
+from memory.embeddings import Embedder
+from memory.models import Chunk
+
+logger = logging.getLogger("memory.embeddings")
+
+
+def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
+    """Store the embedder's vectors on these chunks (one batch). Raises EmbedderUnavailable."""
+    if not chunks:
+        return 0
+    vectors = embedder.embed_documents([chunk.text for chunk in chunks])
+    for chunk, vector in zip(chunks, vectors, strict=True):
+        chunk.embedding, chunk.embedding_model = vector, embedder.model_id
+    Chunk.objects.bulk_update(chunks, ["embedding", "embedding_model"])
+    return len(chunks)
+
+
+def stale_chunks(model_id: str) -> Q:
+    """Chunks without a vector of the active model (missing, or made by another model)."""
+    return Q(embedding__isnull=True) | ~Q(embedding_model=model_id)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    model_id: str
+    total: int
+    current: int
+    by_model: dict[str, int]
+
+
+def embeddings_status(embedder: Embedder) -> Coverage:
+    rows = Chunk.objects.values("embedding_model").annotate(n=Count("id"))
+    by_model = {row["embedding_model"] or "(none)": row["n"] for row in rows}
+    return Coverage(
+        model_id=embedder.model_id,
+        total=sum(by_model.values()),
+        current=by_model.get(embedder.model_id, 0),
+        by_model=by_model,
+    )
+
+
+def embeddings_reindex(
+    embedder: Embedder, *, batch_size: int, on_batch: Callable[[int, int], None] | None = None
+) -> int:
+    """Embed every stale chunk in id order, one committed batch at a time: an interrupted run resumes where it
+    stopped. Never deletes anything. Returns how many chunks got vectors."""
+    done = 0
+    remaining = Chunk.objects.filter(stale_chunks(embedder.model_id)).count()
+    last_id = ""
+    while True:
+        batch = list(
+            Chunk.objects.filter(stale_chunks(embedder.model_id), id__gt=last_id)
+            .order_by("id")
+            .only("id", "text")[:batch_size]
+        )
+        if not batch:
+            return done
+        done += chunks_embed(batch, embedder)
+        last_id = batch[-1].pk
+        if on_batch is not None:
+            on_batch(done, remaining)

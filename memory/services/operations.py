@@ -1,0 +1,135 @@
+"""Processing receipts: queue, read with the interruption projection, retry (seeds/000)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from memory.access import Access
+from memory.errors import Conflict, NotFound, ServiceError
+from memory.models import Operation, OperationStatus, Scope, Source
+from memory.services.audit import audit_record
+
+logger = logging.getLogger("memory.operations")
+
+_OPEN = (OperationStatus.QUEUED, OperationStatus.PROCESSING)
+
+
+def operation_enqueue(*, source: Source, request_hash: str = "", counts: dict[str, int] | None = None) -> Operation:
+    """Create a queued receipt for the source's current version; the job is sent once the data is committed."""
+    operation = Operation.objects.create(
+        owner=source.owner,
+        partition=source.partition,
+        source=source,
+        source_version=source.version,
+        request_hash=request_hash,
+        counts=counts or {},
+    )
+    transaction.on_commit(lambda: operation_dispatch(operation.pk))
+    return operation
+
+
+def operation_dispatch(operation_id: str) -> None:
+    """Send the job. If the broker is down the receipt stays queued; resubmitting the request restores it."""
+    from memory.tasks import process_operation
+
+    task_id = str(uuid.uuid4())
+    Operation.objects.filter(pk=operation_id).update(task_id=task_id)
+    try:
+        # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED.
+        process_operation.apply_async(args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
+    except Exception:
+        logger.exception("operation.dispatch_failed", extra={"operationId": operation_id})
+
+
+def operation_restore_if_lost(operation: Operation) -> None:
+    """A replayed request re-sends a job that never started: if the queue lost it, this restores it; if not,
+    the duplicate finds the receipt no longer queued and does nothing."""
+    if operation.status == OperationStatus.QUEUED:
+        transaction.on_commit(lambda: operation_dispatch(operation.pk))
+
+
+@dataclass(frozen=True)
+class OperationView:
+    """A receipt as clients read it: the stored row, or the read-only PROCESSING_INTERRUPTED projection."""
+
+    operation: Operation
+    status: str
+    error_code: str
+    error_message: str
+
+
+def _job_state(task_id: str) -> str:
+    from celery.result import AsyncResult
+
+    from config.celery import app
+
+    try:
+        return str(AsyncResult(task_id, app=app).state)
+    except Exception as exc:  # a Redis outage is an error, never a failed operation
+        raise ServiceError("The processing queue cannot be inspected right now.", code="SERVICE_UNAVAILABLE") from exc
+
+
+def operation_view(operation: Operation) -> OperationView:
+    if operation.status in _OPEN and operation.task_id and _job_state(operation.task_id) in {"FAILURE", "REVOKED"}:
+        return OperationView(
+            operation=operation,
+            status=OperationStatus.FAILED,
+            error_code="PROCESSING_INTERRUPTED",
+            error_message="The processing job ended without finishing this receipt.",
+        )
+    return OperationView(
+        operation=operation,
+        status=operation.status,
+        error_code=operation.error_code,
+        error_message=operation.error_message,
+    )
+
+
+def operation_for_access(access: Access, operation_id: str, *, for_update: bool = False) -> Operation:
+    access.require_scope(Scope.READ)
+    operations = Operation.objects.select_related("source", "partition")
+    if for_update:
+        operations = operations.select_for_update(of=("self",))
+    operation = operations.filter(pk=operation_id, owner=access.user, partition__in=access.read_partitions).first()
+    if operation is None:
+        raise NotFound("No such operation.", details={"operationId": operation_id})
+    return operation
+
+
+@transaction.atomic
+def operation_retry(*, access: Access, operation_id: str) -> Operation:
+    """Queue a failed (or interrupted) operation again, if its source is still the version it processed."""
+    access.require_scope(Scope.WRITE)
+    operation = operation_for_access(access, operation_id, for_update=True)
+    access.check_write(operation.partition)
+    view = operation_view(operation)
+    if view.status != OperationStatus.FAILED:
+        raise Conflict(
+            f"Only failed operations can be retried; this one is {view.status}.",
+            details={"operationId": operation.pk, "status": view.status},
+        )
+    source = operation.source
+    if source is None or source.tombstoned_at is not None or source.version != operation.source_version:
+        raise Conflict(
+            "The source changed since this operation ran; ingest it again instead.",
+            details={"operationId": operation.pk, "sourceVersion": operation.source_version},
+        )
+    operation.status = OperationStatus.QUEUED
+    operation.error_code = operation.error_message = ""
+    operation.step = ""
+    operation.save(update_fields=["status", "error_code", "error_message", "step"])
+    audit_record(
+        actor=access.actor,
+        owner=access.user,
+        action="operation.retry",
+        target=operation,
+        partition=operation.partition,
+        before={"status": view.status, "errorCode": view.error_code},
+    )
+    transaction.on_commit(lambda: operation_dispatch(operation.pk))
+    return operation

@@ -1,0 +1,110 @@
+"""Erasure leaves no copy of the text anywhere: every text column of every table is searched."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.storage import default_storage
+from django.db import connection
+
+from memory.models import Blob, Chunk, MemoryEvent, Operation, Source
+from memory.pipeline.runner import run_operation
+from tests.conftest import Api, Persona, error_code, issue
+
+pytestmark = pytest.mark.django_db
+
+MARKER = "zebra-marmalade-7731"
+
+
+def tables_containing(text: str) -> list[str]:
+    """Every (table, column) whose text, varchar, json or tsvector value contains `text`."""
+    found = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' AND data_type IN ('text', 'character varying', 'json', 'jsonb', 'tsvector')"
+        )
+        for table, column in cursor.fetchall():
+            cursor.execute(f'SELECT count(*) FROM "{table}" WHERE "{column}"::text ILIKE %s', [f"%{text}%"])
+            if cursor.fetchone()[0]:
+                found.append(f"{table}.{column}")
+    return found
+
+
+def test_erasing_a_document_removes_every_copy_of_its_text(api: Api, owner: Persona) -> None:
+    body = {"document": {"id": f"diary-{MARKER}", "title": f"About {MARKER}", "content": f"My {MARKER} secret.",
+                         "sourceContext": {"note": MARKER}}}  # fmt: skip
+    receipt = api.post("/ingest/document", owner, body).json()
+    run_operation(receipt["operationId"])
+    replaced = {"document": {**body["document"], "content": f"Second {MARKER} version."}, "updateExisting": True}
+    second = api.post("/ingest/document", owner, replaced).json()
+    run_operation(second["operationId"])
+    assert tables_containing(MARKER)  # the scan finds it before erasure
+    response = api.post("/source/delete", owner, {"sourceId": second["sourceId"]})
+    assert response.status_code == 200
+    assert response.json()["erasedSources"] == 2  # both versions
+    assert tables_containing(MARKER) == []
+    assert not Chunk.objects.exists()
+    assert Operation.objects.filter(pk=receipt["operationId"]).exists()  # receipts keep their status
+    assert MemoryEvent.objects.filter(action="source.erase").exists()
+
+
+def test_erasing_a_conversation_removes_its_messages(api: Api, owner: Persona) -> None:
+    body = {"conversation": {"id": "chat", "messages": [{"id": "m1", "role": "user", "content": f"I love {MARKER}."}]}}
+    receipt = api.post("/ingest/conversation", owner, body).json()
+    run_operation(receipt["operationId"])
+    api.post("/source/delete", owner, {"sourceId": receipt["sourceId"]})
+    assert tables_containing(MARKER) == []
+    assert not Source.objects.exists()
+
+
+def test_erasing_a_file_removes_its_blob_unless_shared(api: Api, owner: Persona) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    def upload(doc_id: str) -> dict:
+        return api.client.post(
+            "/ingest/file",
+            data={"file": SimpleUploadedFile("n.txt", f"{MARKER} notes".encode(), content_type="text/plain"),
+                  "document": f'{{"id": "{doc_id}"}}'},
+            headers=owner.headers,
+        ).json()  # fmt: skip
+
+    first, second = upload("one"), upload("two")
+    blob = Blob.objects.get()
+    api.post("/source/delete", owner, {"sourceId": first["sourceId"]})
+    assert Blob.objects.filter(pk=blob.pk).exists()  # still the original of "two"
+    api.post("/source/delete", owner, {"sourceId": second["sourceId"]})
+    assert not Blob.objects.exists()
+    assert tables_containing(MARKER) == []
+
+
+def test_erased_sources_are_not_found(api: Api, owner: Persona) -> None:
+    receipt = api.post("/ingest/document", owner, {"document": {"id": "d", "content": "x"}}).json()
+    api.post("/source/delete", owner, {"sourceId": receipt["sourceId"], "retireIdentity": True})
+    assert error_code(api.post("/source/get", owner, {"sourceId": receipt["sourceId"]})) == "NOT_FOUND"
+    assert error_code(api.post("/source/delete", owner, {"sourceId": receipt["sourceId"]})) == "NOT_FOUND"
+
+
+def test_erasure_needs_the_edit_scope(api: Api, owner: Persona, alice) -> None:
+    receipt = api.post("/ingest/document", owner, {"document": {"id": "d", "content": "x"}}).json()
+    writer = issue(alice, "writer", scopes=["read", "write"])
+    assert error_code(api.post("/source/delete", writer, {"sourceId": receipt["sourceId"]})) == "SCOPE_REQUIRED"
+    assert Source.objects.filter(pk=receipt["sourceId"]).exists()
+
+
+def test_blob_bytes_leave_storage(api: Api, owner: Persona, django_capture_on_commit_callbacks) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    receipt = api.client.post(
+        "/ingest/file",
+        data={
+            "file": SimpleUploadedFile("n.txt", b"lonely bytes", content_type="text/plain"),
+            "document": '{"id": "x"}',
+        },
+        headers=owner.headers,
+    ).json()
+    name = Blob.objects.get().storage_name
+    assert default_storage.exists(name)
+    with django_capture_on_commit_callbacks(execute=True):
+        api.post("/source/delete", owner, {"sourceId": receipt["sourceId"]})
+    assert not Blob.objects.exists()
+    assert not default_storage.exists(name)
