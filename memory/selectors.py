@@ -91,9 +91,15 @@ def sources_for_access(
 
 
 def blob_for_access(access: Access, sha256: str) -> Blob:
-    """A blob of this user's (files and artifacts alike); other users' hashes are not found."""
+    """An artifact of this user's, or the original of a file source in the partitions this request reads.
+    Other users' hashes, and originals outside the request's partitions, are not found."""
     access.require_scope(Scope.READ)
-    blob = Blob.objects.filter(owner=access.user, sha256=sha256.lower()).first()
+    blob = (
+        Blob.objects.filter(owner=access.user, sha256=sha256.lower())
+        .filter(Q(is_artifact=True) | Q(sources__partition__in=access.read_partitions))
+        .distinct()
+        .first()
+    )
     if blob is None:
         raise NotFound("No such artifact.", details={"sha256": sha256})
     return blob

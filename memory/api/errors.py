@@ -37,6 +37,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         response["Retry-After"] = str(details["retryAfterSeconds"])
     if response.status_code == 401:
         response["WWW-Authenticate"] = getattr(exc, "auth_header", None) or 'Bearer realm="memory"'
+    if code == "RANGE_NOT_SATISFIABLE" and "size" in details:
+        response["Content-Range"] = f"bytes */{details['size']}"
     if code == "METHOD_NOT_ALLOWED":
         response["Allow"] = ", ".join(details.get("allowed", []))
     return response

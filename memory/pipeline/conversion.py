@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import mimetypes
 from pathlib import PurePath
-from typing import BinaryIO, cast
 
 from memory.models import Blob
 from memory.services.blobs import blob_open
@@ -20,9 +20,11 @@ def convert_blob(blob: Blob, *, filename: str, mime_type: str) -> str:
 
     extension = PurePath(filename).suffix.lower() or (mimetypes.guess_extension(mime_type or "") or "")
     info = StreamInfo(mimetype=mime_type or None, extension=extension or None, filename=filename or None)
+    with blob_open(blob) as stored:
+        # markitdown's type detection wants a real io stream, not Django's File wrapper (at most 50 MB).
+        stream = io.BytesIO(stored.read())
     try:
-        with blob_open(blob) as stream:
-            result = MarkItDown(enable_plugins=False).convert_stream(cast(BinaryIO, stream), stream_info=info)
+        result = MarkItDown(enable_plugins=False).convert_stream(stream, stream_info=info)
     except Exception as exc:  # markitdown raises many kinds; all mean "could not read this file"
         raise ConversionError(
             f"Could not convert {filename or 'the file'} ({mime_type or 'unknown type'}): {type(exc).__name__}"

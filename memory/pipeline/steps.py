@@ -73,30 +73,31 @@ class ChunkText(Step):
     name = "chunk"
 
     def run(self, job: Job) -> dict[str, int]:
-        total = 0
-        for source in job.text_sources():
-            if source.chunks.exists() and job.source.kind == SourceKind.CONVERSATION:
-                continue  # messages are immutable: chunked once, kept across later turns
-            drafts = chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)
-            with transaction.atomic():
-                source.chunks.all().delete()
-                Chunk.objects.bulk_create(
-                    Chunk(
-                        owner_id=source.owner_id,
-                        partition_id=source.partition_id,
-                        source=source,
-                        ordinal=index,
-                        text=draft.text,
-                        char_start=draft.start,
-                        char_end=draft.end,
-                        message_id=draft.message_id,
-                        speaker=draft.speaker,
-                        authored_at=draft.authored_at,
-                    )
-                    for index, draft in enumerate(drafts)
+        if job.source.kind == SourceKind.CONVERSATION:
+            # Messages are immutable: each is chunked once and kept across later turns.
+            sources = list(job.source.children.live().filter(chunks__isnull=True).order_by("ordinal"))
+        else:
+            sources = job.text_sources()
+        drafts = [(source, chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)) for source in sources]
+        with transaction.atomic():
+            Chunk.objects.filter(source__in=sources).delete()
+            created = Chunk.objects.bulk_create(
+                Chunk(
+                    owner_id=source.owner_id,
+                    partition_id=source.partition_id,
+                    source=source,
+                    ordinal=index,
+                    text=draft.text,
+                    char_start=draft.start,
+                    char_end=draft.end,
+                    message_id=draft.message_id,
+                    speaker=draft.speaker,
+                    authored_at=draft.authored_at,
                 )
-            total += len(drafts)
-        return {"chunks": total}
+                for source, source_drafts in drafts
+                for index, draft in enumerate(source_drafts)
+            )
+        return {"chunks": len(created)}
 
 
 class Embed(Step):

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Count, Q
 
 from memory.embeddings import Embedder
@@ -19,10 +20,22 @@ def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
     if not chunks:
         return 0
     vectors = embedder.embed_documents([chunk.text for chunk in chunks])
+    if len(vectors) != len(chunks):
+        raise ValueError("the embedder returned a different number of vectors")
+    # One UPDATE for the batch: Django's bulk_update builds a CASE per row, several times slower for vectors.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Chunk._meta.db_table} AS chunk SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
+            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE chunk.id = batch.id",
+            [embedder.model_id, [chunk.pk for chunk in chunks], [_literal(vector) for vector in vectors]],
+        )
     for chunk, vector in zip(chunks, vectors, strict=True):
         chunk.embedding, chunk.embedding_model = vector, embedder.model_id
-    Chunk.objects.bulk_update(chunks, ["embedding", "embedding_model"])
     return len(chunks)
+
+
+def _literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
 
 
 def stale_chunks(model_id: str) -> Q:

@@ -1,0 +1,116 @@
+"""Ingestion throughput, end to end: conversations posted through the real ingestion service, processed by one
+real Celery worker (convert, chunk, embed with the default MiniLM, extract, ...), timed until every receipt
+is completed.
+
+    .venv/bin/python bench/ingest_throughput.py [--conversations 40] [--messages 25] [--concurrency 1]
+
+Uses its own embedded data directory (var/bench) and removes nothing else. Prints messages per second for
+the accept path (202 receipts) and for the whole pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+SUBJECTS = ["the spec", "the garden", "my sister's wedding", "the quarterly report", "running club", "the API"]
+VERBS = ["finish", "review", "plan", "discuss", "move", "send"]
+TIMES = ["tomorrow", "on Friday", "next week", "before the meeting", "tonight", "in May"]
+
+
+def sentence(rng: random.Random) -> str:
+    return (
+        f"I need to {rng.choice(VERBS)} {rng.choice(SUBJECTS)} {rng.choice(TIMES)}, "
+        f"and I'd like to {rng.choice(VERBS)} {rng.choice(SUBJECTS)} too."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--conversations", type=int, default=40)
+    parser.add_argument("--messages", type=int, default=25)
+    parser.add_argument("--concurrency", type=int, default=1)
+    options = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from config.celery import app
+    from config.embedded import ensure_started
+    from memory.access import Actor, access_for_token
+    from memory.models import Operation, OperationStatus, User
+    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
+    from memory.services.tokens import token_issue
+
+    ensure_started(settings.EMBEDDED_RUNTIME)
+    call_command("migrate", verbosity=0)
+    user, _ = User.objects.get_or_create(username=f"bench-{int(time.time())}")
+    token = token_issue(actor=Actor.system(), owner=user, label="bench", scopes=["read", "write"]).token
+    access = access_for_token(token=token, user_id=None, partition_key=None, workspace=False)
+
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
+         "--concurrency", str(options.concurrency), "--hostname", "bench@%h", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        while not app.control.ping(timeout=0.5):
+            time.sleep(0.2)
+        # Warm the worker (model load) outside the measurement.
+        warm = ingest_conversation(
+            access=access,
+            conversation=ConversationIn(id="warm-up", messages=[MessageIn(id="m", content="Hello.", role="user")]),
+        )
+        while Operation.objects.get(pk=warm.operation.pk).status not in (OperationStatus.COMPLETED, "failed"):
+            time.sleep(0.1)
+
+        rng = random.Random(7)  # noqa: S311 (reproducible test data, not secrets)
+        accept_ms: list[float] = []
+        operation_ids = []
+        started = time.perf_counter()
+        for index in range(options.conversations):
+            messages = [
+                MessageIn(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=sentence(rng))
+                for n in range(options.messages)
+            ]
+            before = time.perf_counter()
+            receipt = ingest_conversation(
+                access=access, conversation=ConversationIn(id=f"chat-{index}", messages=messages)
+            )
+            accept_ms.append((time.perf_counter() - before) * 1000)
+            operation_ids.append(receipt.operation.pk)
+        accepted = time.perf_counter() - started
+        while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
+            time.sleep(0.05)
+        finished = time.perf_counter() - started
+        failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+
+    total = options.conversations * options.messages
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"workload: {options.conversations} conversations x {options.messages} messages = {total} messages; "
+          f"worker concurrency {options.concurrency}; embedder {settings.EMBEDDER}")  # fmt: skip
+    print(f"accept (202 receipts): median {statistics.median(accept_ms):.1f} ms per conversation, "
+          f"{total / accepted:.0f} messages/s")  # fmt: skip
+    print(f"end to end (all receipts completed): {finished:.1f} s, {total / finished:.0f} messages/s, failed {failed}")
+
+
+if __name__ == "__main__":
+    main()
