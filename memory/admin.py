@@ -13,7 +13,8 @@ from django.template.response import TemplateResponse
 
 from memory.access import Actor, access_for_user
 from memory.errors import ServiceError, ValidationFailed
-from memory.models import AccessToken, MemoryEvent, Partition, Scope, ToolEvent, User
+from memory.models import AccessToken, Blob, Chunk, MemoryEvent, Operation, Partition, Scope, Source, ToolEvent, User
+from memory.services.operations import operation_retry
 from memory.services.partitions import partition_deactivate
 from memory.services.tokens import (
     IssuedToken,
@@ -211,3 +212,47 @@ class MemoryEventAdmin(ReadOnlyAdmin):
 class ToolEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "surface", "tool", "owner", "status_code", "error_code", "duration_ms")
     list_filter = ("surface", "outcome", "tool")
+
+
+@admin.register(Source)
+class SourceAdmin(ReadOnlyAdmin):
+    list_display = ("external_id", "kind", "owner", "partition", "scope", "version", "occurred_at", "tombstoned_at")
+    list_filter = ("kind", "scope")
+    search_fields = ("external_id", "title", "owner__username")
+    list_select_related = ("owner", "partition")
+    exclude = ("content", "markdown")  # read content through /source/get, where access is checked and logged
+
+
+@admin.register(Operation)
+class OperationAdmin(ReadOnlyAdmin):
+    list_display = ("id", "owner", "source", "status", "step", "error_code", "attempts", "queued_at", "finished_at")
+    list_filter = ("status", "error_code")
+    search_fields = ("id", "source__external_id", "owner__username")
+    list_select_related = ("owner", "source")
+    actions = ["retry"]
+
+    @admin.action(description="Retry (failed or interrupted operations only)")
+    def retry(self, request: HttpRequest, queryset: QuerySet[Operation]) -> None:
+        for operation in queryset.select_related("owner", "partition"):
+            access = access_for_user(
+                user=operation.owner,
+                partition_key=operation.partition.key,
+                acting=Actor.person(request.user),  # type: ignore[arg-type]
+            )
+            try:
+                operation_retry(access=access, operation_id=operation.pk)
+            except ServiceError as exc:
+                self.message_user(request, f"{operation.pk}: {exc.message}", messages.ERROR)
+
+
+@admin.register(Blob)
+class BlobAdmin(ReadOnlyAdmin):
+    list_display = ("sha256", "owner", "size", "mime_type", "is_artifact", "created_at")
+    search_fields = ("sha256", "owner__username")
+
+
+@admin.register(Chunk)
+class ChunkAdmin(ReadOnlyAdmin):
+    list_display = ("id", "source", "ordinal", "message_id", "speaker", "embedding_model")
+    list_filter = ("embedding_model",)
+    exclude = ("text", "embedding")

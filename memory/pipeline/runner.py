@@ -14,6 +14,8 @@ from memory.pipeline.steps import PIPELINE, Job, StepFailed
 
 logger = logging.getLogger("memory.pipeline")
 
+PROGRESS_INTERVAL_S = 0.5
+
 
 def _claim(operation_id: str) -> Operation | None:
     """Move a queued receipt to processing; None if it is not queued (a duplicate or stale delivery)."""
@@ -48,9 +50,14 @@ def run_operation(operation_id: str) -> None:
         _finish(operation, OperationStatus.FAILED, "CONFLICT", "The source was replaced or erased before processing.")
         return
     job = Job(operation=operation, source=source)
+    last_push = time.monotonic()
     for step in PIPELINE:
+        # One write per step: it records the previous step as done and this one as running.
         operation.step = step.name
-        operation.save(update_fields=["step"])
+        operation.save(update_fields=["step", "steps_done", "counts"])
+        if time.monotonic() - last_push >= PROGRESS_INTERVAL_S:  # live pushes, at most a few per second
+            publish_progress(operation)
+            last_push = time.monotonic()
         started = time.perf_counter()
         try:
             counts = step.run(job)
@@ -66,6 +73,4 @@ def run_operation(operation_id: str) -> None:
             {"step": step.name, "ms": int((time.perf_counter() - started) * 1000)},
         ]
         operation.counts = {**operation.counts, **counts}
-        operation.save(update_fields=["steps_done", "counts"])
-        publish_progress(operation)
     _finish(operation, OperationStatus.COMPLETED)

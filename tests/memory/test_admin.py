@@ -111,3 +111,21 @@ def test_non_staff_cannot_open_the_admin(client: Client, alice) -> None:
     response = client.get("/admin/memory/accesstoken/")
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_operations_can_be_retried_from_the_admin(admin_client: Client, api: Api, owner: Persona) -> None:
+    from memory.models import Operation
+
+    receipt = api.post("/ingest/document", owner, {"document": {"id": "d", "content": "x"}}).json()
+    Operation.objects.filter(pk=receipt["operationId"]).update(status="failed", error_code="INTERNAL_ERROR")
+    admin_client.post("/admin/memory/operation/", {"action": "retry", "_selected_action": [receipt["operationId"]]})
+    operation = Operation.objects.get(pk=receipt["operationId"])
+    assert (operation.status, operation.error_code) == ("queued", "")
+    assert MemoryEvent.objects.filter(action="operation.retry", actor_kind="user").exists()
+
+
+def test_source_pages_do_not_show_content(admin_client: Client, api: Api, owner: Persona) -> None:
+    receipt = api.post("/ingest/document", owner, {"document": {"id": "d", "content": "very private words"}}).json()
+    page = admin_client.get(f"/admin/memory/source/{receipt['sourceId']}/change/")
+    assert page.status_code == 200
+    assert "very private words" not in page.content.decode()
