@@ -220,7 +220,8 @@ class SourceAdmin(ReadOnlyAdmin):
     list_filter = ("kind", "scope")
     search_fields = ("external_id", "title", "owner__username")
     list_select_related = ("owner", "partition")
-    exclude = ("content", "markdown")  # read content through /source/get, where access is checked and logged
+    # Content is read through /source/get, where access is checked and logged; the admin shows the envelope.
+    exclude = ("content", "markdown", "segments", "source_context", "participants", "title")
 
 
 @admin.register(Operation)

@@ -79,8 +79,11 @@ def sources_for_access(
         sources = sources.filter(occurred_at__lt=until)
     if cursor:
         occurred, last_id = decode_cursor(cursor, 2)
-        moment = parse_datetime(str(occurred))
-        if moment is None:
+        try:
+            moment = parse_datetime(occurred) if isinstance(occurred, str) else None
+        except ValueError:
+            moment = None
+        if moment is None or not isinstance(last_id, str):
             raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
         sources = sources.filter(Q(occurred_at__lt=moment) | Q(occurred_at=moment, id__lt=last_id))
     page = list(sources.order_by("-occurred_at", "-id")[: limit + 1])
@@ -112,6 +115,8 @@ def artifacts_for_access(
     blobs = Blob.objects.filter(owner=access.user, is_artifact=True)
     if cursor:
         (last_id,) = decode_cursor(cursor, 1)
+        if not isinstance(last_id, str):
+            raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
         blobs = blobs.filter(id__lt=last_id)
     page = list(blobs.order_by("-id")[: limit + 1])
     return page[:limit], (encode_cursor(page[limit - 1].pk) if len(page) > limit else None)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from memory.pipeline.runner import run_operation
 
 
-@shared_task(name="memory.process_operation", ignore_result=False, acks_late=True)
-def process_operation(operation_id: str) -> None:
+@shared_task(name="memory.process_operation", bind=True, ignore_result=False, acks_late=True)
+def process_operation(self: Task, operation_id: str) -> None:
     """Run the pipeline for one receipt. Its final state is kept in the result backend for a day, so a job
     that died (worker lost, hard time limit) shows through as PROCESSING_INTERRUPTED."""
-    run_operation(operation_id)
+    run_operation(operation_id, task_id=self.request.id or "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,18 @@ def embedded_runtime() -> Runtime:
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(embedded_runtime: Runtime) -> None:
     """Hooked into pytest-django's database setup so the server is up before the test database is made."""
+
+
+@pytest.fixture(autouse=True)
+def blob_dir(settings: Any, tmp_path: Path) -> Path:
+    """Every test keeps its blobs in its own empty directory (the storage is rebuilt on the settings change)."""
+    directory = tmp_path / "blobs"
+    settings.BLOB_DIR = directory
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(directory)}},
+    }
+    return directory
 
 
 @pytest.fixture(autouse=True)

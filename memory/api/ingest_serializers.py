@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from rest_framework import serializers
@@ -20,7 +21,10 @@ class SourceContextField(serializers.JSONField):
         value = super().to_internal_value(data)
         if not isinstance(value, dict):
             raise serializers.ValidationError("sourceContext must be a JSON object.")
-        if len(json.dumps(value)) > MAX_CONTEXT_BYTES:
+        encoded = json.dumps(value)
+        if "\\u0000" in encoded:  # PostgreSQL cannot store NUL characters
+            raise serializers.ValidationError("sourceContext must not contain NUL characters.")
+        if len(encoded) > MAX_CONTEXT_BYTES:
             raise serializers.ValidationError(f"sourceContext is larger than {MAX_CONTEXT_BYTES} bytes.")
         return value
 
@@ -39,6 +43,13 @@ class ConversationIn(StrictSerializer):
     scope = serializers.ChoiceField(choices=SourceScope.values, default=SourceScope.PERSONAL)
     sourceContext = SourceContextField(required=False, default=dict)
     messages = MessageIn(many=True, allow_empty=False, max_length=2000)  # type: ignore[call-arg]
+
+    def validate_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        counts = Counter(message["id"] for message in messages)
+        repeated = sorted(message_id for message_id, count in counts.items() if count > 1)
+        if repeated:
+            raise serializers.ValidationError(f"Message ids must be unique within a request: {repeated}.")
+        return messages
 
 
 class IngestConversationIn(RequestSerializer):

@@ -18,9 +18,16 @@ from memory.api.ranges import blob_response
 from memory.errors import PayloadTooLarge, ValidationFailed
 from memory.models import BLOB_MAX_BYTES
 from memory.services import ingestion
-from memory.services.blobs import SpooledUpload, blob_store, read_in_chunks
+from memory.services.artifacts import artifact_put, clean_mime_type
+from memory.services.blobs import SpooledUpload, read_in_chunks
 from memory.services.erasure import source_erase
 from memory.services.operations import operation_for_access, operation_retry, operation_view
+
+
+def refuse_oversize(request: Request, *, slack: int) -> None:
+    """413 from the declared length, before a byte is read or stored."""
+    if int(request.META.get("CONTENT_LENGTH") or 0) > BLOB_MAX_BYTES + slack:
+        raise PayloadTooLarge("The body is larger than 50 MB.", details={"maxBytes": BLOB_MAX_BYTES})
 
 
 def _document(data: dict[str, Any], content: str = "") -> ingestion.DocumentIn:
@@ -105,7 +112,7 @@ class IngestTranscript(Endpoint):
         transcript = data["transcript"]
         segments = [ingestion.SegmentIn(**dict(segment)) for segment in transcript.get("segments") or []]
         if not segments:
-            segments = [_segment_from_line(line) for line in transcript["content"].splitlines() if line.strip()]
+            segments = ingestion.segments_from_text(transcript["content"])
         receipt = ingestion.ingest_transcript(
             access=access,
             transcript=ingestion.TranscriptIn(
@@ -122,13 +129,6 @@ class IngestTranscript(Endpoint):
         return receipt.as_dict()
 
 
-def _segment_from_line(line: str) -> ingestion.SegmentIn:
-    speaker, separator, text = line.partition(": ")
-    if separator and 0 < len(speaker) <= 60 and "\n" not in speaker:
-        return ingestion.SegmentIn(speaker=speaker.strip(), text=text)
-    return ingestion.SegmentIn(speaker="", text=line)
-
-
 class IngestFile(Endpoint):
     """Multipart: a `file` part and a `document` part (the /ingest/document object without content, or the
     whole body with userId / partitionKey / updateExisting). The original bytes are kept (50 MB at most)."""
@@ -141,8 +141,7 @@ class IngestFile(Endpoint):
     success_status = 202
 
     def parse(self, request: Request) -> dict[str, Any]:
-        if int(request.META.get("CONTENT_LENGTH") or 0) > BLOB_MAX_BYTES + 1024 * 1024:
-            raise PayloadTooLarge("The file is larger than 50 MB.", details={"maxBytes": BLOB_MAX_BYTES})
+        refuse_oversize(request, slack=1024 * 1024)  # multipart framing and the document part
         parts = request.data
         unknown = sorted(set(parts) - {"document", "file", "userId", "partitionKey", "updateExisting"})
         if unknown:
@@ -175,7 +174,7 @@ class IngestFile(Endpoint):
                 document=_document(data["document"]),
                 upload=spooled,
                 filename=upload.name or "",
-                mime_type=upload.content_type or "application/octet-stream",
+                mime_type=clean_mime_type(upload.content_type or ""),
                 update_existing=data["updateExisting"],
             )
         finally:
@@ -269,23 +268,15 @@ class ArtifactPut(Endpoint):
         return self.respond(request)
 
     def parse(self, request: Request) -> dict[str, Any]:
-        if int(request.META.get("CONTENT_LENGTH") or 0) > BLOB_MAX_BYTES:
-            raise PayloadTooLarge("The artifact is larger than 50 MB.", details={"maxBytes": BLOB_MAX_BYTES})
+        refuse_oversize(request, slack=0)
         query = s.ArtifactQueryIn(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         return dict(query.validated_data)
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        from memory.models import Scope
-
-        access.require_scope(Scope.WRITE)
-        request = self.request
-        spooled = SpooledUpload(read_in_chunks(request._request))  # the raw body, hashed while it streams in
+        spooled = SpooledUpload(read_in_chunks(self.request._request))  # the raw body, hashed as it streams in
         try:
-            if spooled.size == 0:
-                raise ValidationFailed("The artifact is empty.", details={"body": ["Send the bytes as the body."]})
-            mime_type = (request.content_type or "application/octet-stream").split(";")[0].strip()
-            stored = blob_store(owner=access.user, upload=spooled, mime_type=mime_type, is_artifact=True)
+            stored = artifact_put(access=access, upload=spooled, mime_type=self.request.content_type or "")
         finally:
             spooled.close()
         self.success_status = 200 if stored.deduplicated else 201

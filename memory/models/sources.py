@@ -65,7 +65,7 @@ class Source(models.Model):
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=16, choices=SourceKind.choices)
     scope = models.CharField(max_length=16, choices=SourceScope.choices, default=SourceScope.PERSONAL)
-    external_id = models.CharField(max_length=300)
+    external_id = models.CharField(max_length=500)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     ordinal = models.PositiveIntegerField(default=0, help_text="Position among the parent's children.")
     title = models.CharField(max_length=500, blank=True)

@@ -69,32 +69,27 @@ def chunks_for_source(source: Source, *, target: int) -> list[ChunkDraft]:
 
 
 def _transcript_chunks(source: Source, target: int) -> list[ChunkDraft]:
-    """Consecutive segments grouped up to `target` characters; a chunk names its speaker when it has one."""
+    """Consecutive segments grouped up to `target` characters; a chunk names its speaker when it has one.
+    Offsets follow the stored text, where each segment is one rendered line (a segment may hold newlines)."""
+    from memory.services.ingestion import render_segments
+
     drafts: list[ChunkDraft] = []
-    lines = source.content.split("\n")
+    group: list[tuple[int, int, str]] = []  # (start, end, speaker) of each segment in the group
     offset = 0
-    group: list[tuple[int, int, str]] = []  # (start, end, speaker)
 
     def flush() -> None:
-        if not group:
-            return
-        start, end = group[0][0], group[-1][1]
-        speakers = {speaker for _, _, speaker in group}
-        drafts.append(
-            ChunkDraft(
-                text=source.content[start:end],
-                start=start,
-                end=end,
-                speaker=speakers.pop() if len(speakers) == 1 else "",
-            )
-        )
-        group.clear()
+        if group:
+            start, end = group[0][0], group[-1][1]
+            speakers = {speaker for _, _, speaker in group}
+            only = speakers.pop() if len(speakers) == 1 else ""
+            drafts.append(ChunkDraft(text=source.content[start:end], start=start, end=end, speaker=only))
+            group.clear()
 
-    for line, segment in zip(lines, source.segments, strict=False):
+    for speaker, line in render_segments(source.segments):
         start, end = offset, offset + len(line)
         offset = end + 1
         if group and end - group[0][0] > target:
             flush()
-        group.append((start, end, str(segment.get("speaker", ""))))
+        group.append((start, end, speaker))
     flush()
     return drafts

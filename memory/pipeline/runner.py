@@ -11,14 +11,16 @@ from django.utils import timezone
 from memory.models import Operation, OperationStatus
 from memory.pipeline.progress import publish_progress
 from memory.pipeline.steps import PIPELINE, Job, StepFailed
+from memory.services.operations import operation_source_is_current
 
 logger = logging.getLogger("memory.pipeline")
 
 PROGRESS_INTERVAL_S = 0.5
 
 
-def _claim(operation_id: str) -> Operation | None:
-    """Move a queued receipt to processing; None if it is not queued (a duplicate or stale delivery)."""
+def _claim(operation_id: str, task_id: str) -> Operation | None:
+    """Move a queued receipt to processing; None if it is not queued (a duplicate or stale delivery).
+    The receipt records the job that actually runs it, so the interruption projection asks about that job."""
     with transaction.atomic():
         operation = Operation.objects.select_for_update().filter(pk=operation_id).first()
         if operation is None or operation.status != OperationStatus.QUEUED:
@@ -27,7 +29,8 @@ def _claim(operation_id: str) -> Operation | None:
         operation.started_at = timezone.now()
         operation.attempts += 1
         operation.steps_done = []
-        operation.save(update_fields=["status", "started_at", "attempts", "steps_done"])
+        operation.task_id = task_id or operation.task_id
+        operation.save(update_fields=["status", "started_at", "attempts", "steps_done", "task_id"])
     return operation
 
 
@@ -40,13 +43,13 @@ def _finish(operation: Operation, status: str, code: str = "", message: str = ""
     publish_progress(operation)
 
 
-def run_operation(operation_id: str) -> None:
-    operation = _claim(operation_id)
+def run_operation(operation_id: str, *, task_id: str = "") -> None:
+    operation = _claim(operation_id, task_id)
     if operation is None:
         return
     publish_progress(operation)
     source = operation.source
-    if source is None or source.tombstoned_at is not None or source.version != operation.source_version:
+    if source is None or not operation_source_is_current(operation, source):
         _finish(operation, OperationStatus.FAILED, "CONFLICT", "The source was replaced or erased before processing.")
         return
     job = Job(operation=operation, source=source)

@@ -33,6 +33,15 @@ class Job:
     operation: Operation
     source: Source
 
+    def lock_source(self) -> None:
+        """Inside a transaction: lock the source row and make sure it is still this receipt's version, so
+        nothing derived from erased or replaced text is written (erasure takes the same lock)."""
+        from memory.services.operations import operation_source_is_current
+
+        current = Source.objects.select_for_update().filter(pk=self.source.pk).first()
+        if current is None or not operation_source_is_current(self.operation, current):
+            raise StepFailed("CONFLICT", "The source was replaced or erased while it was being processed.")
+
     def text_sources(self) -> list[Source]:
         """The sources whose text is chunked: a conversation's live messages, or the source itself."""
         if self.source.kind == SourceKind.CONVERSATION:
@@ -62,7 +71,9 @@ class Convert(Step):
             markdown = convert_blob(source.blob, filename=source.filename, mime_type=source.mime_type)
         except ConversionError as exc:
             raise StepFailed("CONVERSION_FAILED", str(exc)) from exc
-        Source.objects.filter(pk=source.pk).update(markdown=markdown)
+        with transaction.atomic():
+            job.lock_source()
+            Source.objects.filter(pk=source.pk).update(markdown=markdown)
         source.markdown = markdown
         return {"convertedChars": len(markdown)}
 
@@ -73,13 +84,15 @@ class ChunkText(Step):
     name = "chunk"
 
     def run(self, job: Job) -> dict[str, int]:
-        if job.source.kind == SourceKind.CONVERSATION:
-            # Messages are immutable: each is chunked once and kept across later turns.
-            sources = list(job.source.children.live().filter(chunks__isnull=True).order_by("ordinal"))
-        else:
-            sources = job.text_sources()
-        drafts = [(source, chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)) for source in sources]
         with transaction.atomic():
+            # The lock also serialises two receipts of one conversation: the second sees the first's chunks.
+            job.lock_source()
+            if job.source.kind == SourceKind.CONVERSATION:
+                # Messages are immutable: each is chunked once and kept across later turns.
+                sources = list(job.source.children.live().filter(chunks__isnull=True).order_by("ordinal"))
+            else:
+                sources = job.text_sources()
+            drafts = [(source, chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)) for source in sources]
             Chunk.objects.filter(source__in=sources).delete()
             created = Chunk.objects.bulk_create(
                 Chunk(

@@ -69,6 +69,8 @@ def blob_store(*, owner: User, upload: SpooledUpload, mime_type: str, is_artifac
             Blob.objects.filter(pk=existing.pk).update(is_artifact=True)
         return StoredBlob(blob=existing, deduplicated=True)
     name = _storage_name(owner, upload.sha256)
+    if default_storage.exists(name) and default_storage.size(name) != upload.size:
+        default_storage.delete(name)  # a truncated leftover of a crashed write: never reuse it
     if not default_storage.exists(name):
         # Bytes first, row second: a crash between them leaves an unreferenced file, never a row without bytes.
         name = default_storage.save(name, File(upload.file))

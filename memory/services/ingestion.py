@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from memory.access import Access
@@ -101,6 +102,30 @@ class TranscriptIn:
     origin: str = ""
 
 
+def segments_from_text(text: str) -> list[SegmentIn]:
+    """A plain transcript, one turn per line, 'Speaker: text' where a short speaker name leads the line."""
+    segments = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        speaker, separator, said = line.partition(": ")
+        if separator and 0 < len(speaker) <= 60:
+            segments.append(SegmentIn(speaker=speaker.strip(), text=said))
+        else:
+            segments.append(SegmentIn(speaker="", text=line))
+    return segments
+
+
+def render_segments(segments: Sequence[SegmentIn] | Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each segment as (speaker, line) in the stored text, where lines are joined by newlines."""
+    rendered = []
+    for segment in segments:
+        speaker = segment["speaker"] if isinstance(segment, dict) else segment.speaker
+        text = segment["text"] if isinstance(segment, dict) else segment.text
+        rendered.append((speaker, f"{speaker}: {text}" if speaker else text))
+    return rendered
+
+
 def _hash(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -113,9 +138,11 @@ def _lock_identity(access: Access, partition: Partition, kind: str, external_id:
 
 
 def _replay(access: Access, request_hash: str) -> Receipt | None:
+    """The original receipt of an identical request, while the version it stored is still the live one (a
+    replay of a request that was since replaced goes through the identity rules and meets a CONFLICT)."""
     operation = (
         Operation.objects.select_related("source")
-        .filter(owner=access.user, request_hash=request_hash, source__isnull=False)
+        .filter(owner=access.user, request_hash=request_hash, source__tombstoned_at__isnull=True)
         .order_by("-queued_at")
         .first()
     )
@@ -168,10 +195,32 @@ def _accept(access: Access, source: Source, request_hash: str, counts: dict[str,
     return Receipt(operation=operation, source=source, deduplicated=False)
 
 
+def _refresh_title(access: Access, source: Source, title: str) -> None:
+    """A display-only change: the label follows, nothing is processed again."""
+    if not title or title == source.title:
+        return
+    before = source.title
+    Source.objects.filter(pk=source.pk).update(title=title)
+    source.title = title
+    audit_record(
+        actor=access.actor,
+        owner=access.user,
+        action="source.retitle",
+        target=source,
+        partition=source.partition,
+        before={"title": before},
+        after={"title": title},
+    )
+
+
 def _resolve_parent(access: Access, parent_id: str) -> Source | None:
+    """The live parent in the partitions this token reaches (children inherit its partition)."""
     if not parent_id:
         return None
     parents = Source.objects.filter(owner=access.user, external_id=parent_id).select_related("partition")
+    if access.reachable_keys is not None:
+        parents = parents.filter(partition__key__in=access.reachable_keys)
+    parents = parents.order_by("-created_at")
     parent = parents.filter(tombstoned_at__isnull=True).first()
     if parent is None:
         if parents.filter(identity_retired_at__isnull=False).exists():
@@ -211,19 +260,44 @@ def ingest_conversation(*, access: Access, conversation: ConversationIn, update_
         created_conversation = True
     else:
         created_conversation = False
-    stored = {m.message_id: m for m in live.children.live()}
-    changed = [m.id for m in conversation.messages if m.id in stored and stored[m.id].content_hash != _hash(m.content)]
+    stored = dict(live.children.live().values_list("message_id", "content_hash"))
+    changed = [m.id for m in conversation.messages if m.id in stored and stored[m.id] != _hash(m.content)]
     if changed:
         raise Conflict(
             "Some messages were already stored with other text; message ids must be immutable.",
             details={"messageIds": changed, "hint": "Send updateExisting: true to replace the conversation."},
         )
-    fresh = [m for m in conversation.messages if m.id not in stored]
+    # Messages erased with their identity retired stay out, however often a sync sends them again.
+    retired = set(live.children.filter(identity_retired_at__isnull=False).values_list("message_id", flat=True))
+    fresh = [m for m in conversation.messages if m.id not in stored and m.id not in retired]
     if not fresh and not created_conversation:
-        if conversation.title and conversation.title != live.title:
-            Source.objects.filter(pk=live.pk).update(title=conversation.title)
+        _refresh_title(access, live, conversation.title)
         return _latest_receipt(live)
-    base = live.children.count()
+    base = live.children.aggregate(next=Max("ordinal"))["next"]
+    base = 0 if base is None else base + 1
+    try:
+        with transaction.atomic():
+            _store_messages(access, live, partition, conversation, fresh, base, now)
+    except IntegrityError as exc:
+        raise Conflict(
+            "A message id collides with another source of this partition.",
+            details={"messageIds": [m.id for m in fresh]},
+        ) from exc
+    counts = {"messages": len(fresh)}
+    if skipped := len(retired & {m.id for m in conversation.messages}):
+        counts["retiredSkipped"] = skipped
+    return _accept(access, live, request_hash, counts)
+
+
+def _store_messages(
+    access: Access,
+    live: Source,
+    partition: Partition,
+    conversation: ConversationIn,
+    fresh: list[MessageIn],
+    base: int,
+    now: datetime,
+) -> None:
     Source.objects.bulk_create(
         [
             Source(
@@ -247,7 +321,6 @@ def ingest_conversation(*, access: Access, conversation: ConversationIn, update_
             for index, message in enumerate(fresh)
         ]
     )
-    return _accept(access, live, request_hash, {"messages": len(fresh)})
 
 
 @transaction.atomic
@@ -268,7 +341,7 @@ def ingest_document(*, access: Access, document: DocumentIn, update_existing: bo
 def ingest_transcript(*, access: Access, transcript: TranscriptIn, update_existing: bool = False) -> Receipt:
     """Store a speaker-attributed transcript; its segments stay structured for chunking."""
     segments = [asdict(segment) for segment in transcript.segments]
-    content = "\n".join(f"{s.speaker}: {s.text}" if s.speaker else s.text for s in transcript.segments)
+    content = "\n".join(line for _, line in render_segments(transcript.segments))
     context = {**transcript.source_context, **({"origin": transcript.origin} if transcript.origin else {})}
     document = DocumentIn(
         id=transcript.id,
@@ -341,10 +414,7 @@ def _ingest_single(
             _tombstone(live)
             version = live.version + 1
         elif live.content_hash == content_hash:
-            if document.title and document.title != live.title:
-                # A display-only change: refresh the label, do not process again.
-                Source.objects.filter(pk=live.pk).update(title=document.title)
-                live.title = document.title
+            _refresh_title(access, live, document.title)
             return _latest_receipt(live)
         else:
             raise Conflict(

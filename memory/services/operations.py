@@ -53,6 +53,11 @@ def operation_restore_if_lost(operation: Operation) -> None:
         transaction.on_commit(lambda: operation_dispatch(operation.pk))
 
 
+def operation_source_is_current(operation: Operation, source: Source) -> bool:
+    """The source still exists as the version this receipt is about (not replaced, not erased)."""
+    return source.tombstoned_at is None and source.version == operation.source_version
+
+
 @dataclass(frozen=True)
 class OperationView:
     """A receipt as clients read it: the stored row, or the read-only PROCESSING_INTERRUPTED projection."""
@@ -114,15 +119,14 @@ def operation_retry(*, access: Access, operation_id: str) -> Operation:
             details={"operationId": operation.pk, "status": view.status},
         )
     source = operation.source
-    if source is None or source.tombstoned_at is not None or source.version != operation.source_version:
+    if source is None or not operation_source_is_current(operation, source):
         raise Conflict(
             "The source changed since this operation ran; ingest it again instead.",
             details={"operationId": operation.pk, "sourceVersion": operation.source_version},
         )
     operation.status = OperationStatus.QUEUED
-    operation.error_code = operation.error_message = ""
-    operation.step = ""
-    operation.save(update_fields=["status", "error_code", "error_message", "step"])
+    operation.error_code = operation.error_message = operation.step = operation.task_id = ""
+    operation.save(update_fields=["status", "error_code", "error_message", "step", "task_id"])
     audit_record(
         actor=access.actor,
         owner=access.user,

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 
 from memory.models import BLOB_MAX_BYTES, Blob, Scope
 from tests import sample_files
@@ -19,18 +18,6 @@ pytestmark = pytest.mark.django_db
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4  # 1,032 bytes, every offset distinct enough to check slices
 PNG_SHA = hashlib.sha256(PNG).hexdigest()
-
-
-@pytest.fixture(autouse=True)
-def blob_dir(settings: Any, tmp_path: Path) -> Path:
-    """Every test keeps its blobs in its own empty directory (the storage is rebuilt on the settings change)."""
-    directory = tmp_path / "blobs"
-    settings.BLOB_DIR = directory
-    settings.STORAGES = {
-        **django_settings.STORAGES,
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(directory)}},
-    }
-    return directory
 
 
 @pytest.fixture(scope="module")

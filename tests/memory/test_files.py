@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memory.models import BLOB_MAX_BYTES, Blob, Operation, Scope, Source, SourceKind, User
@@ -26,18 +25,6 @@ PDF_TYPE = "application/pdf"
 DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-
-
-@pytest.fixture(autouse=True)
-def blob_dir(settings: Any, tmp_path: Path) -> Path:
-    """Every test keeps its blobs in its own empty directory (the storage is rebuilt on the settings change)."""
-    directory = tmp_path / "blobs"
-    settings.BLOB_DIR = directory
-    settings.STORAGES = {
-        **django_settings.STORAGES,
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(directory)}},
-    }
-    return directory
 
 
 @pytest.fixture(scope="module")
@@ -499,3 +486,11 @@ def test_a_partition_limited_token_cannot_read_the_original_of_a_file_outside_it
     limited = issue(alice, "limited", scopes=Scope.values, partition_keys=["memory:personal"])
     response = api.get(f"/artifact/{hashlib.sha256(data).hexdigest()}", limited)
     assert response.status_code == 404
+
+
+def test_an_overlong_content_type_is_kept_as_octet_stream(api: Api, owner: Persona) -> None:
+    from memory.models import Blob
+
+    response = upload(api, owner, b"plain words", name="a.txt", content_type="text/" + "x" * 300)
+    assert response.status_code == 202
+    assert Blob.objects.get().mime_type == "application/octet-stream"

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memory.access import access_for_token
 from memory.models import MemoryEvent, Operation, Partition, Source
@@ -134,11 +136,14 @@ def test_other_content_under_a_known_document_id_is_a_conflict(api: Api, owner: 
     assert Source.objects.live().get(external_id="doc_1").content == "Rewritten."
 
 
-def test_a_missing_timestamp_falls_back_to_the_first_receipt(api: Api, owner: Persona) -> None:
+def test_a_missing_timestamp_falls_back_to_the_time_of_the_first_receipt(api: Api, owner: Persona) -> None:
+    before = timezone.now()
     first = api.post("/ingest/document", owner, document()).json()
     stored = Source.objects.get(pk=first["sourceId"]).occurred_at
-    api.post("/ingest/document", owner, document(title="Renamed"))
-    assert Source.objects.get(pk=first["sourceId"]).occurred_at == stored
+    assert before <= stored <= timezone.now()
+    replay = api.post("/ingest/document", owner, document()).json()
+    got = api.post("/source/get", owner, {"sourceId": replay["sourceId"]}).json()
+    assert parse_datetime(got["source"]["occurredAt"]) == stored
 
 
 def test_a_persons_message_keeps_its_message_fields(api: Api, owner: Persona) -> None:
@@ -307,3 +312,86 @@ def test_listing_filters_and_pages(api: Api, owner: Persona) -> None:
     assert [s["id"] for s in api.post("/source/list", owner, {"scope": "reference"}).json()["sources"]] == ["ref"]
     bad = api.post("/source/list", owner, {"cursor": "not-a-cursor"})
     assert error_code(bad) == "VALIDATION_ERROR"
+
+
+def test_replaying_a_request_that_was_since_replaced_is_a_conflict(api: Api, owner: Persona) -> None:
+    api.post("/ingest/document", owner, document(content="A"))
+    api.post("/ingest/document", owner, {**document(content="B"), "updateExisting": True})
+    response = api.post("/ingest/document", owner, document(content="A"))
+    assert response.status_code == 409
+    assert error_code(response) == "CONFLICT"
+
+
+def test_repeated_message_ids_in_one_request_are_refused(api: Api, owner: Persona) -> None:
+    body = conversation(("m1", "user", "One."), ("m1", "user", "Two."))
+    response = api.post("/ingest/conversation", owner, body)
+    assert response.status_code == 400
+    assert "messages" in response.json()["error"]["details"]["conversation"]
+
+
+def test_the_longest_ids_are_stored(api: Api, owner: Persona) -> None:
+    body = conversation(("m" * 200, "user", "Long ids."), conversation_id="c" * 200)
+    assert api.post("/ingest/conversation", owner, body).status_code == 202
+
+
+def test_a_message_id_colliding_with_another_source_is_a_conflict(api: Api, owner: Persona) -> None:
+    api.post("/ingest/document", owner, document("chat_456/msg_001", sourceKind="message"))
+    response = api.post("/ingest/conversation", owner, FIRST)
+    assert response.status_code == 409
+    assert error_code(response) == "CONFLICT"
+
+
+def test_a_nul_character_in_source_context_is_refused(api: Api, owner: Persona) -> None:
+    response = api.post("/ingest/document", owner, document(sourceContext={"origin": "mail\u0000box"}))
+    assert response.status_code == 400
+    assert error_code(response) == "VALIDATION_ERROR"
+
+
+@pytest.mark.parametrize(
+    "cursor", ["WyIyMDI2LTEzLTAxVDAwOjAwOjAwWiIsICJ4Il0=", "WyIyMDI2LTAxLTAxVDAwOjAwOjAwWiIsIG51bGxd"]
+)
+def test_crafted_cursors_are_validation_errors(api: Api, owner: Persona, cursor: str) -> None:
+    response = api.post("/source/list", owner, {"cursor": cursor})
+    assert response.status_code == 400
+    assert error_code(response) == "VALIDATION_ERROR"
+
+
+def test_an_erased_and_retired_message_is_not_stored_again(api: Api, owner: Persona) -> None:
+    api.post("/ingest/conversation", owner, BOTH)
+    message = Source.objects.get(message_id="msg_002")
+    erased = api.post("/source/delete", owner, {"sourceId": message.pk, "retireIdentity": True})
+    assert erased.status_code == 200
+    again = api.post("/ingest/conversation", owner, {**BOTH, "conversation": {**BOTH["conversation"], "title": "x"}})
+    assert again.status_code == 202
+    assert list(Source.objects.live().filter(kind="message").values_list("message_id", flat=True)) == ["msg_001"]
+    assert not Source.objects.filter(content__contains="inspect the plan").exists()
+
+
+def test_transcript_segments_with_line_breaks_keep_their_speakers(api: Api, owner: Persona, settings) -> None:
+    settings.CHUNK_TARGET_CHARS = 30
+    body = {"transcript": {"id": "t", "segments": [
+        {"speaker": "Anna", "text": "First line\nsecond line of Anna"},
+        {"speaker": "Ben", "text": "Ben answers at some length here"},
+    ]}}  # fmt: skip
+    receipt = api.post("/ingest/transcript", owner, body).json()
+    run_operation(receipt["operationId"])
+    chunks = list(Source.objects.get(pk=receipt["sourceId"]).chunks.order_by("ordinal"))
+    assert [(c.speaker, c.text) for c in chunks] == [
+        ("Anna", "Anna: First line\nsecond line of Anna"),
+        ("Ben", "Ben: Ben answers at some length here"),
+    ]
+
+
+def test_a_partition_limited_token_reaches_no_receipt_outside_its_partitions(api: Api, owner: Persona, alice) -> None:
+    PartitionFactory(owner=alice, key="project:apollo")
+    receipt = api.post("/ingest/document", owner, {**document(), "partitionKey": "project:apollo"}).json()
+    limited = issue(alice, "limited", scopes=["read", "write", "edit"], partition_keys=["memory:personal"])
+    for path, body in [
+        ("/source/processing/get", {"operationId": receipt["operationId"]}),
+        ("/source/processing/retry", {"operationId": receipt["operationId"]}),
+        ("/source/delete", {"sourceId": receipt["sourceId"]}),
+        ("/source/get", {"sourceId": receipt["sourceId"]}),
+    ]:
+        assert error_code(api.post(path, limited, body)) == "NOT_FOUND", path
+    child = api.post("/ingest/document", limited, document("child", parentId="doc_1"))
+    assert error_code(child) == "NOT_FOUND"

@@ -76,6 +76,7 @@ def test_a_job_killed_mid_way_reads_interrupted_and_retry_completes_it(api: Api,
     with celery_worker(connection.settings_dict["NAME"]):
         retried = api.post("/source/processing/retry", owner, {"operationId": operation_id})
         assert retried.status_code == 202
+        assert retried.json()["status"] in {"queued", "processing", "completed"}
         done = wait_for_status(api, owner, operation_id, {"completed", "failed"}, timeout=180)
     assert done["status"] == "completed", done
     assert done["attempts"] == 2
