@@ -63,10 +63,12 @@ def main() -> None:
     token = token_issue(actor=Actor.system(), owner=user, label="bench", scopes=["read", "write"]).token
     access = access_for_token(token=token, user_id=None, partition_key=None, workspace=False)
 
+    environment = {**os.environ}
+    environment.setdefault("EMBEDDING_THREADS", str(max(1, (os.cpu_count() or 1) // options.concurrency)))
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
          "--concurrency", str(options.concurrency), "--hostname", "bench@%h", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         while not app.control.ping(timeout=0.5):
@@ -106,7 +108,8 @@ def main() -> None:
     total = options.conversations * options.messages
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"workload: {options.conversations} conversations x {options.messages} messages = {total} messages; "
-          f"worker concurrency {options.concurrency}; embedder {settings.EMBEDDER}")  # fmt: skip
+          f"worker concurrency {options.concurrency}, {environment['EMBEDDING_THREADS']} embedding thread(s) each; "
+          f"embedder {settings.EMBEDDER}")  # fmt: skip
     print(f"accept (202 receipts): median {statistics.median(accept_ms):.1f} ms per conversation, "
           f"{total / accepted:.0f} messages/s")  # fmt: skip
     print(f"end to end (all receipts completed): {finished:.1f} s, {total / finished:.0f} messages/s, failed {failed}")

@@ -132,7 +132,9 @@ CELERY_TASK_ACKS_LATE = True
 # A worker that dies mid-job marks the job failed (not redelivered): the receipt then reads as
 # PROCESSING_INTERRUPTED and the owner decides to retry.
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_PREFETCH_MULTIPLIER = (
+    4  # keeps the pool busy between short jobs; unstarted jobs of a lost worker are redelivered
+)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {}
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
@@ -235,6 +237,7 @@ EMBEDDING_API_KEY = env_secret("EMBEDDING_API_KEY")
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 0)  # 0: learn it from the first answer
 EMBEDDING_TIMEOUT_S = env_int("EMBEDDING_TIMEOUT_S", 30)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)  # 0: min(cores, 2); the worker under `make run`: cores / pool
 
 # Original bytes of files and artifacts (content-addressed, per owner).
 BLOB_DIR = Path(env_str("BLOB_DIR", str(DATA_DIR / "blobs")))

@@ -161,8 +161,11 @@ def _load_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
     tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")  # noqa: S106 (a vocabulary entry, not a secret)
 
     options = onnxruntime.SessionOptions()
-    # Web and worker processes share the machine: two threads give most of the speed without starving them.
-    options.intra_op_num_threads = min(os.cpu_count() or 1, 2)
+    # EMBEDDING_THREADS, else two: web and worker processes share the machine. Workers running several pool
+    # processes get one thread each from `runall` (threads beyond the cores only contend).
+    from django.conf import settings
+
+    options.intra_op_num_threads = settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: onnxruntime's warnings are noise in our JSON logs
     try:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TypedDict
+import os
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypedDict
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from memory.models import Operation, Source
@@ -59,14 +62,36 @@ def publish_source_processed(source: Source) -> None:
     _send(source.owner_id, payload)
 
 
+class _EventLoop:
+    """One event loop per process, in a daemon thread, started on first use (after any fork). The channel
+    layer keeps its Redis connections per loop, so sends reuse one connection instead of opening one each
+    time (async_to_sync would start a fresh loop, and so a fresh connection, for every event)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def run(self, coroutine: Coroutine[Any, Any, None], timeout: float) -> None:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                self._loop = asyncio.new_event_loop()
+                self._pid = os.getpid()
+                threading.Thread(target=self._loop.run_forever, name="progress-events", daemon=True).start()
+            loop = self._loop
+        asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout=timeout)
+
+
+_events = _EventLoop()
+
+
 def _send(owner_id: int, payload: OperationProgress | SourceProcessed) -> None:
     """The one way events leave the server: to the owner's group, tagged with the owner for the consumer."""
     layer = get_channel_layer()
     if layer is None:
         return
+    message = {"type": "memory.event", "owner_id": owner_id, "payload": payload}
     try:
-        async_to_sync(layer.group_send)(
-            owner_group(owner_id), {"type": "memory.event", "owner_id": owner_id, "payload": payload}
-        )
+        _events.run(layer.group_send(owner_group(owner_id), message), timeout=2)
     except Exception:  # progress is a courtesy; the receipt in the database is the record
         logger.warning("progress.publish_failed", extra={"event": payload["type"]})

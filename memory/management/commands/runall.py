@@ -43,9 +43,18 @@ def child_commands() -> dict[str, list[str]]:
     }  # fmt: skip
 
 
+def child_environments() -> dict[str, dict[str, str]]:
+    """Each pool process of the worker embeds on its own share of the cores."""
+    threads = max(1, (os.cpu_count() or 1) // max(1, settings.WORKER_CONCURRENCY))
+    worker = {**os.environ}
+    worker.setdefault("EMBEDDING_THREADS", str(threads))
+    return {"worker": worker}
+
+
 class Supervisor:
-    def __init__(self, commands: dict[str, list[str]]) -> None:
+    def __init__(self, commands: dict[str, list[str]], environments: dict[str, dict[str, str]] | None = None) -> None:
         self.commands = commands
+        self.environments = environments or {}
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.stopping = False
 
@@ -56,7 +65,7 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._request_stop)
         signal.signal(signal.SIGTERM, self._request_stop)
         for name, command in self.commands.items():
-            self.children[name] = subprocess.Popen(command, start_new_session=True)
+            self.children[name] = subprocess.Popen(command, start_new_session=True, env=self.environments.get(name))
         exit_code = 0
         while not self.stopping:
             for name, child in self.children.items():
@@ -94,6 +103,6 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         call_command("bootstrap_owner")
         logger.info("runall.starting", extra={"host": settings.HOST, "port": settings.PORT})
-        code = Supervisor(child_commands()).run()
+        code = Supervisor(child_commands(), child_environments()).run()
         if code:
             sys.exit(code)
