@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime
 from typing import Any
+
+from django.utils.dateparse import parse_datetime
 
 from memory.errors import ValidationFailed
 
@@ -21,3 +24,15 @@ def decode_cursor(cursor: str, size: int) -> list[Any]:
     if not isinstance(values, list) or len(values) != size:
         raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
     return values
+
+
+def decode_time_cursor(cursor: str) -> tuple[datetime, str]:
+    """A (timestamp, id) cursor as written by `encode_cursor(moment.isoformat(), id)`."""
+    moment_text, last_id = decode_cursor(cursor, 2)
+    try:
+        moment = parse_datetime(moment_text) if isinstance(moment_text, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or not isinstance(last_id, str):
+        raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
+    return moment, last_id

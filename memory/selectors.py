@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
-from django.utils.dateparse import parse_datetime
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Prefetch, Q, QuerySet
 
 from memory.access import Access
 from memory.errors import NotFound, ValidationFailed
-from memory.models import AccessToken, Blob, Partition, Scope, Source
-from memory.paging import decode_cursor, encode_cursor
+from memory.models import AccessToken, Blob, Claim, ClaimStatus, Partition, Scope, Source
+from memory.paging import decode_cursor, decode_time_cursor, encode_cursor
 
 
 def partitions_for_access(access: Access, *, active_only: bool = False) -> QuerySet[Partition]:
@@ -78,13 +78,7 @@ def sources_for_access(
     if until:
         sources = sources.filter(occurred_at__lt=until)
     if cursor:
-        occurred, last_id = decode_cursor(cursor, 2)
-        try:
-            moment = parse_datetime(occurred) if isinstance(occurred, str) else None
-        except ValueError:
-            moment = None
-        if moment is None or not isinstance(last_id, str):
-            raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
+        moment, last_id = decode_time_cursor(cursor)
         sources = sources.filter(Q(occurred_at__lt=moment) | Q(occurred_at=moment, id__lt=last_id))
     page = list(sources.order_by("-occurred_at", "-id")[: limit + 1])
     next_cursor = (
@@ -120,3 +114,73 @@ def artifacts_for_access(
         blobs = blobs.filter(id__lt=last_id)
     page = list(blobs.order_by("-id")[: limit + 1])
     return page[:limit], (encode_cursor(page[limit - 1].pk) if len(page) > limit else None)
+
+
+def claim_for_access(access: Access, claim_id: str, *, for_update: bool = False) -> Claim:
+    """A claim in the partitions this request reads; anything else is not found."""
+    access.require_scope(Scope.READ)
+    claims = Claim.objects.select_related("partition", "subject", "object_node")
+    if for_update:
+        claims = claims.select_for_update(of=("self",))
+    claim = claims.filter(pk=claim_id, owner=access.user, partition__in=access.read_partitions).first()
+    if claim is None:
+        raise NotFound("No such claim.", details={"claimId": claim_id})
+    return claim
+
+
+def claim_revisions(claim: Claim) -> list[Claim]:
+    """Every revision of a claim's history, oldest first (corrections link by derived_from/superseded_by)."""
+    first = claim
+    seen = {claim.pk}
+    while first.derived_from_id and first.derived_from_id not in seen:
+        first = Claim.objects.get(pk=first.derived_from_id)
+        seen.add(first.pk)
+    chain = [first]
+    while chain[-1].superseded_by_id and chain[-1].superseded_by_id not in {c.pk for c in chain}:
+        chain.append(Claim.objects.get(pk=chain[-1].superseded_by_id))
+    return chain
+
+
+@dataclass(frozen=True)
+class ClaimPage:
+    claims: list[Claim]
+    next_cursor: str | None
+
+
+def claims_for_access(
+    access: Access,
+    *,
+    statuses: list[str] | None = None,
+    kinds: list[str] | None = None,
+    origins: list[str] | None = None,
+    pinned: bool | None = None,
+    subject_id: str | None = None,
+    text: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> ClaimPage:
+    """Claims newest first (recorded_at, then id), active ones unless `statuses` says otherwise."""
+    access.require_scope(Scope.READ)
+    claims = (
+        Claim.objects.select_related("partition", "subject", "object_node")
+        .prefetch_related(Prefetch("evidence"))
+        .filter(owner=access.user, partition__in=access.read_partitions, status__in=statuses or [ClaimStatus.ACTIVE])
+    )
+    if kinds:
+        claims = claims.filter(kind__in=kinds)
+    if origins:
+        claims = claims.filter(origin__in=origins)
+    if pinned is not None:
+        claims = claims.filter(pinned=pinned)
+    if subject_id:
+        claims = claims.filter(subject_id=subject_id)
+    if text:
+        claims = claims.filter(search_vector=SearchQuery(text, search_type="websearch", config="simple"))
+    if cursor:
+        moment, last_id = decode_time_cursor(cursor)
+        claims = claims.filter(Q(recorded_at__lt=moment) | Q(recorded_at=moment, id__lt=last_id))
+    page = list(claims.order_by("-recorded_at", "-id")[: limit + 1])
+    last = page[limit - 1] if len(page) > limit else None
+    return ClaimPage(
+        claims=page[:limit], next_cursor=encode_cursor(last.recorded_at.isoformat(), last.pk) if last else None
+    )

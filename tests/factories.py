@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import factory
 
-from memory.models import Partition, User
+from memory.models import Claim, Node, Partition, User
 
 
 class UserFactory(factory.django.DjangoModelFactory[User]):
@@ -24,3 +24,23 @@ class PartitionFactory(factory.django.DjangoModelFactory[Partition]):
     owner = factory.SubFactory(UserFactory)
     key = factory.Sequence(lambda n: f"project:{n}")
     label = factory.LazyAttribute(lambda partition: partition.key.title())
+
+
+class NodeFactory(factory.django.DjangoModelFactory[Node]):
+    class Meta:
+        model = Node
+
+    owner = factory.SubFactory(UserFactory)
+    partition = factory.LazyAttribute(lambda node: Partition.objects.get(owner=node.owner, key="memory:personal"))
+    type = "Person"
+    label = factory.Sequence(lambda n: f"Person {n}")
+
+
+class ClaimFactory(factory.django.DjangoModelFactory[Claim]):
+    class Meta:
+        model = Claim
+
+    owner = factory.SubFactory(UserFactory)
+    partition = factory.LazyAttribute(lambda claim: Partition.objects.get(owner=claim.owner, key="memory:personal"))
+    statement = factory.Sequence(lambda n: f"The user prefers option {n}.")
+    kind = "preference"

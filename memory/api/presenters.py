@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.models import Blob, Source, SourceKind
+from memory.models import Blob, Claim, Node, Source, SourceKind
 from memory.services.operations import OperationView
 
 
@@ -85,3 +85,48 @@ def source_content_json(source: Source) -> dict[str, Any]:
     if source.blob is not None:
         content["original"] = {**blob_json(source.blob), "filename": source.filename}
     return content
+
+
+def node_ref(node: Node | None) -> dict[str, Any] | None:
+    return None if node is None else {"nodeId": node.pk, "type": node.type, "label": node.label}
+
+
+def claim_json(claim: Claim) -> dict[str, Any]:
+    return {
+        "claimId": claim.pk,
+        "statement": claim.statement,
+        "kind": claim.kind,
+        "status": claim.status,
+        "origin": claim.origin,
+        "scope": claim.scope,
+        "partitionKey": claim.partition.key,
+        "subject": node_ref(claim.subject),
+        "predicate": claim.predicate or None,
+        "object": node_ref(claim.object_node),
+        "objectValue": claim.object_value,
+        "key": claim.key or None,
+        "value": claim.value,
+        "confidence": claim.confidence,
+        "importance": claim.importance,
+        "pinned": claim.pinned,
+        "extractor": claim.extractor or None,
+        "modelName": claim.model_name or None,
+        "reason": claim.reason or None,
+        "derivedFrom": claim.derived_from_id,
+        "supersededBy": claim.superseded_by_id,
+        "validFrom": claim.valid_from,
+        "validUntil": claim.valid_until,
+        "statedAt": claim.stated_at,
+        "recordedAt": claim.recorded_at,
+        "expiresAt": claim.expires_at,
+        "needsReverification": claim.needs_reverification,
+        "evidence": [
+            {
+                "sourceId": evidence.source_id,
+                "excerpt": evidence.excerpt,
+                "messageId": evidence.message_id or None,
+                "authoredAt": evidence.authored_at,
+            }
+            for evidence in claim.evidence.all()
+        ],
+    }

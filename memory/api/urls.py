@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import sources, views
+from memory.api import claims, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
@@ -18,6 +18,15 @@ urlpatterns = [
     path("source/delete", sources.SourceDelete.as_view()),
     path("source/processing/get", sources.SourceProcessingGet.as_view()),
     path("source/processing/retry", sources.SourceProcessingRetry.as_view()),
+    path("claim/list", claims.ClaimList.as_view()),
+    path("claim/get", claims.ClaimGet.as_view()),
+    path("claim/history", claims.ClaimHistory.as_view()),
+    path("claim/correct", claims.ClaimCorrect.as_view()),
+    path("claim/pin", claims.ClaimPin.as_view()),
+    path("claim/unpin", claims.ClaimUnpin.as_view()),
+    path("claim/expire", claims.ClaimExpire.as_view()),
+    path("claim/retract", claims.ClaimRetract.as_view()),
+    path("claim/delete", claims.ClaimDelete.as_view()),
     path("artifact", sources.ArtifactPut.as_view()),
     path("artifact/list", sources.ArtifactList.as_view()),
     path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),

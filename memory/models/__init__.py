@@ -1,5 +1,15 @@
 from memory.models.accounts import AccessToken, Partition, Scope, Surface, ToolProfile, User
 from memory.models.audit import ActorKind, MemoryEvent, ToolEvent
+from memory.models.knowledge import (
+    Alias,
+    Claim,
+    ClaimKind,
+    ClaimOrigin,
+    ClaimStatus,
+    Evidence,
+    Node,
+    NodeType,
+)
 from memory.models.sources import (
     BLOB_MAX_BYTES,
     Blob,
@@ -15,9 +25,17 @@ __all__ = [
     "BLOB_MAX_BYTES",
     "AccessToken",
     "ActorKind",
+    "Alias",
     "Blob",
     "Chunk",
+    "Claim",
+    "ClaimKind",
+    "ClaimOrigin",
+    "ClaimStatus",
+    "Evidence",
     "MemoryEvent",
+    "Node",
+    "NodeType",
     "Operation",
     "OperationStatus",
     "Partition",

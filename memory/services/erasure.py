@@ -12,6 +12,7 @@ from memory.errors import NotFound
 from memory.models import Operation, Scope, Source
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
+from memory.services.claims import claims_erase_derived
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ def source_erase(*, access: Access, source_id: str, retire_identity: bool = Fals
     blob_ids = {member.blob_id for member in family if member.blob_id}
     for member in family:
         audit_erase_target(owner=access.user, target_type="source", target_id=member.pk)
+    claims_erase_derived(owner=access.user, source_ids=[member.pk for member in family])
     Operation.objects.filter(source__in=family).update(request_hash="", error_message="")
     if retire_identity:
         now = timezone.now()

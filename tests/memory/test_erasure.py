@@ -108,3 +108,20 @@ def test_blob_bytes_leave_storage(api: Api, owner: Persona, django_capture_on_co
         api.post("/source/delete", owner, {"sourceId": receipt["sourceId"]})
     assert not Blob.objects.exists()
     assert not default_storage.exists(name)
+
+
+def test_claims_derived_only_from_an_erased_source_go_with_it(api: Api, owner: Persona, alice) -> None:
+    from memory.models import Claim, Evidence
+    from tests.factories import ClaimFactory
+
+    first = api.post("/ingest/document", owner, {"document": {"id": "a", "content": f"I love {MARKER}."}}).json()
+    second = api.post("/ingest/document", owner, {"document": {"id": "b", "content": "Other notes."}}).json()
+    only = ClaimFactory.create(owner=alice, statement=f"Loves {MARKER}.")
+    both = ClaimFactory.create(owner=alice, statement="Keeps notes.")
+    Evidence.objects.create(owner=alice, claim=only, source_id=first["sourceId"], excerpt=f"I love {MARKER}.")
+    Evidence.objects.create(owner=alice, claim=both, source_id=first["sourceId"], excerpt="I love")
+    Evidence.objects.create(owner=alice, claim=both, source_id=second["sourceId"], excerpt="Other notes.")
+    api.post("/source/delete", owner, {"sourceId": first["sourceId"]})
+    assert list(Claim.objects.values_list("statement", flat=True)) == ["Keeps notes."]
+    assert list(Evidence.objects.values_list("source_id", flat=True)) == [second["sourceId"]]
+    assert tables_containing(MARKER) == []

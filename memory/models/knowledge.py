@@ -1,0 +1,216 @@
+"""What memory knows: entities (nodes) with their aliases, and sourced claims with evidence (SPEC §5).
+
+Claims are never edited in place: a correction is a new revision (`derived_from` the old one, which becomes
+`superseded`), and every lifecycle change is a MemoryEvent.
+"""
+
+from __future__ import annotations
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models.functions import Now
+from pgvector.django import VectorField
+
+from memory.ids import PublicIdField
+from memory.models.accounts import Partition, User
+from memory.models.sources import Chunk, Source, SourceScope
+
+
+class NodeType(models.TextChoices):
+    SELF = "Self"
+    PERSON = "Person"
+    ORGANIZATION = "Organization"
+    PROJECT = "Project"
+    TASK = "Task"
+    EVENT = "Event"
+    PLACE = "Place"
+    TOPIC = "Topic"
+    DOCUMENT = "Document"
+    METRIC = "Metric"
+
+
+class Node(models.Model):
+    """An entity: the user (`Self`), a person, a project, a task, an event, ..."""
+
+    id = PublicIdField(prefix="node")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="nodes")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="nodes")
+    type = models.CharField(max_length=32, choices=NodeType.choices)
+    label = models.CharField(max_length=300)
+    summary = models.TextField(blank=True)
+    scope = models.CharField(max_length=16, choices=SourceScope.choices, default=SourceScope.PERSONAL)
+    is_self = models.BooleanField(default=False)
+    attributes = models.JSONField(default=dict, blank=True)
+    merged_into = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from",
+        help_text="Lineage: this node was merged into another and is kept only as a pointer.",
+    )  # fmt: skip
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    embedding = VectorField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("label", "summary", config="simple"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            # One self node per user and partition.
+            models.UniqueConstraint(
+                fields=["owner", "partition"], condition=models.Q(is_self=True), name="node_one_self_per_partition"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["owner", "partition", "type"], name="node_owner_type"),
+            GinIndex(fields=["search_vector"], name="node_search_vector"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.label}"
+
+
+class Alias(models.Model):
+    """Another name of a node, normalised for matching within a partition."""
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="aliases")
+    name = models.CharField(max_length=300)
+    normalized = models.CharField(max_length=300)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "normalized"], name="alias_unique_per_node"),
+        ]
+        indexes = [models.Index(fields=["partition", "normalized"], name="alias_lookup")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ClaimKind(models.TextChoices):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    DECISION = "decision"
+    AGREEMENT = "agreement"
+    INCIDENT = "incident"
+    RULE = "rule"
+    PROJECT_CONTEXT = "project_context"
+    WORKING_CONTEXT = "working_context"
+    HANDOFF = "handoff"
+    TASK_STATUS = "task_status"
+    NOTE = "note"
+
+
+class ClaimStatus(models.TextChoices):
+    ACTIVE = "active"
+    SUGGESTED = "suggested"
+    QUARANTINED = "quarantined"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+    EXPIRED = "expired"
+
+
+class ClaimOrigin(models.TextChoices):
+    USER_STATED = "user_stated"
+    ASSISTANT_INFERRED = "assistant_inferred"
+    IMPORTED = "imported"
+    MANUAL = "manual"
+    SYSTEM_DEFAULT = "system_default"
+
+
+class Claim(models.Model):
+    """A sourced statement, optionally structured as subject - predicate - object node or value."""
+
+    id = PublicIdField(prefix="claim")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="claims")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="claims")
+    scope = models.CharField(max_length=16, choices=SourceScope.choices, default=SourceScope.PERSONAL)
+    statement = models.TextField()
+    kind = models.CharField(max_length=32, choices=ClaimKind.choices, default=ClaimKind.FACT)
+    subject = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="claims")
+    predicate = models.CharField(max_length=100, blank=True)
+    object_node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="object_claims")
+    object_value = models.JSONField(null=True, blank=True)
+    key = models.CharField(max_length=300, blank=True, help_text="Addressable keyed memory (seeds/004).")
+    value = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=ClaimStatus.choices, default=ClaimStatus.ACTIVE)
+    origin = models.CharField(max_length=24, choices=ClaimOrigin.choices, default=ClaimOrigin.USER_STATED)
+    extractor = models.CharField(max_length=100, blank=True, help_text="Extractor and version, e.g. rules@1.")
+    model_name = models.CharField(max_length=200, blank=True)
+    reason = models.TextField(blank=True, help_text="Why an inferred claim matters in the future.")
+    derived_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions")
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    confidence = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    importance = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1), MaxValueValidator(5)])
+    pinned = models.BooleanField(default=False)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    stated_at = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField(db_default=Now())
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    access_count = models.PositiveIntegerField(default=0)
+    needs_reverification = models.BooleanField(default=False)
+    event_id = models.CharField(max_length=200, blank=True, help_text="Client id making a write exactly-once.")
+    embedding = VectorField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("statement", config="simple"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "event_id"], condition=~models.Q(event_id=""), name="claim_unique_event_id"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(importance__gte=1, importance__lte=5), name="claim_importance_1_to_5"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0, confidence__lte=1), name="claim_confidence_0_to_1"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "partition", "status"], name="claim_owner_status"),
+            models.Index(fields=["subject", "predicate", "status"], name="claim_subject_predicate"),
+            models.Index(fields=["owner", "partition", "key"], name="claim_owner_key"),
+            GinIndex(fields=["search_vector"], name="claim_search_vector"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.statement[:60]}"
+
+
+class Evidence(models.Model):
+    """Where a claim comes from: a source, the excerpt, and the message it was said in."""
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="evidence")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="evidence")
+    chunk = models.ForeignKey(Chunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    excerpt = models.TextField()
+    message_id = models.CharField(max_length=300, blank=True)
+    authored_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["claim", "source", "message_id"], name="evidence_unique_per_claim")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.claim_id} <- {self.source_id}"

@@ -1,0 +1,173 @@
+"""Claim lifecycle: pin, unpin, expire, retract, correct (a new revision), erase. Nothing is edited in place
+without a MemoryEvent, and a correction keeps the old revision in the history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.access import Access
+from memory.errors import Conflict, ValidationFailed
+from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Scope
+from memory.selectors import claim_for_access, claim_revisions
+from memory.services.audit import audit_erase_target, audit_record
+
+_CURRENT = (ClaimStatus.ACTIVE, ClaimStatus.SUGGESTED, ClaimStatus.QUARANTINED)
+
+
+def _summary(claim: Claim, fields: list[str]) -> dict[str, Any]:
+    return {name: getattr(claim, name) for name in fields}
+
+
+def _change(access: Access, claim_id: str, action: str, scope: str, changes: dict[str, Any]) -> Claim:
+    """Apply field changes to one claim in its own partition, with an audit row of what changed."""
+    access.require_scope(scope)
+    claim = claim_for_access(access, claim_id, for_update=True)
+    access.check_write(claim.partition)
+    changed = [name for name, value in changes.items() if getattr(claim, name) != value]
+    if not changed:
+        return claim
+    before = _summary(claim, changed)
+    for name in changed:
+        setattr(claim, name, changes[name])
+    claim.save(update_fields=[*changed, "updated_at"])
+    audit_record(
+        actor=access.actor,
+        owner=access.user,
+        action=action,
+        target=claim,
+        partition=claim.partition,
+        before={key: str(value) for key, value in before.items()},
+        after={key: str(getattr(claim, key)) for key in changed},
+    )
+    return claim
+
+
+@transaction.atomic
+def claim_pin(*, access: Access, claim_id: str) -> Claim:
+    """Pinned claims are never reaped or expired by maintenance, and rank higher in recall."""
+    return _change(access, claim_id, "claim.pin", Scope.WRITE, {"pinned": True})
+
+
+@transaction.atomic
+def claim_unpin(*, access: Access, claim_id: str) -> Claim:
+    return _change(access, claim_id, "claim.unpin", Scope.WRITE, {"pinned": False})
+
+
+@transaction.atomic
+def claim_expire(*, access: Access, claim_id: str) -> Claim:
+    """No longer current (kept, out of recall). Pinned claims must be unpinned first."""
+    access.require_scope(Scope.EDIT)  # before anything about the claim is revealed
+    claim = claim_for_access(access, claim_id)
+    if claim.pinned:
+        raise Conflict("Pinned claims do not expire; unpin it first.", details={"claimId": claim_id})
+    now = timezone.now()
+    return _change(
+        access, claim_id, "claim.expire", Scope.EDIT,
+        {"status": ClaimStatus.EXPIRED, "expires_at": now, "valid_until": claim.valid_until or now},
+    )  # fmt: skip
+
+
+@transaction.atomic
+def claim_retract(*, access: Access, claim_id: str) -> Claim:
+    """Never true: kept for the record, out of every read that does not ask for retracted claims."""
+    access.require_scope(Scope.EDIT)
+    claim = claim_for_access(access, claim_id)
+    return _change(
+        access, claim_id, "claim.retract", Scope.EDIT,
+        {"status": ClaimStatus.RETRACTED, "valid_until": claim.valid_until or timezone.now()},
+    )  # fmt: skip
+
+
+@transaction.atomic
+def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any = None) -> Claim:
+    """A new revision with the corrected statement; the old one becomes `superseded` and stays in history."""
+    access.require_scope(Scope.EDIT)
+    old = claim_for_access(access, claim_id, for_update=True)
+    access.check_write(old.partition)
+    if old.status not in _CURRENT:
+        raise Conflict(
+            f"This revision is {old.status}; correct the current one.",
+            details={"claimId": claim_id, "currentClaimId": old.superseded_by_id},
+        )
+    statement = statement.strip()
+    if not statement:
+        raise ValidationFailed("The corrected statement is empty.", details={"statement": ["Required."]})
+    now = timezone.now()
+    new = Claim.objects.create(
+        owner=old.owner,
+        partition=old.partition,
+        scope=old.scope,
+        statement=statement,
+        kind=old.kind,
+        subject=old.subject,
+        predicate=old.predicate,
+        object_node=old.object_node,
+        object_value=old.object_value,
+        key=old.key,
+        value=old.value if value is None else value,
+        status=ClaimStatus.ACTIVE,
+        origin=ClaimOrigin.MANUAL,
+        derived_from=old,
+        confidence=1.0,
+        importance=old.importance,
+        pinned=old.pinned,
+        valid_from=now,
+        stated_at=now,
+    )
+    old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, new, now
+    old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
+    audit_record(
+        actor=access.actor,
+        owner=access.user,
+        action="claim.correct",
+        target=new,
+        partition=new.partition,
+        before={"claimId": old.pk, "statement": old.statement},
+        after={"claimId": new.pk, "statement": new.statement},
+    )
+    return new
+
+
+def _erase_revisions(owner: Any, revisions: list[Claim]) -> None:
+    for revision in revisions:
+        audit_erase_target(owner=owner, target_type="claim", target_id=revision.pk)
+    Claim.objects.filter(pk__in=[revision.pk for revision in revisions]).delete()
+
+
+def claims_erase_derived(*, owner: Any, source_ids: list[str]) -> int:
+    """Erasure of sources: claims whose every piece of evidence comes from them go too (with their revisions);
+    claims also backed by other sources keep those and lose only the erased evidence."""
+    backed = Claim.objects.filter(owner=owner, evidence__source_id__in=source_ids).distinct()
+    only_these = backed.exclude(
+        evidence__source_id__in=Evidence.objects.filter(owner=owner)
+        .exclude(source_id__in=source_ids)
+        .values("source_id")
+    )
+    erased = 0
+    for claim in list(only_these):
+        if Claim.objects.filter(pk=claim.pk).exists():  # an earlier revision chain may have taken it already
+            revisions = claim_revisions(claim)
+            _erase_revisions(owner, revisions)
+            erased += len(revisions)
+    return erased
+
+
+@transaction.atomic
+def claim_erase(*, access: Access, claim_id: str) -> int:
+    """Erase a claim with all its revisions and evidence links, and the content of their audit rows."""
+    access.require_scope(Scope.EDIT)
+    claim = claim_for_access(access, claim_id, for_update=True)
+    revisions = claim_revisions(claim)
+    _erase_revisions(access.user, revisions)
+    audit_record(
+        actor=access.actor,
+        owner=access.user,
+        action="claim.erase",
+        target=claim,
+        partition=claim.partition,
+        after={"revisions": len(revisions)},
+    )
+    return len(revisions)
