@@ -10,7 +10,7 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from memory.access import Access
 from memory.errors import NotFound, ValidationFailed
-from memory.models import AccessToken, Blob, Claim, ClaimStatus, Partition, Scope, Source
+from memory.models import AccessToken, Blob, Claim, ClaimStatus, Evidence, Node, Partition, Scope, Source
 from memory.paging import decode_cursor, decode_time_cursor, encode_cursor
 
 
@@ -184,3 +184,76 @@ def claims_for_access(
     return ClaimPage(
         claims=page[:limit], next_cursor=encode_cursor(last.recorded_at.isoformat(), last.pk) if last else None
     )
+
+
+def node_for_access(access: Access, node_id: str, *, for_update: bool = False) -> Node:
+    """A node in the partitions this request reads; anything else is not found."""
+    access.require_scope(Scope.READ)
+    nodes = Node.objects.select_related("partition")
+    if for_update:
+        nodes = nodes.select_for_update(of=("self",))
+    node = nodes.filter(pk=node_id, owner=access.user, partition__in=access.read_partitions).first()
+    if node is None:
+        raise NotFound("No such node.", details={"nodeId": node_id})
+    return node
+
+
+def nodes_for_access(
+    access: Access,
+    *,
+    types: list[str] | None = None,
+    label: str | None = None,
+    include_merged: bool = False,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> tuple[list[Node], str | None]:
+    """Nodes in stable id order; `label` matches labels and aliases (case- and accent-insensitive)."""
+    from memory.services.nodes import normalize_name
+
+    access.require_scope(Scope.READ)
+    nodes = Node.objects.select_related("partition").filter(owner=access.user, partition__in=access.read_partitions)
+    if not include_merged:
+        nodes = nodes.filter(merged_into__isnull=True)
+    if types:
+        nodes = nodes.filter(type__in=types)
+    if label:
+        nodes = nodes.filter(
+            Q(label__icontains=label) | Q(aliases__normalized__contains=normalize_name(label))
+        ).distinct()
+    if cursor:
+        (last_id,) = decode_cursor(cursor, 1)
+        if not isinstance(last_id, str):
+            raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
+        nodes = nodes.filter(id__gt=last_id)
+    page = list(nodes.order_by("id")[: limit + 1])
+    return page[:limit], (encode_cursor(page[limit - 1].pk) if len(page) > limit else None)
+
+
+def node_neighborhood(access: Access, node: Node, *, limit: int = 100) -> tuple[list[Node], list[Claim]]:
+    """The current claims linking this node to others, and those other nodes (one hop)."""
+    claims = list(
+        Claim.objects.select_related("subject", "object_node", "partition")
+        .filter(owner=access.user, partition__in=access.read_partitions, status=ClaimStatus.ACTIVE)
+        .filter(Q(subject=node, object_node__isnull=False) | Q(object_node=node, subject__isnull=False))
+        .order_by("id")[:limit]
+    )
+    neighbours: dict[str, Node] = {}
+    for claim in claims:
+        other = claim.object_node if claim.subject_id == node.pk else claim.subject
+        if other is not None and other.pk != node.pk:
+            neighbours.setdefault(other.pk, other)
+    return sorted(neighbours.values(), key=lambda n: n.pk), claims
+
+
+def node_sources(access: Access, node: Node, *, limit: int = 50) -> list[tuple[Source, int]]:
+    """Sources that back claims about this node, with how many pieces of evidence each gives, newest first."""
+    evidence = Evidence.objects.filter(
+        Q(claim__subject=node) | Q(claim__object_node=node),
+        owner=access.user,
+        source__partition__in=access.read_partitions,
+    )
+    counts: dict[str, int] = {}
+    for source_id in evidence.values_list("source_id", flat=True):
+        counts[source_id] = counts.get(source_id, 0) + 1
+    sources = Source.objects.select_related("partition").filter(pk__in=counts).order_by("-occurred_at")[:limit]
+    return [(source, counts[source.pk]) for source in sources]

@@ -130,3 +130,22 @@ def claim_json(claim: Claim) -> dict[str, Any]:
             for evidence in claim.evidence.all()
         ],
     }
+
+
+def node_json(node: Node, *, aliases: bool = False) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "nodeId": node.pk,
+        "type": node.type,
+        "label": node.label,
+        "summary": node.summary,
+        "scope": node.scope,
+        "isSelf": node.is_self,
+        "partitionKey": node.partition.key,
+        "attributes": node.attributes,
+        "mergedInto": node.merged_into_id,
+        "lastSeenAt": node.last_seen_at,
+        "createdAt": node.created_at,
+    }
+    if aliases:
+        answer["aliases"] = [alias.name for alias in node.aliases.order_by("name")]
+    return answer

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import claims, sources, views
+from memory.api import claims, nodes, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
@@ -27,6 +27,15 @@ urlpatterns = [
     path("claim/expire", claims.ClaimExpire.as_view()),
     path("claim/retract", claims.ClaimRetract.as_view()),
     path("claim/delete", claims.ClaimDelete.as_view()),
+    path("node/list", nodes.NodeList.as_view()),
+    path("node/get", nodes.NodeGet.as_view()),
+    path("node/neighborhood", nodes.NodeNeighborhood.as_view()),
+    path("node/sources", nodes.NodeSources.as_view()),
+    path("node/update", nodes.NodeUpdate.as_view()),
+    path("node/delete", nodes.NodeDelete.as_view()),
+    path("node/merge", nodes.NodeMerge.as_view()),
+    path("alias/add", nodes.AliasAdd.as_view()),
+    path("alias/remove", nodes.AliasRemove.as_view()),
     path("artifact", sources.ArtifactPut.as_view()),
     path("artifact/list", sources.ArtifactList.as_view()),
     path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),

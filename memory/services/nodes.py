@@ -1,0 +1,190 @@
+"""Nodes and aliases: rename, describe, delete, merge (preview, then apply), and names to match by."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from memory.access import Access
+from memory.errors import Conflict, ValidationFailed
+from memory.models import Alias, Claim, Evidence, Node, Scope
+from memory.selectors import claim_revisions, node_for_access
+from memory.services.audit import audit_erase_target, audit_record
+
+
+def normalize_name(name: str) -> str:
+    """Case, accents and spacing do not make another name: 'José  Álvarez' matches 'jose alvarez'."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    plain = "".join(char for char in decomposed if not unicodedata.combining(char))
+    return " ".join(plain.casefold().split())
+
+
+def _write_access(access: Access, node_id: str, scope: str = Scope.WRITE) -> Node:
+    access.require_scope(scope)
+    node = node_for_access(access, node_id, for_update=True)
+    access.check_write(node.partition)
+    return node
+
+
+@transaction.atomic
+def node_update(
+    *, access: Access, node_id: str, label: str | None = None, summary: str | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> Node:  # fmt: skip
+    """Rename or describe a node; an old label stays findable as an alias."""
+    node = _write_access(access, node_id)
+    changes = {"label": label, "summary": summary, "attributes": attributes}
+    changed = {name: value for name, value in changes.items() if value is not None and getattr(node, name) != value}
+    if "label" in changed and not str(changed["label"]).strip():
+        raise ValidationFailed("A label cannot be empty.", details={"label": ["Required."]})
+    if not changed:
+        return node
+    before = {name: getattr(node, name) for name in changed}
+    if "label" in changed:
+        _alias_add(access, node, node.label)
+    for name, value in changed.items():
+        setattr(node, name, value)
+    node.save(update_fields=[*changed, "updated_at"])
+    audit_record(
+        actor=access.actor, owner=access.user, action="node.update", target=node, partition=node.partition,
+        before=before, after=changed,
+    )  # fmt: skip
+    return node
+
+
+def _claims_touching(node: Node) -> list[Claim]:
+    return list(Claim.objects.filter(Q(subject=node) | Q(object_node=node)))
+
+
+@transaction.atomic
+def node_delete(*, access: Access, node_id: str) -> int:
+    """Erase a node with the claims about it (every revision) and their audit content. Returns claims erased.
+    The user's self node cannot be deleted."""
+    node = _write_access(access, node_id, Scope.EDIT)
+    if node.is_self:
+        raise Conflict("The self node cannot be deleted.", details={"nodeId": node_id})
+    erased: set[str] = set()
+    for claim in _claims_touching(node):
+        for revision in claim_revisions(claim):
+            erased.add(revision.pk)
+    for claim_id in erased:
+        audit_erase_target(owner=access.user, target_type="claim", target_id=claim_id)
+    Claim.objects.filter(pk__in=erased).delete()
+    audit_erase_target(owner=access.user, target_type="node", target_id=node.pk)
+    node.delete()
+    audit_record(
+        actor=access.actor, owner=access.user, action="node.delete", target=node, partition=node.partition,
+        after={"claims": len(erased)},
+    )  # fmt: skip
+    return len(erased)
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """What a merge moves: the same numbers whether previewed or applied."""
+
+    source: Node
+    target: Node
+    claims: int
+    aliases: int
+    evidence: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sourceNodeId": self.source.pk,
+            "targetNodeId": self.target.pk,
+            "claims": self.claims,
+            "aliases": self.aliases,
+            "evidence": self.evidence,
+        }
+
+
+def _merge_plan(source: Node, target: Node) -> MergePlan:
+    claims = _claims_touching(source)
+    return MergePlan(
+        source=source,
+        target=target,
+        claims=len(claims),
+        aliases=source.aliases.count() + 1,  # its own label becomes an alias of the target
+        evidence=Evidence.objects.filter(claim__in=claims).count(),
+    )
+
+
+@transaction.atomic
+def node_merge(*, access: Access, source_id: str, target_id: str, apply: bool = False) -> MergePlan:
+    """Merge `source` into `target`: claims, aliases and evidence move; the source stays as a pointer
+    (`merged_into`) so old references resolve. Without `apply` nothing changes (preview)."""
+    scope = Scope.EDIT if apply else Scope.READ
+    source, target = _write_access(access, source_id, scope), _write_access(access, target_id, scope)
+    if source.pk == target.pk:
+        raise ValidationFailed("A node cannot be merged into itself.", details={"targetNodeId": [target_id]})
+    if source.partition_id != target.partition_id:
+        raise Conflict("Nodes of different partitions cannot be merged.", details={"sourceNodeId": source_id})
+    if source.is_self:
+        raise Conflict("The self node can only be a merge target.", details={"sourceNodeId": source_id})
+    if source.merged_into_id:
+        raise Conflict("This node was already merged.", details={"mergedInto": source.merged_into_id})
+    plan = _merge_plan(source, target)
+    if not apply:
+        return plan
+    Claim.objects.filter(subject=source).update(subject=target)
+    Claim.objects.filter(object_node=source).update(object_node=target)
+    for alias in list(source.aliases.all()):
+        _alias_add(access, target, alias.name)
+    source.aliases.all().delete()
+    _alias_add(access, target, source.label)
+    source.merged_into = target
+    source.save(update_fields=["merged_into", "updated_at"])
+    audit_record(
+        actor=access.actor, owner=access.user, action="node.merge", target=target, partition=target.partition,
+        before={"sourceNodeId": source.pk, "label": source.label}, after=plan.as_dict(),
+    )  # fmt: skip
+    return plan
+
+
+def _alias_add(access: Access, node: Node, name: str) -> Alias | None:
+    normalized = normalize_name(name)
+    if not normalized:
+        return None
+    try:
+        with transaction.atomic():
+            return Alias.objects.create(
+                owner=access.user, partition=node.partition, node=node, name=name.strip(), normalized=normalized
+            )
+    except IntegrityError:  # the node already answers to that name
+        return Alias.objects.filter(node=node, normalized=normalized).first()
+
+
+@transaction.atomic
+def alias_add(*, access: Access, node_id: str, name: str) -> Alias:
+    """Teach a node another name (idempotent: an equivalent name is reused)."""
+    node = _write_access(access, node_id)
+    if not normalize_name(name):
+        raise ValidationFailed("An alias cannot be empty.", details={"name": ["Required."]})
+    existed = Alias.objects.filter(node=node, normalized=normalize_name(name)).first()
+    if existed is not None:
+        return existed
+    alias = _alias_add(access, node, name)
+    assert alias is not None
+    audit_record(
+        actor=access.actor, owner=access.user, action="alias.add", target=node, partition=node.partition,
+        after={"alias": alias.name},
+    )  # fmt: skip
+    return alias
+
+
+@transaction.atomic
+def alias_remove(*, access: Access, node_id: str, name: str) -> int:
+    """Forget a name of a node. Returns how many aliases were removed (0 if it had none by that name)."""
+    node = _write_access(access, node_id)
+    removed, _ = Alias.objects.filter(node=node, normalized=normalize_name(name)).delete()
+    if removed:
+        audit_record(
+            actor=access.actor, owner=access.user, action="alias.remove", target=node, partition=node.partition,
+            before={"alias": name},
+        )  # fmt: skip
+    return removed
