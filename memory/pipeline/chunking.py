@@ -71,7 +71,7 @@ def chunks_for_source(source: Source, *, target: int) -> list[ChunkDraft]:
 def _transcript_chunks(source: Source, target: int) -> list[ChunkDraft]:
     """Consecutive segments grouped up to `target` characters; a chunk names its speaker when it has one.
     Offsets follow the stored text, where each segment is one rendered line (a segment may hold newlines)."""
-    from memory.services.ingestion import render_segments
+    from memory.services.ingestion_shapes import render_segments
 
     drafts: list[ChunkDraft] = []
     group: list[tuple[int, int, str]] = []  # (start, end, speaker) of each segment in the group

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,10 +21,34 @@ from django.utils import timezone
 
 from memory.access import Access
 from memory.errors import Conflict, NotFound, ServiceError
-from memory.models import Operation, Partition, Scope, Source, SourceKind, SourceScope
+from memory.models import Operation, Partition, Scope, Source, SourceKind
 from memory.services.audit import audit_record
 from memory.services.blobs import SpooledUpload, blob_store
+from memory.services.ingestion_shapes import (
+    ConversationIn,
+    DocumentIn,
+    MessageIn,
+    SegmentIn,
+    TranscriptIn,
+    render_segments,
+    segments_from_text,
+)
 from memory.services.operations import operation_enqueue, operation_restore_if_lost
+
+__all__ = [
+    "ConversationIn",
+    "DocumentIn",
+    "MessageIn",
+    "Receipt",
+    "SegmentIn",
+    "TranscriptIn",
+    "ingest_conversation",
+    "ingest_document",
+    "ingest_file",
+    "ingest_transcript",
+    "render_segments",
+    "segments_from_text",
+]
 
 
 class IdentityRetired(ServiceError):
@@ -45,85 +68,6 @@ class Receipt:
             "status": self.operation.status,
             "deduplicated": self.deduplicated,
         }
-
-
-@dataclass(frozen=True)
-class MessageIn:
-    id: str
-    content: str
-    role: str = ""
-    speaker: str = ""
-    timestamp: datetime | None = None
-
-
-@dataclass(frozen=True)
-class ConversationIn:
-    id: str
-    messages: Sequence[MessageIn]
-    title: str = ""
-    scope: str = SourceScope.PERSONAL
-    source_context: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class DocumentIn:
-    """A document, a person's message (`source_kind` "message", e.g. an email) or a file's metadata."""
-
-    id: str
-    content: str = ""
-    title: str = ""
-    scope: str = SourceScope.PERSONAL
-    timestamp: datetime | None = None
-    source_context: dict[str, Any] = field(default_factory=dict)
-    source_kind: str = SourceKind.DOCUMENT
-    message_id: str = ""
-    thread_id: str = ""
-    authored_at: datetime | None = None
-    participants: Sequence[dict[str, str]] = ()
-    parent_id: str = ""
-
-
-@dataclass(frozen=True)
-class SegmentIn:
-    speaker: str
-    text: str
-    start: float | None = None
-    timestamp: datetime | None = None
-
-
-@dataclass(frozen=True)
-class TranscriptIn:
-    id: str
-    segments: Sequence[SegmentIn]
-    title: str = ""
-    scope: str = SourceScope.PERSONAL
-    timestamp: datetime | None = None
-    source_context: dict[str, Any] = field(default_factory=dict)
-    origin: str = ""
-
-
-def segments_from_text(text: str) -> list[SegmentIn]:
-    """A plain transcript, one turn per line, 'Speaker: text' where a short speaker name leads the line."""
-    segments = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        speaker, separator, said = line.partition(": ")
-        if separator and 0 < len(speaker) <= 60:
-            segments.append(SegmentIn(speaker=speaker.strip(), text=said))
-        else:
-            segments.append(SegmentIn(speaker="", text=line))
-    return segments
-
-
-def render_segments(segments: Sequence[SegmentIn] | Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Each segment as (speaker, line) in the stored text, where lines are joined by newlines."""
-    rendered = []
-    for segment in segments:
-        speaker = segment["speaker"] if isinstance(segment, dict) else segment.speaker
-        text = segment["text"] if isinstance(segment, dict) else segment.text
-        rendered.append((speaker, f"{speaker}: {text}" if speaker else text))
-    return rendered
 
 
 def _hash(*parts: Any) -> str:
