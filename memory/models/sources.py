@@ -92,6 +92,7 @@ class Source(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     tombstoned_at = models.DateTimeField(null=True, blank=True)
     identity_retired_at = models.DateTimeField(null=True, blank=True)
+    extracted_at = models.DateTimeField(null=True, blank=True, help_text="When its text was last extracted.")
 
     objects = SourceQuerySet.as_manager()
 

@@ -9,12 +9,13 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from django.conf import settings
 from django.db import transaction
 
+from memory.extraction.base import Extraction
 from memory.models import Chunk, Operation, Source, SourceKind
 from memory.pipeline.chunking import chunks_for_source
 
@@ -32,6 +33,10 @@ class StepFailed(Exception):
 class Job:
     operation: Operation
     source: Source
+    # Handed from Extract to Reconcile within one run.
+    extraction: Extraction | None = None
+    extractor: str = ""
+    pending: list[Source] = field(default_factory=list)
 
     def lock_source(self) -> None:
         """Inside a transaction: lock the source row and make sure it is still this receipt's version, so
@@ -141,21 +146,39 @@ class Embed(Step):
 
 
 class Extract(Step):
-    """Claims, entities, tasks and readings from the text: filled in by the knowledge issue."""
+    """Candidate claims, tasks and people from the text not extracted yet (the configured extractor)."""
 
     name = "extract"
 
     def run(self, job: Job) -> dict[str, int]:
-        return {}
+        from memory.extraction.registry import get_extractor, text_units
+
+        job.pending = [source for source in job.text_sources() if source.extracted_at is None]
+        extractor = get_extractor()
+        job.extractor = f"{extractor.name}@{extractor.version}"
+        job.extraction = extractor.extract(
+            text_units(job.source, job.pending), timezone_name=settings.EXTRACTION_TIME_ZONE
+        )
+        return {"candidates": len(job.extraction.claims) + len(job.extraction.tasks)}
 
 
 class Reconcile(Step):
-    """Applies the steward's policy to extracted candidates: filled in by the knowledge issue."""
+    """The steward's policy decides what of the candidates is stored (memory.services.reconcile)."""
 
     name = "reconcile"
 
     def run(self, job: Job) -> dict[str, int]:
-        return {}
+        from django.utils import timezone
+
+        from memory.services.reconcile import reconcile
+
+        if job.extraction is None:
+            return {}
+        with transaction.atomic():
+            job.lock_source()
+            counts = reconcile(source=job.source, extraction=job.extraction, extractor=job.extractor)
+            Source.objects.filter(pk__in=[source.pk for source in job.pending]).update(extracted_at=timezone.now())
+        return counts
 
 
 class Index(Step):

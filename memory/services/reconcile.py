@@ -1,0 +1,290 @@
+"""Reconcile: the one place extracted candidates become stored knowledge, under the steward's policy
+(seeds/001). Nothing is silently overwritten or deleted:
+
+- below `min_importance` / `min_confidence`, over `max_writes_per_job`, or inferred without evidence and a
+  reason: rejected (counted);
+- the same statement about the same subject: the existing claim gains evidence, no new row;
+- a single-valued predicate (works at, lives in, a task's status, due date, owner) stated anew by the user:
+  the old claim is superseded (valid_until, superseded_by), history kept;
+- a different claim at least `conflict_similarity_threshold` similar to an active one: stored as `suggested`
+  for review;
+- otherwise a new active claim. Tasks: a Task node with its status (and owner, due date) claims; completion
+  and cancellation move the matching open task.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from memory.access import Actor
+from memory.extraction.base import ClaimCandidate, EvidenceRef, Extraction, NodeRef, TaskCandidate
+from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Source
+from memory.services.audit import audit_record
+from memory.services.graph import node_resolve
+from memory.services.nodes import normalize_name
+
+logger = logging.getLogger("memory.reconcile")
+
+SINGLE_VALUED = {"WORKS_AT", "LIVES_IN", "HAS_TASK_STATUS", "DUE_ON", "OWNED_BY"}
+OPEN_STATUSES = ("pending", "in_progress")
+_STOPWORDS = {
+    "the", "a", "an", "to", "for", "with", "of", "my", "i", "me", "it", "on", "in", "and", "is", "by", "at",
+    "de", "het", "een", "van", "voor", "aan", "ik", "mijn", "this", "that", "just", "already",
+}  # fmt: skip
+_WORD = re.compile(r"[\w']+")
+
+
+def _tokens(text: str) -> set[str]:
+    return {word for word in _WORD.findall(normalize_name(text)) if word not in _STOPWORDS and len(word) > 1}
+
+
+def _similar(first: set[str], second: set[str]) -> float:
+    return len(first & second) / len(first | second) if first and second else 0.0
+
+
+def _covered(task: set[str], sentence: set[str]) -> float:
+    return len(task & sentence) / len(task) if task else 0.0
+
+
+@dataclass
+class Reconciler:
+    source: Source
+    extractor: str
+    counts: Counter[str]
+
+    @property
+    def owner(self) -> Any:
+        return self.source.owner
+
+    @property
+    def partition(self) -> Any:
+        return self.source.partition
+
+    def run(self, extraction: Extraction) -> dict[str, int]:
+        for person in extraction.people:
+            node_resolve(self.owner, self.partition, person)
+        for candidate in extraction.claims:
+            self.claim(candidate)
+        for task in extraction.tasks:
+            self.task(task)
+        return dict(self.counts)
+
+    # Claims ---------------------------------------------------------------------------------------
+
+    def _admissible(self, candidate: ClaimCandidate) -> bool:
+        policy_ok = (
+            candidate.importance >= settings.STEWARD_MIN_IMPORTANCE
+            and candidate.confidence * 100 >= settings.STEWARD_MIN_CONFIDENCE_PERCENT
+        )
+        inferred_ok = candidate.origin != ClaimOrigin.ASSISTANT_INFERRED or (
+            candidate.reason and candidate.evidence.excerpt
+        )
+        writes_ok = self.counts["writes"] < settings.STEWARD_MAX_WRITES_PER_JOB
+        return bool(policy_ok and inferred_ok and writes_ok)
+
+    def claim(self, candidate: ClaimCandidate) -> Claim | None:
+        if not self._admissible(candidate):
+            self.counts["rejected"] += 1
+            return None
+        subject = node_resolve(self.owner, self.partition, candidate.subject)
+        target = node_resolve(self.owner, self.partition, candidate.object_node) if candidate.object_node else None
+        current = Claim.objects.filter(
+            owner=self.owner, partition=self.partition, subject=subject, predicate=candidate.predicate,
+            status__in=[ClaimStatus.ACTIVE, ClaimStatus.SUGGESTED],
+        )  # fmt: skip
+        wanted = normalize_name(candidate.statement)
+        duplicate = next((claim for claim in current if normalize_name(claim.statement) == wanted), None)
+        if duplicate is not None:
+            self._evidence(duplicate, candidate.evidence)
+            self.counts["evidenceAdded"] += 1
+            return duplicate
+        superseded = []
+        status = ClaimStatus.ACTIVE
+        if candidate.predicate in SINGLE_VALUED and candidate.origin == ClaimOrigin.USER_STATED:
+            superseded = list(current.filter(status=ClaimStatus.ACTIVE))
+        vector, model_id = self._embed(candidate.statement)
+        if not superseded and vector is not None and self._conflicts(subject, vector, model_id):
+            status = ClaimStatus.SUGGESTED
+        claim = self._create(candidate, subject, target, status, vector, model_id)
+        for old in superseded:
+            old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
+            old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
+            self.counts["superseded"] += 1
+        self.counts["suggested" if status == ClaimStatus.SUGGESTED else "claimsCreated"] += 1
+        return claim
+
+    def _conflicts(self, subject: Node, vector: list[float], model_id: str) -> bool:
+        threshold = settings.STEWARD_CONFLICT_SIMILARITY_PERCENT / 100
+        return (
+            Claim.objects.filter(subject=subject, status=ClaimStatus.ACTIVE, embedding_model=model_id)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .filter(distance__lte=1 - threshold)
+            .exists()
+        )
+
+    def _embed(self, text: str) -> tuple[list[float] | None, str]:
+        from memory.embeddings import EmbedderUnavailable, get_embedder
+
+        try:
+            embedder = get_embedder()
+            return embedder.embed_documents([text])[0], embedder.model_id
+        except EmbedderUnavailable:
+            return None, ""
+
+    def _create(
+        self,
+        candidate: ClaimCandidate,
+        subject: Node | None,
+        target: Node | None,
+        status: str,
+        vector: list[float] | None,
+        model_id: str,
+    ) -> Claim:
+        stated = candidate.evidence.authored_at or timezone.now()
+        claim = Claim.objects.create(
+            owner=self.owner,
+            partition=self.partition,
+            scope=self.source.scope,
+            statement=candidate.statement,
+            kind=candidate.kind,
+            subject=subject,
+            predicate=candidate.predicate,
+            object_node=target,
+            object_value=candidate.object_value,
+            status=status,
+            origin=candidate.origin,
+            extractor=self.extractor,
+            reason=candidate.reason,
+            confidence=candidate.confidence,
+            importance=candidate.importance,
+            valid_from=stated,
+            stated_at=stated,
+            expires_at=stated + timedelta(days=candidate.expires_in_days) if candidate.expires_in_days else None,
+            embedding=vector,
+            embedding_model=model_id,
+        )
+        self._evidence(claim, candidate.evidence)
+        self.counts["writes"] += 1
+        audit_record(
+            actor=Actor.system(), owner=self.owner, action="claim.extract", target=claim, partition=self.partition,
+            after={"kind": claim.kind, "status": claim.status, "extractor": self.extractor},
+        )  # fmt: skip
+        return claim
+
+    def _evidence(self, claim: Claim, ref: EvidenceRef) -> None:
+        Evidence.objects.get_or_create(
+            claim=claim,
+            source_id=ref.source_id,
+            message_id=ref.message_id,
+            defaults={
+                "owner": self.owner, "excerpt": ref.excerpt, "authored_at": ref.authored_at, "chunk_id": ref.chunk_id,
+            },
+        )  # fmt: skip
+
+    # Tasks ----------------------------------------------------------------------------------------
+
+    def _open_tasks(self) -> list[tuple[Node, Claim]]:
+        statuses = Claim.objects.filter(
+            owner=self.owner, partition=self.partition, predicate="HAS_TASK_STATUS", status=ClaimStatus.ACTIVE,
+            subject__type=NodeType.TASK,
+        ).select_related("subject")  # fmt: skip
+        return [(claim.subject, claim) for claim in statuses if claim.object_value in OPEN_STATUSES and claim.subject]
+
+    def _match(self, candidate: TaskCandidate, minimum: float) -> tuple[Node, Claim] | None:
+        """The open task this candidate talks about. A removal sentence is long ("About the spec for Marcel:
+        there is no deadline now"), so for it what counts is how much of the task it names."""
+        wanted = _tokens(candidate.label)
+        scored = []
+        for task, status in self._open_tasks():
+            owners = Claim.objects.filter(subject=task, predicate="OWNED_BY", status=ClaimStatus.ACTIVE)
+            words = _tokens(task.label) | {w for o in owners if o.object_node for w in _tokens(o.object_node.label)}
+            score = _covered(words, wanted) if candidate.due_removed else _similar(wanted, words)
+            scored.append((score, task.pk, task, status))
+        best = max(scored, default=None, key=lambda item: (item[0], item[1]))
+        return (best[2], best[3]) if best and best[0] >= minimum else None
+
+    def task(self, candidate: TaskCandidate) -> None:
+        if candidate.status in ("completed", "abandoned"):
+            match = self._match(candidate, 0.5)
+            if match is None:
+                self.counts["tasksUnmatched"] += 1
+                return
+            self._set_status(match[0], candidate.status, candidate.evidence)
+            self.counts["tasksUpdated"] += 1
+            return
+        match = self._match(candidate, 0.6)
+        if match is None and candidate.due_removed:
+            self.counts["tasksUnmatched"] += 1
+            return
+        if match is not None:
+            self._set_due(match[0], candidate)
+            self.counts["tasksUpdated"] += 1
+            return
+        self._create_task(candidate)
+
+    def _task_claim(self, task: Node, predicate: str, statement: str, evidence: EvidenceRef, **fields: Any) -> Claim:
+        candidate = ClaimCandidate(
+            statement=statement, kind=ClaimKind.TASK_STATUS if predicate == "HAS_TASK_STATUS" else ClaimKind.FACT,
+            subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=evidence, predicate=predicate,
+        )  # fmt: skip
+        current = list(
+            Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE).select_for_update()
+        )
+        claim = self._create(candidate, task, fields.pop("object_node", None), ClaimStatus.ACTIVE, None, "")
+        for name, value in fields.items():
+            setattr(claim, name, value)
+        claim.save()
+        for old in current:
+            old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
+            old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
+        return claim
+
+    def _create_task(self, candidate: TaskCandidate) -> None:
+        task = Node.objects.create(
+            owner=self.owner, partition=self.partition, type=NodeType.TASK, label=candidate.label
+        )
+        self._task_claim(task, "HAS_TASK_STATUS", f"{task.label}: pending", candidate.evidence, object_value="pending")
+        if candidate.owner is not None:
+            person = node_resolve(self.owner, self.partition, candidate.owner)
+            self._task_claim(task, "OWNED_BY", f"{task.label}: owned by {person.label}", candidate.evidence,
+                             object_node=person)  # fmt: skip
+        if candidate.due_on is not None:
+            self._task_claim(task, "DUE_ON", f"{task.label}: due {candidate.due_on.isoformat()}", candidate.evidence,
+                             object_value=candidate.due_on.isoformat())  # fmt: skip
+        self.counts["tasksCreated"] += 1
+
+    def _set_status(self, task: Node, status: str, evidence: EvidenceRef) -> None:
+        self._task_claim(task, "HAS_TASK_STATUS", f"{task.label}: {status}", evidence, object_value=status)
+
+    def _set_due(self, task: Node, candidate: TaskCandidate) -> None:
+        """New explicit dates replace inferred ones; removal wording clears an inferred date; a date the user
+        set by hand (origin manual) is never cleared; no date in the text keeps the current one."""
+        due = Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).first()
+        if candidate.due_removed:
+            if due is not None and due.origin != ClaimOrigin.MANUAL:
+                due.status, due.valid_until = ClaimStatus.RETRACTED, timezone.now()
+                due.save(update_fields=["status", "valid_until", "updated_at"])
+            return
+        if candidate.due_on is not None and (due is None or due.object_value != candidate.due_on.isoformat()):
+            if due is not None and due.origin == ClaimOrigin.MANUAL:
+                return
+            self._task_claim(task, "DUE_ON", f"{task.label}: due {candidate.due_on.isoformat()}", candidate.evidence,
+                             object_value=candidate.due_on.isoformat())  # fmt: skip
+
+
+@transaction.atomic
+def reconcile(*, source: Source, extraction: Extraction, extractor: str) -> dict[str, int]:
+    """Store what the policy admits from one source's extraction. Returns counts for the receipt."""
+    counts = Reconciler(source=source, extractor=extractor, counts=Counter()).run(extraction)
+    counts.pop("writes", None)
+    return counts

@@ -1,0 +1,126 @@
+"""Conversations through the pipeline into claims, people and tasks, under the steward's policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory.models import Claim, Evidence, Node
+from memory.pipeline.runner import run_operation
+from tests.conftest import Api, Persona
+
+pytestmark = pytest.mark.django_db
+
+_turn = 0
+
+
+def say(api: Api, persona: Persona, text: str, *, role: str = "user", day: str = "2026-04-22") -> dict[str, Any]:
+    """One more turn of the same conversation, processed at once."""
+    global _turn
+    _turn += 1
+    body = {"conversation": {"id": "chat", "messages": [
+        {"id": f"m{_turn}", "role": role, "content": text, "timestamp": f"{day}T10:00:{_turn % 60:02d}Z"},
+    ]}}  # fmt: skip
+    receipt = api.post("/ingest/conversation", persona, body).json()
+    run_operation(receipt["operationId"])
+    operation = api.post("/source/processing/get", persona, {"operationId": receipt["operationId"]}).json()
+    assert operation["status"] == "completed", operation
+    return operation
+
+
+def task_state(label: str) -> dict[str, Any]:
+    task = Node.objects.get(type="Task", label=label)
+    current = {c.predicate: c for c in Claim.objects.filter(subject=task, status="active")}
+    return {
+        "status": current["HAS_TASK_STATUS"].object_value,
+        "owner": current["OWNED_BY"].object_node.label if "OWNED_BY" in current else None,  # type: ignore[union-attr]
+        "due": current["DUE_ON"].object_value if "DUE_ON" in current else None,
+    }
+
+
+def test_a_preference_becomes_a_claim_about_the_user_with_evidence(api: Api, owner: Persona) -> None:
+    say(api, owner, "I prefer morning meetings.")
+    claim = Claim.objects.get(kind="preference")
+    assert (claim.statement, claim.status, claim.origin, claim.extractor) == (
+        "Prefers morning meetings.", "active", "user_stated", "rules@1",
+    )  # fmt: skip
+    assert claim.subject is not None and claim.subject.is_self
+    evidence = claim.evidence.get()
+    assert (evidence.excerpt, evidence.message_id) == ("I prefer morning meetings.", f"m{_turn}")
+    assert claim.embedding is not None
+
+
+def test_the_same_preference_again_adds_evidence_to_one_claim(api: Api, owner: Persona) -> None:
+    say(api, owner, "I prefer morning meetings.")
+    operation = say(api, owner, "I prefer morning meetings.")
+    assert operation["counts"]["evidenceAdded"] == 1
+    assert Claim.objects.filter(kind="preference").count() == 1
+    assert Evidence.objects.count() == 2
+
+
+def test_a_conflicting_near_duplicate_lands_in_suggested(api: Api, owner: Persona) -> None:
+    say(api, owner, "I prefer morning meetings.")
+    say(api, owner, "I prefer afternoon meetings.")
+    assert dict(Claim.objects.filter(kind="preference").values_list("statement", "status")) == {
+        "Prefers morning meetings.": "active",
+        "Prefers afternoon meetings.": "suggested",
+    }
+
+
+def test_a_new_employer_supersedes_the_old_one_and_keeps_history(api: Api, owner: Persona) -> None:
+    say(api, owner, "I work at Acme.")
+    say(api, owner, "I work at Globex.")
+    old, new = Claim.objects.get(statement="Works at Acme."), Claim.objects.get(statement="Works at Globex.")
+    assert (old.status, old.superseded_by_id, new.status) == ("superseded", new.pk, "active")
+    assert old.valid_until == new.valid_from
+
+
+def test_a_commitment_becomes_a_pending_task_and_completion_closes_it(api: Api, owner: Persona) -> None:
+    say(api, owner, "I'll send the spec to Marcel by Friday.")
+    assert task_state("Send the spec") == {"status": "pending", "owner": "Marcel", "due": "2026-04-24"}
+    assert Node.objects.filter(type="Person", label="Marcel").count() == 1
+    say(api, owner, "I sent Marcel the spec.", day="2026-04-23")
+    assert task_state("Send the spec")["status"] == "completed"
+    statuses = Claim.objects.filter(predicate="HAS_TASK_STATUS").order_by("recorded_at")
+    assert [(c.object_value, c.status) for c in statuses] == [("pending", "superseded"), ("completed", "active")]
+
+
+def test_removal_wording_clears_an_inferred_deadline(api: Api, owner: Persona) -> None:
+    say(api, owner, "I'll send the spec to Marcel by Friday.")
+    say(api, owner, "About the spec for Marcel: there is no deadline now.")
+    assert task_state("Send the spec")["due"] is None
+
+
+def test_a_new_date_moves_the_deadline_and_a_dateless_mention_keeps_it(api: Api, owner: Persona) -> None:
+    say(api, owner, "I'll send the spec to Marcel by Friday.")
+    say(api, owner, "I'll send the spec to Marcel by 2026-05-01.")
+    assert task_state("Send the spec")["due"] == "2026-05-01"
+    say(api, owner, "I'll send the spec to Marcel.")
+    assert task_state("Send the spec")["due"] == "2026-05-01"
+    assert Node.objects.filter(type="Task").count() == 1
+
+
+def test_an_assistant_turn_never_becomes_a_user_fact(api: Api, owner: Persona) -> None:
+    say(api, owner, "I prefer tea. I'll book the flights tomorrow.", role="assistant")
+    assert not Claim.objects.exists()
+
+
+def test_reference_material_is_not_about_the_user(api: Api, owner: Persona) -> None:
+    body = {"document": {"id": "book", "scope": "reference", "content": "I prefer long walks, said the author."}}
+    receipt = api.post("/ingest/document", owner, body).json()
+    run_operation(receipt["operationId"])
+    assert not Claim.objects.exists()
+
+
+def test_each_message_is_extracted_once(api: Api, owner: Persona) -> None:
+    say(api, owner, "I prefer morning meetings.")
+    say(api, owner, "Thanks!")
+    assert Evidence.objects.count() == 1
+
+
+def test_the_steward_limits_writes_per_job(api: Api, owner: Persona, settings: Any) -> None:
+    settings.STEWARD_MAX_WRITES_PER_JOB = 1
+    operation = say(api, owner, "I prefer tea. I like jazz. I love hiking.")
+    assert Claim.objects.count() == 1
+    assert operation["counts"]["rejected"] == 2
