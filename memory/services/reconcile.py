@@ -151,6 +151,8 @@ class Reconciler:
         model_id: str,
     ) -> Claim:
         stated = candidate.evidence.authored_at or timezone.now()
+        lifetime = settings.WORKING_CONTEXT_DAYS if candidate.kind == ClaimKind.WORKING_CONTEXT else None
+        lifetime = lifetime or candidate.expires_in_days
         claim = Claim.objects.create(
             owner=self.owner,
             partition=self.partition,
@@ -169,7 +171,7 @@ class Reconciler:
             importance=candidate.importance,
             valid_from=stated,
             stated_at=stated,
-            expires_at=stated + timedelta(days=candidate.expires_in_days) if candidate.expires_in_days else None,
+            expires_at=stated + timedelta(days=lifetime) if lifetime else None,
             embedding=vector,
             embedding_model=model_id,
         )

@@ -124,3 +124,12 @@ def test_the_steward_limits_writes_per_job(api: Api, owner: Persona, settings: A
     operation = say(api, owner, "I prefer tea. I like jazz. I love hiking.")
     assert Claim.objects.count() == 1
     assert operation["counts"]["rejected"] == 2
+
+
+def test_working_context_expires_after_the_configured_days(api: Api, owner: Persona, settings: Any) -> None:
+    settings.WORKING_CONTEXT_DAYS = 3
+    say(api, owner, "Meeting with Anna on Thursday about the budget.")
+    claim = Claim.objects.get(kind="working_context")
+    assert claim.expires_at is not None and claim.stated_at is not None
+    assert (claim.expires_at - claim.stated_at).days == 3
+    assert Node.objects.filter(type="Person", label="Anna").exists()
