@@ -257,3 +257,59 @@ def node_sources(access: Access, node: Node, *, limit: int = 50) -> list[tuple[S
         counts[source_id] = counts.get(source_id, 0) + 1
     sources = Source.objects.select_related("partition").filter(pk__in=counts).order_by("-occurred_at")[:limit]
     return [(source, counts[source.pk]) for source in sources]
+
+
+def _memories(access: Access, include_quarantined: bool) -> QuerySet[Claim]:
+    access.require_scope(Scope.READ)
+    statuses = [ClaimStatus.ACTIVE, *([ClaimStatus.QUARANTINED] if include_quarantined else [])]
+    return (
+        Claim.objects.select_related("partition")
+        .filter(owner=access.user, partition__in=access.read_partitions, status__in=statuses)
+        .exclude(key="")
+    )
+
+
+def memory_for_access(access: Access, key: str, *, include_quarantined: bool = False) -> Claim:
+    memory = _memories(access, include_quarantined).filter(key=key).order_by("-recorded_at").first()
+    if memory is None:
+        raise NotFound("No memory with this key.", details={"key": key})
+    return memory
+
+
+def memories_for_access(
+    access: Access, *, kind: str | None = None, prefix: str = "", include_quarantined: bool = False, limit: int = 50
+) -> list[Claim]:
+    memories = _memories(access, include_quarantined)
+    if kind:
+        memories = memories.filter(kind=kind)
+    if prefix:
+        memories = memories.filter(key__startswith=prefix)
+    return list(memories.order_by("key", "-recorded_at")[:limit])
+
+
+def memory_history(access: Access, key: str) -> list[Claim]:
+    """Every revision saved under a key, oldest first (quarantined and superseded ones included)."""
+    access.require_scope(Scope.READ)
+    revisions = list(
+        Claim.objects.select_related("partition")
+        .filter(owner=access.user, partition__in=access.read_partitions, key=key)
+        .order_by("recorded_at", "id")
+    )
+    if not revisions:
+        raise NotFound("No memory with this key.", details={"key": key})
+    return revisions
+
+
+def memories_matching(access: Access, query: str, *, include_quarantined: bool = False, limit: int = 10) -> list[Claim]:
+    """Keyword search over keyed memories: full-text matches first, then substring matches."""
+    memories = _memories(access, include_quarantined)
+    ranked = list(
+        memories.filter(search_vector=SearchQuery(query, search_type="websearch", config="simple")).order_by(
+            "-recorded_at"
+        )[:limit]
+    )
+    if len(ranked) < limit:
+        ranked += list(
+            memories.filter(statement__icontains=query).exclude(pk__in=[m.pk for m in ranked])[: limit - len(ranked)]
+        )
+    return ranked

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import claims, nodes, sources, views
+from memory.api import claims, memories, nodes, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
@@ -36,6 +36,12 @@ urlpatterns = [
     path("node/merge", nodes.NodeMerge.as_view()),
     path("alias/add", nodes.AliasAdd.as_view()),
     path("alias/remove", nodes.AliasRemove.as_view()),
+    path("memory/save", memories.MemorySave.as_view()),
+    path("memory/get", memories.MemoryGet.as_view()),
+    path("memory/list", memories.MemoryList.as_view()),
+    path("memory/history", memories.MemoryHistory.as_view()),
+    path("memory/delete", memories.MemoryDelete.as_view()),
+    path("memory/search", memories.MemorySearch.as_view()),
     path("artifact", sources.ArtifactPut.as_view()),
     path("artifact/list", sources.ArtifactList.as_view()),
     path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),

@@ -141,6 +141,7 @@ class Claim(models.Model):
     object_value = models.JSONField(null=True, blank=True)
     key = models.CharField(max_length=300, blank=True, help_text="Addressable keyed memory (seeds/004).")
     value = models.JSONField(null=True, blank=True)
+    meta = models.JSONField(default=dict, blank=True, help_text="Client metadata of a keyed memory.")
     status = models.CharField(max_length=16, choices=ClaimStatus.choices, default=ClaimStatus.ACTIVE)
     origin = models.CharField(max_length=24, choices=ClaimOrigin.choices, default=ClaimOrigin.USER_STATED)
     extractor = models.CharField(max_length=100, blank=True, help_text="Extractor and version, e.g. rules@1.")

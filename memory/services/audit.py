@@ -16,15 +16,21 @@ def audit_record(
     actor: Actor,
     owner: User,
     action: str,
-    target: models.Model,
+    target: models.Model | None = None,
     partition: Partition | None = None,
+    target_type: str = "",
+    target_id: str = "",
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
 ) -> MemoryEvent:
     """Append one MemoryEvent for a change already made in the current transaction.
 
-    `before` / `after` are short summaries of the changed fields, never whole documents.
+    `before` / `after` are short summaries of the changed fields, never whole documents. The target is a
+    model instance, or a `target_type` / `target_id` for something that is not one row (a memory key).
     """
+    if target is not None:
+        target_type = target_type or target._meta.model_name or type(target).__name__.lower()
+        target_id = target_id or str(target.pk)
     return MemoryEvent.objects.create(
         owner=owner,
         partition=partition,
@@ -32,8 +38,8 @@ def audit_record(
         actor_user=actor.user,
         actor_token=actor.token,
         action=action,
-        target_type=target._meta.model_name or type(target).__name__.lower(),
-        target_id=str(target.pk),
+        target_type=target_type,
+        target_id=target_id,
         before=before,
         after=after,
     )
