@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import claims, memories, nodes, sources, views
+from memory.api import claims, memories, nodes, scratchpad, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
@@ -42,6 +42,9 @@ urlpatterns = [
     path("memory/history", memories.MemoryHistory.as_view()),
     path("memory/delete", memories.MemoryDelete.as_view()),
     path("memory/search", memories.MemorySearch.as_view()),
+    path("scratchpad/read", scratchpad.ScratchpadRead.as_view()),
+    path("scratchpad/write", scratchpad.ScratchpadWrite.as_view()),
+    path("scratchpad/edit", scratchpad.ScratchpadEdit.as_view()),
     path("artifact", sources.ArtifactPut.as_view()),
     path("artifact/list", sources.ArtifactList.as_view()),
     path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),

@@ -9,6 +9,7 @@ from memory.models.knowledge import (
     Evidence,
     Node,
     NodeType,
+    Scratchpad,
 )
 from memory.models.sources import (
     BLOB_MAX_BYTES,
@@ -40,6 +41,7 @@ __all__ = [
     "OperationStatus",
     "Partition",
     "Scope",
+    "Scratchpad",
     "Source",
     "SourceKind",
     "SourceScope",

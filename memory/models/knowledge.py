@@ -215,3 +215,17 @@ class Evidence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.claim_id} <- {self.source_id}"
+
+
+class Scratchpad(models.Model):
+    """One free-text working note per partition, edited with optimistic versions."""
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    partition = models.OneToOneField(Partition, on_delete=models.CASCADE, related_name="scratchpad")
+    content = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"scratchpad of {self.partition_id} v{self.version}"
