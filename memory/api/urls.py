@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import claims, memories, nodes, scratchpad, sources, views
+from memory.api import claims, memories, nodes, scratchpad, sessions, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
@@ -45,6 +45,14 @@ urlpatterns = [
     path("scratchpad/read", scratchpad.ScratchpadRead.as_view()),
     path("scratchpad/write", scratchpad.ScratchpadWrite.as_view()),
     path("scratchpad/edit", scratchpad.ScratchpadEdit.as_view()),
+    path("session/create", sessions.SessionCreate.as_view()),
+    path("session/append-event", sessions.SessionAppendEvent.as_view()),
+    path("session/get", sessions.SessionGet.as_view()),
+    path("session/list", sessions.SessionList.as_view()),
+    path("session/events", sessions.SessionEvents.as_view()),
+    path("handoff/save", sessions.HandoffSave.as_view()),
+    path("handoff/load", sessions.HandoffLoad.as_view()),
+    path("handoff/list", sessions.HandoffList.as_view()),
     path("artifact", sources.ArtifactPut.as_view()),
     path("artifact/list", sources.ArtifactList.as_view()),
     path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),

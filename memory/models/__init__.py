@@ -1,6 +1,7 @@
 from memory.models.accounts import AccessToken, Partition, Scope, Surface, ToolProfile, User
 from memory.models.audit import ActorKind, MemoryEvent, ToolEvent
 from memory.models.knowledge import (
+    AgentSession,
     Alias,
     Claim,
     ClaimKind,
@@ -10,6 +11,7 @@ from memory.models.knowledge import (
     Node,
     NodeType,
     Scratchpad,
+    SessionEvent,
 )
 from memory.models.sources import (
     BLOB_MAX_BYTES,
@@ -26,6 +28,7 @@ __all__ = [
     "BLOB_MAX_BYTES",
     "AccessToken",
     "ActorKind",
+    "AgentSession",
     "Alias",
     "Blob",
     "Chunk",
@@ -42,6 +45,7 @@ __all__ = [
     "Partition",
     "Scope",
     "Scratchpad",
+    "SessionEvent",
     "Source",
     "SourceKind",
     "SourceScope",

@@ -229,3 +229,41 @@ class Scratchpad(models.Model):
 
     def __str__(self) -> str:
         return f"scratchpad of {self.partition_id} v{self.version}"
+
+
+class AgentSession(models.Model):
+    """An agent's working session (seeds/004): an ordered log of events, scoped to a partition."""
+
+    id = PublicIdField(prefix="ses")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="agent_sessions")
+    title = models.CharField(max_length=300, blank=True)
+    agent = models.CharField(max_length=200, blank=True)
+    meta = models.JSONField(default=dict, blank=True)
+    last_sequence = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "partition", "-created_at"], name="session_owner_recent")]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class SessionEvent(models.Model):
+    """One event of a session, numbered 1, 2, 3 ... in the order it was appended."""
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    sequence = models.PositiveIntegerField()
+    kind = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "sequence"], name="session_event_sequence")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.sequence} {self.kind}"
