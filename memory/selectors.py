@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import Prefetch, Q, QuerySet
@@ -29,16 +30,24 @@ def tokens_for_user(access: Access) -> QuerySet[AccessToken]:
     return AccessToken.objects.filter(owner=access.user).prefetch_related("acts_for")
 
 
+def in_reach(
+    access: Access, objects: QuerySet[Any], object_id: str, *, noun: str, id_field: str, for_update: bool = False
+) -> Any:
+    """The one permission-checked lookup: the object with this id among the owner's rows in the partitions
+    this request reads. Anything else, existing or not, is NOT_FOUND (existence never leaks)."""
+    access.require_scope(Scope.READ)
+    if for_update:
+        objects = objects.select_for_update(of=("self",))
+    found = objects.filter(pk=object_id, owner=access.user, partition__in=access.read_partitions).first()
+    if found is None:
+        raise NotFound(f"No such {noun}.", details={id_field: object_id})
+    return found
+
+
 def source_for_access(access: Access, source_id: str) -> Source:
     """A source in the partitions this request reads (tombstoned versions included, erased ones not)."""
-    access.require_scope(Scope.READ)
-    source = (
-        Source.objects.select_related("partition", "blob", "parent")
-        .filter(pk=source_id, owner=access.user, partition__in=access.read_partitions, identity_retired_at__isnull=True)
-        .first()
-    )
-    if source is None:
-        raise NotFound("No such source.", details={"sourceId": source_id})
+    sources = Source.objects.select_related("partition", "blob", "parent").filter(identity_retired_at__isnull=True)
+    source: Source = in_reach(access, sources, source_id, noun="source", id_field="sourceId")
     return source
 
 
@@ -118,13 +127,8 @@ def artifacts_for_access(
 
 def claim_for_access(access: Access, claim_id: str, *, for_update: bool = False) -> Claim:
     """A claim in the partitions this request reads; anything else is not found."""
-    access.require_scope(Scope.READ)
     claims = Claim.objects.select_related("partition", "subject", "object_node")
-    if for_update:
-        claims = claims.select_for_update(of=("self",))
-    claim = claims.filter(pk=claim_id, owner=access.user, partition__in=access.read_partitions).first()
-    if claim is None:
-        raise NotFound("No such claim.", details={"claimId": claim_id})
+    claim: Claim = in_reach(access, claims, claim_id, noun="claim", id_field="claimId", for_update=for_update)
     return claim
 
 
@@ -188,13 +192,8 @@ def claims_for_access(
 
 def node_for_access(access: Access, node_id: str, *, for_update: bool = False) -> Node:
     """A node in the partitions this request reads; anything else is not found."""
-    access.require_scope(Scope.READ)
     nodes = Node.objects.select_related("partition")
-    if for_update:
-        nodes = nodes.select_for_update(of=("self",))
-    node = nodes.filter(pk=node_id, owner=access.user, partition__in=access.read_partitions).first()
-    if node is None:
-        raise NotFound("No such node.", details={"nodeId": node_id})
+    node: Node = in_reach(access, nodes, node_id, noun="node", id_field="nodeId", for_update=for_update)
     return node
 
 

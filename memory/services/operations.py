@@ -10,8 +10,9 @@ from django.conf import settings
 from django.db import transaction
 
 from memory.access import Access
-from memory.errors import Conflict, NotFound, ServiceError
+from memory.errors import Conflict, ServiceError
 from memory.models import Operation, OperationStatus, Scope, Source
+from memory.selectors import in_reach
 from memory.services.audit import audit_record
 
 logger = logging.getLogger("memory.operations")
@@ -96,13 +97,10 @@ def operation_view(operation: Operation) -> OperationView:
 
 
 def operation_for_access(access: Access, operation_id: str, *, for_update: bool = False) -> Operation:
-    access.require_scope(Scope.READ)
     operations = Operation.objects.select_related("source", "partition")
-    if for_update:
-        operations = operations.select_for_update(of=("self",))
-    operation = operations.filter(pk=operation_id, owner=access.user, partition__in=access.read_partitions).first()
-    if operation is None:
-        raise NotFound("No such operation.", details={"operationId": operation_id})
+    operation: Operation = in_reach(
+        access, operations, operation_id, noun="operation", id_field="operationId", for_update=for_update
+    )
     return operation
 
 

@@ -13,9 +13,10 @@ from typing import Any
 from django.db import transaction
 
 from memory.access import Access
-from memory.errors import NotFound, ValidationFailed
+from memory.errors import ValidationFailed
 from memory.models import AgentSession, ClaimKind, Scope, SessionEvent
 from memory.screening import sanitize_text, sanitize_value
+from memory.selectors import in_reach
 from memory.services.audit import audit_record
 from memory.services.memories import SaveAck, memory_save
 
@@ -24,13 +25,10 @@ MAX_EVENT_BYTES = 64 * 1024
 
 
 def session_for_access(access: Access, session_id: str, *, for_update: bool = False) -> AgentSession:
-    access.require_scope(Scope.READ)
     sessions = AgentSession.objects.select_related("partition")
-    if for_update:
-        sessions = sessions.select_for_update(of=("self",))
-    session = sessions.filter(pk=session_id, owner=access.user, partition__in=access.read_partitions).first()
-    if session is None:
-        raise NotFound("No such session.", details={"sessionId": session_id})
+    session: AgentSession = in_reach(
+        access, sessions, session_id, noun="session", id_field="sessionId", for_update=for_update
+    )
     return session
 
 
