@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from django.db.models import Model, QuerySet
 from django.utils.dateparse import parse_datetime
 
 from memory.errors import ValidationFailed
+
+RowT = TypeVar("RowT", bound=Model)
 
 
 def encode_cursor(*values: Any) -> str:
@@ -36,3 +40,11 @@ def decode_time_cursor(cursor: str) -> tuple[datetime, str]:
     if moment is None or not isinstance(last_id, str):
         raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
     return moment, last_id
+
+
+def keyset_page(
+    ordered: QuerySet[RowT], limit: int, cursor_of: Callable[[RowT], tuple[Any, ...]]
+) -> tuple[list[RowT], str | None]:
+    """One page of an ordered queryset, and the cursor that continues after its last row (None at the end)."""
+    rows = list(ordered[: limit + 1])
+    return rows[:limit], (encode_cursor(*cursor_of(rows[limit - 1])) if len(rows) > limit else None)

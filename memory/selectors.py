@@ -12,7 +12,8 @@ from django.db.models import Prefetch, Q, QuerySet
 from memory.access import Access
 from memory.errors import NotFound, ValidationFailed
 from memory.models import AccessToken, Blob, Claim, ClaimStatus, Evidence, Node, Partition, Scope, Source
-from memory.paging import decode_cursor, decode_time_cursor, encode_cursor
+from memory.names import normalize_name
+from memory.paging import decode_cursor, decode_time_cursor, keyset_page
 
 
 def partitions_for_access(access: Access, *, active_only: bool = False) -> QuerySet[Partition]:
@@ -89,11 +90,10 @@ def sources_for_access(
     if cursor:
         moment, last_id = decode_time_cursor(cursor)
         sources = sources.filter(Q(occurred_at__lt=moment) | Q(occurred_at=moment, id__lt=last_id))
-    page = list(sources.order_by("-occurred_at", "-id")[: limit + 1])
-    next_cursor = (
-        encode_cursor(page[limit - 1].occurred_at.isoformat(), page[limit - 1].pk) if len(page) > limit else None
+    page, next_cursor = keyset_page(
+        sources.order_by("-occurred_at", "-id"), limit, lambda last: (last.occurred_at.isoformat(), last.pk)
     )
-    return SourcePage(sources=page[:limit], next_cursor=next_cursor)
+    return SourcePage(sources=page, next_cursor=next_cursor)
 
 
 def blob_for_access(access: Access, sha256: str) -> Blob:
@@ -121,8 +121,7 @@ def artifacts_for_access(
         if not isinstance(last_id, str):
             raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
         blobs = blobs.filter(id__lt=last_id)
-    page = list(blobs.order_by("-id")[: limit + 1])
-    return page[:limit], (encode_cursor(page[limit - 1].pk) if len(page) > limit else None)
+    return keyset_page(blobs.order_by("-id"), limit, lambda last: (last.pk,))
 
 
 def claim_for_access(access: Access, claim_id: str, *, for_update: bool = False) -> Claim:
@@ -183,11 +182,10 @@ def claims_for_access(
     if cursor:
         moment, last_id = decode_time_cursor(cursor)
         claims = claims.filter(Q(recorded_at__lt=moment) | Q(recorded_at=moment, id__lt=last_id))
-    page = list(claims.order_by("-recorded_at", "-id")[: limit + 1])
-    last = page[limit - 1] if len(page) > limit else None
-    return ClaimPage(
-        claims=page[:limit], next_cursor=encode_cursor(last.recorded_at.isoformat(), last.pk) if last else None
+    page, next_cursor = keyset_page(
+        claims.order_by("-recorded_at", "-id"), limit, lambda last: (last.recorded_at.isoformat(), last.pk)
     )
+    return ClaimPage(claims=page, next_cursor=next_cursor)
 
 
 def node_for_access(access: Access, node_id: str, *, for_update: bool = False) -> Node:
@@ -207,8 +205,6 @@ def nodes_for_access(
     limit: int = 50,
 ) -> tuple[list[Node], str | None]:
     """Nodes in stable id order; `label` matches labels and aliases (case- and accent-insensitive)."""
-    from memory.services.nodes import normalize_name
-
     access.require_scope(Scope.READ)
     nodes = Node.objects.select_related("partition").filter(owner=access.user, partition__in=access.read_partitions)
     if not include_merged:
@@ -224,8 +220,7 @@ def nodes_for_access(
         if not isinstance(last_id, str):
             raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
         nodes = nodes.filter(id__gt=last_id)
-    page = list(nodes.order_by("id")[: limit + 1])
-    return page[:limit], (encode_cursor(page[limit - 1].pk) if len(page) > limit else None)
+    return keyset_page(nodes.order_by("id"), limit, lambda last: (last.pk,))
 
 
 def node_neighborhood(access: Access, node: Node, *, limit: int = 100) -> tuple[list[Node], list[Claim]]:
@@ -258,7 +253,8 @@ def node_sources(access: Access, node: Node, *, limit: int = 50) -> list[tuple[S
     return [(source, counts[source.pk]) for source in sources]
 
 
-def _memories(access: Access, include_quarantined: bool) -> QuerySet[Claim]:
+def memories_in_reach(access: Access, include_quarantined: bool = False) -> QuerySet[Claim]:
+    """Current keyed memories (quarantined ones only when asked for) in the partitions this request reads."""
     access.require_scope(Scope.READ)
     statuses = [ClaimStatus.ACTIVE, *([ClaimStatus.QUARANTINED] if include_quarantined else [])]
     return (
@@ -269,7 +265,7 @@ def _memories(access: Access, include_quarantined: bool) -> QuerySet[Claim]:
 
 
 def memory_for_access(access: Access, key: str, *, include_quarantined: bool = False) -> Claim:
-    memory = _memories(access, include_quarantined).filter(key=key).order_by("-recorded_at").first()
+    memory = memories_in_reach(access, include_quarantined).filter(key=key).order_by("-recorded_at").first()
     if memory is None:
         raise NotFound("No memory with this key.", details={"key": key})
     return memory
@@ -278,7 +274,7 @@ def memory_for_access(access: Access, key: str, *, include_quarantined: bool = F
 def memories_for_access(
     access: Access, *, kind: str | None = None, prefix: str = "", include_quarantined: bool = False, limit: int = 50
 ) -> list[Claim]:
-    memories = _memories(access, include_quarantined)
+    memories = memories_in_reach(access, include_quarantined)
     if kind:
         memories = memories.filter(kind=kind)
     if prefix:
@@ -301,7 +297,7 @@ def memory_history(access: Access, key: str) -> list[Claim]:
 
 def memories_matching(access: Access, query: str, *, include_quarantined: bool = False, limit: int = 10) -> list[Claim]:
     """Keyword search over keyed memories: full-text matches first, then substring matches."""
-    memories = _memories(access, include_quarantined)
+    memories = memories_in_reach(access, include_quarantined)
     ranked = list(
         memories.filter(search_vector=SearchQuery(query, search_type="websearch", config="simple")).order_by(
             "-recorded_at"

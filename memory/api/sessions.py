@@ -6,12 +6,10 @@ from typing import Any
 
 from rest_framework import serializers
 
-from memory import selectors
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
 from memory.api.memories import memory_json
-from memory.errors import NotFound
-from memory.models import AgentSession, ClaimKind, ClaimOrigin, SessionEvent
+from memory.models import AgentSession, ClaimOrigin, SessionEvent
 from memory.screening import wrap_untrusted
 from memory.services import sessions
 from memory.services.memories import statement_for
@@ -162,12 +160,7 @@ class HandoffLoad(Endpoint):
     request_serializer = HandoffLoadIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        if data.get("topic"):
-            return {"handoff": memory_json(selectors.memory_for_access(access, f"handoff/{data['topic']}"))}
-        found = selectors.memories_for_access(access, kind=ClaimKind.HANDOFF, prefix="handoff/", limit=200)
-        if not found:
-            raise NotFound("No handoff has been left.")
-        return {"handoff": memory_json(max(found, key=lambda claim: claim.recorded_at))}
+        return {"handoff": memory_json(sessions.handoff_load(access, data.get("topic")))}
 
 
 class HandoffList(Endpoint):
@@ -177,5 +170,5 @@ class HandoffList(Endpoint):
     request_serializer = ListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        found = selectors.memories_for_access(access, kind=ClaimKind.HANDOFF, prefix="handoff/", limit=data["limit"])
+        found = sessions.handoffs_for_access(access, limit=data["limit"])
         return {"handoffs": [memory_json(claim) for claim in found]}

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from memory.extraction.base import NodeRef
 from memory.models import Alias, Node, NodeType, Partition, User
-from memory.services.nodes import normalize_name
+from memory.names import normalize_name
 
 
 def self_node(owner: User, partition: Partition) -> Node:

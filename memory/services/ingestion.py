@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from memory.access import Access
 from memory.errors import Conflict, NotFound, ServiceError
-from memory.models import Operation, Partition, Scope, Source, SourceKind
+from memory.models import Chunk, Operation, Partition, Scope, Source, SourceKind
 from memory.services.audit import audit_record
 from memory.services.blobs import SpooledUpload, blob_store
 from memory.services.ingestion_shapes import (
@@ -121,8 +121,6 @@ def _tombstone(source: Source) -> None:
     source.children.filter(tombstoned_at__isnull=True).update(tombstoned_at=now)
     Source.objects.filter(pk=source.pk).update(tombstoned_at=now)
     # Derived pieces of a replaced version must not be found any more; the text itself stays as history.
-    from memory.models import Chunk
-
     Chunk.objects.filter(source__in=[source, *source.children.all()]).delete()
 
 

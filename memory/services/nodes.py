@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,15 +11,9 @@ from django.db.models import Q
 from memory.access import Access
 from memory.errors import Conflict, ValidationFailed
 from memory.models import Alias, Claim, Evidence, Node, Scope
+from memory.names import normalize_name
 from memory.selectors import claim_revisions, node_for_access
 from memory.services.audit import audit_erase_target, audit_record
-
-
-def normalize_name(name: str) -> str:
-    """Case, accents and spacing do not make another name: 'José  Álvarez' matches 'jose alvarez'."""
-    decomposed = unicodedata.normalize("NFKD", name)
-    plain = "".join(char for char in decomposed if not unicodedata.combining(char))
-    return " ".join(plain.casefold().split())
 
 
 def _write_access(access: Access, node_id: str, scope: str = Scope.WRITE) -> Node:
@@ -165,11 +158,11 @@ def alias_add(*, access: Access, node_id: str, name: str) -> Alias:
     node = _write_access(access, node_id)
     if not normalize_name(name):
         raise ValidationFailed("An alias cannot be empty.", details={"name": ["Required."]})
-    existed = Alias.objects.filter(node=node, normalized=normalize_name(name)).first()
-    if existed is not None:
-        return existed
+    known = Alias.objects.filter(node=node, normalized=normalize_name(name)).first()
+    if known is not None:
+        return known
     alias = _alias_add(access, node, name)
-    assert alias is not None
+    assert alias is not None  # the name normalises to something (checked above)
     audit_record(
         actor=access.actor, owner=access.user, action="alias.add", target=node, partition=node.partition,
         after={"alias": alias.name},

@@ -29,9 +29,9 @@ from pgvector.django import CosineDistance
 from memory.access import Actor
 from memory.extraction.base import ClaimCandidate, EvidenceRef, Extraction, NodeRef, TaskCandidate
 from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Source
+from memory.names import normalize_name
 from memory.services.audit import audit_record
 from memory.services.graph import node_resolve
-from memory.services.nodes import normalize_name
 
 logger = logging.getLogger("memory.reconcile")
 
@@ -195,25 +195,31 @@ class Reconciler:
 
     # Tasks ----------------------------------------------------------------------------------------
 
-    def _open_tasks(self) -> list[tuple[Node, Claim]]:
+    def _open_tasks(self) -> list[tuple[Node, set[str]]]:
+        """Open tasks with the words they answer to (label and owner), in two queries."""
         statuses = Claim.objects.filter(
             owner=self.owner, partition=self.partition, predicate="HAS_TASK_STATUS", status=ClaimStatus.ACTIVE,
             subject__type=NodeType.TASK,
         ).select_related("subject")  # fmt: skip
-        return [(claim.subject, claim) for claim in statuses if claim.object_value in OPEN_STATUSES and claim.subject]
+        tasks = {c.subject_id: c.subject for c in statuses if c.object_value in OPEN_STATUSES and c.subject}
+        owners = Claim.objects.filter(
+            subject_id__in=tasks, predicate="OWNED_BY", status=ClaimStatus.ACTIVE, object_node__isnull=False
+        ).select_related("object_node")
+        words = {task_id: _tokens(task.label) for task_id, task in tasks.items()}
+        for owner in owners:
+            words[owner.subject_id] |= _tokens(owner.object_node.label)  # type: ignore[union-attr]
+        return [(task, words[task_id]) for task_id, task in tasks.items()]
 
-    def _match(self, candidate: TaskCandidate, minimum: float) -> tuple[Node, Claim] | None:
+    def _match(self, candidate: TaskCandidate, minimum: float) -> Node | None:
         """The open task this candidate talks about. A removal sentence is long ("About the spec for Marcel:
         there is no deadline now"), so for it what counts is how much of the task it names."""
         wanted = _tokens(candidate.label)
-        scored = []
-        for task, status in self._open_tasks():
-            owners = Claim.objects.filter(subject=task, predicate="OWNED_BY", status=ClaimStatus.ACTIVE)
-            words = _tokens(task.label) | {w for o in owners if o.object_node for w in _tokens(o.object_node.label)}
-            score = _covered(words, wanted) if candidate.due_removed else _similar(wanted, words)
-            scored.append((score, task.pk, task, status))
+        scored = [
+            (_covered(words, wanted) if candidate.due_removed else _similar(wanted, words), task.pk, task)
+            for task, words in self._open_tasks()
+        ]
         best = max(scored, default=None, key=lambda item: (item[0], item[1]))
-        return (best[2], best[3]) if best and best[0] >= minimum else None
+        return best[2] if best and best[0] >= minimum else None
 
     def task(self, candidate: TaskCandidate) -> None:
         if candidate.status in ("completed", "abandoned"):
@@ -221,7 +227,7 @@ class Reconciler:
             if match is None:
                 self.counts["tasksUnmatched"] += 1
                 return
-            self._set_status(match[0], candidate.status, candidate.evidence)
+            self._set_status(match, candidate.status, candidate.evidence)
             self.counts["tasksUpdated"] += 1
             return
         match = self._match(candidate, 0.6)
@@ -229,23 +235,25 @@ class Reconciler:
             self.counts["tasksUnmatched"] += 1
             return
         if match is not None:
-            self._set_due(match[0], candidate)
+            self._set_due(match, candidate)
             self.counts["tasksUpdated"] += 1
             return
         self._create_task(candidate)
 
-    def _task_claim(self, task: Node, predicate: str, statement: str, evidence: EvidenceRef, **fields: Any) -> Claim:
+    def _task_claim(
+        self, task: Node, predicate: str, statement: str, evidence: EvidenceRef, *, object_value: Any = None,
+        object_node: Node | None = None,
+    ) -> Claim:  # fmt: skip
+        """A new current value of one of a task's single-valued facts; the previous one is superseded."""
         candidate = ClaimCandidate(
             statement=statement, kind=ClaimKind.TASK_STATUS if predicate == "HAS_TASK_STATUS" else ClaimKind.FACT,
             subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=evidence, predicate=predicate,
+            object_value=object_value,
         )  # fmt: skip
         current = list(
             Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE).select_for_update()
         )
-        claim = self._create(candidate, task, fields.pop("object_node", None), ClaimStatus.ACTIVE, None, "")
-        for name, value in fields.items():
-            setattr(claim, name, value)
-        claim.save()
+        claim = self._create(candidate, task, object_node, ClaimStatus.ACTIVE, None, "")
         for old in current:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
             old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])

@@ -13,10 +13,10 @@ from typing import Any
 from django.db import transaction
 
 from memory.access import Access
-from memory.errors import ValidationFailed
-from memory.models import AgentSession, ClaimKind, Scope, SessionEvent
+from memory.errors import NotFound, ValidationFailed
+from memory.models import AgentSession, Claim, ClaimKind, Scope, SessionEvent
 from memory.screening import sanitize_text, sanitize_value
-from memory.selectors import in_reach
+from memory.selectors import in_reach, memories_for_access, memories_in_reach, memory_for_access
 from memory.services.audit import audit_record
 from memory.services.memories import SaveAck, memory_save
 
@@ -87,3 +87,21 @@ def handoff_save(
         access=access, key=f"{HANDOFF_PREFIX}{topic.strip()}", value=value, kind=ClaimKind.HANDOFF, origin=origin,
         event_id=event_id,
     )  # fmt: skip
+
+
+def handoff_load(access: Access, topic: str | None = None) -> Claim:
+    """The current handoff for `topic`, or the newest handoff of any topic."""
+    if topic:
+        return memory_for_access(access, f"{HANDOFF_PREFIX}{topic}")
+    newest = (
+        memories_in_reach(access)
+        .filter(kind=ClaimKind.HANDOFF, key__startswith=HANDOFF_PREFIX)
+        .order_by("-recorded_at")
+    ).first()
+    if newest is None:
+        raise NotFound("No handoff has been left.")
+    return newest
+
+
+def handoffs_for_access(access: Access, *, limit: int = 50) -> list[Claim]:
+    return memories_for_access(access, kind=ClaimKind.HANDOFF, prefix=HANDOFF_PREFIX, limit=limit)

@@ -133,3 +133,23 @@ def test_working_context_expires_after_the_configured_days(api: Api, owner: Pers
     assert claim.expires_at is not None and claim.stated_at is not None
     assert (claim.expires_at - claim.stated_at).days == 3
     assert Node.objects.filter(type="Person", label="Anna").exists()
+
+
+def test_matching_open_tasks_costs_two_queries_however_many_there_are(
+    api: Api, owner: Persona, django_assert_max_num_queries: Any
+) -> None:
+    from collections import Counter
+
+    from memory.models import Source
+    from memory.services.reconcile import Reconciler
+
+    for thing in ["the spec", "the budget", "the slides", "the invoice"]:
+        say(api, owner, f"I'll send {thing} to Marcel by Friday.")
+    source = Source.objects.select_related("owner", "partition").get(kind="conversation")
+    reconciler = Reconciler(source=source, extractor="rules@1", counts=Counter())
+    with django_assert_max_num_queries(2):
+        open_tasks = reconciler._open_tasks()
+    assert sorted(task.label for task, _ in open_tasks) == [
+        "Send the budget", "Send the invoice", "Send the slides", "Send the spec",
+    ]  # fmt: skip
+    assert all("marcel" in words for _, words in open_tasks)
