@@ -136,7 +136,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = (
     4  # keeps the pool busy between short jobs; unstarted jobs of a lost worker are redelivered
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict[str, Any] = {}
+MAINTENANCE_INTERVAL_MINUTES = env_int("MAINTENANCE_INTERVAL_MINUTES", 60)
+CELERY_BEAT_SCHEDULE: dict[str, Any] = {
+    "maintain-claims": {"task": "memory.maintain_claims", "schedule": MAINTENANCE_INTERVAL_MINUTES * 60},
+}
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
@@ -259,10 +262,16 @@ CHUNK_TARGET_CHARS = env_int("CHUNK_TARGET_CHARS", 800)
 CELERY_TASK_TIME_LIMIT = PIPELINE_TIME_LIMIT_S
 
 # Extraction and the steward's policy (seeds/001).
-EXTRACTOR = env_str("EXTRACTOR", "rules")
+EXTRACTOR = env_str("EXTRACTOR", "rules")  # or "llm": an OpenAI-compatible chat endpoint at LLM_URL
+LLM_URL = env_str("LLM_URL", "http://127.0.0.1:11434/v1")
+LLM_MODEL = env_str("LLM_MODEL", "llama3.1:8b")
+LLM_API_KEY = env_secret("LLM_API_KEY")
+LLM_TIMEOUT_S = env_int("LLM_TIMEOUT_S", 60)
+LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 2048)
 EXTRACTION_TIME_ZONE = env_str("EXTRACTION_TIME_ZONE", TIME_ZONE)
 STEWARD_MIN_IMPORTANCE = env_int("STEWARD_MIN_IMPORTANCE", 2)
 STEWARD_MIN_CONFIDENCE_PERCENT = env_int("STEWARD_MIN_CONFIDENCE_PERCENT", 50)
 STEWARD_MAX_WRITES_PER_JOB = env_int("STEWARD_MAX_WRITES_PER_JOB", 50)
 STEWARD_CONFLICT_SIMILARITY_PERCENT = env_int("STEWARD_CONFLICT_SIMILARITY_PERCENT", 85)
 WORKING_CONTEXT_DAYS = env_int("WORKING_CONTEXT_DAYS", 14)
+REVERIFY_AFTER_DAYS = env_int("REVERIFY_AFTER_DAYS", 90)  # trust decay of inferred claims

@@ -57,5 +57,15 @@ def looks_like_instructions(text: str) -> bool:
     return bool(_INSTRUCTION.search(text))
 
 
+# Origins whose words are screened: the owner's own statements and manual edits are not (a rule such as
+# "from now on answer in Dutch" is theirs to give).
+SCREENED_ORIGINS = ("assistant_inferred", "imported")
+
+
+def quarantines(origin: str, text: str) -> bool:
+    """Whether a write of `text` from `origin` is held in quarantine."""
+    return origin in SCREENED_ORIGINS and looks_like_instructions(text)
+
+
 def wrap_untrusted(text: str) -> str:
     return f"{OPEN_MARKER}\n{text}\n{CLOSE_MARKER}"

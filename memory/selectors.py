@@ -157,6 +157,7 @@ def claims_for_access(
     kinds: list[str] | None = None,
     origins: list[str] | None = None,
     pinned: bool | None = None,
+    needs_reverification: bool | None = None,
     subject_id: str | None = None,
     text: str | None = None,
     cursor: str | None = None,
@@ -175,6 +176,8 @@ def claims_for_access(
         claims = claims.filter(origin__in=origins)
     if pinned is not None:
         claims = claims.filter(pinned=pinned)
+    if needs_reverification is not None:
+        claims = claims.filter(needs_reverification=needs_reverification)
     if subject_id:
         claims = claims.filter(subject_id=subject_id)
     if text:

@@ -12,3 +12,11 @@ def process_operation(self: Task, operation_id: str) -> None:
     """Run the pipeline for one receipt. Its final state is kept in the result backend for a day, so a job
     that died (worker lost, hard time limit) shows through as PROCESSING_INTERRUPTED."""
     run_operation(operation_id, task_id=self.request.id or "")
+
+
+@shared_task(name="memory.maintain_claims")
+def maintain_claims() -> dict[str, int]:
+    """Expire claims whose time is up and flag old inferred claims for reverification (Celery beat)."""
+    from memory.services.lifecycle import run_maintenance
+
+    return run_maintenance().as_dict()

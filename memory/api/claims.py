@@ -34,6 +34,7 @@ class ClaimListIn(RequestSerializer):
         child=serializers.ChoiceField(choices=ClaimOrigin.values), required=False, max_length=10
     )
     pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
+    needsReverification = serializers.BooleanField(required=False, allow_null=True, default=None)
     subjectId = serializers.CharField(max_length=40, required=False)
     text = serializers.CharField(max_length=500, required=False)
     cursor = serializers.CharField(max_length=500, required=False)
@@ -41,7 +42,8 @@ class ClaimListIn(RequestSerializer):
 
 
 class ClaimList(Endpoint):
-    """Claims newest first; filters: status (default active), kind, origin, pinned, subjectId, text."""
+    """Claims newest first; filters: status (default active), kind, origin, pinned, needsReverification,
+    subjectId, text."""
 
     tool = "claim.list"
     request_serializer = ClaimListIn
@@ -53,6 +55,7 @@ class ClaimList(Endpoint):
             kinds=data.get("kind"),
             origins=data.get("origin"),
             pinned=data.get("pinned"),
+            needs_reverification=data.get("needsReverification"),
             subject_id=data.get("subjectId"),
             text=data.get("text"),
             cursor=data.get("cursor"),
@@ -131,6 +134,16 @@ class ClaimRetract(ClaimLifecycle):
 
     def change(self, access: Access, data: dict[str, Any]) -> Any:
         return claims.claim_retract(access=access, claim_id=data["claimId"])
+
+
+class ClaimConfirm(ClaimLifecycle):
+    """Vouch for a claim (needs `edit`): a suggested or quarantined claim becomes active, and
+    `needsReverification` is lifted."""
+
+    tool = "claim.confirm"
+
+    def change(self, access: Access, data: dict[str, Any]) -> Any:
+        return claims.claim_confirm(access=access, claim_id=data["claimId"])
 
 
 class ClaimCorrect(ClaimLifecycle):

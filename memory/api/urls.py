@@ -22,6 +22,7 @@ urlpatterns = [
     path("claim/get", claims.ClaimGet.as_view()),
     path("claim/history", claims.ClaimHistory.as_view()),
     path("claim/correct", claims.ClaimCorrect.as_view()),
+    path("claim/confirm", claims.ClaimConfirm.as_view()),
     path("claim/pin", claims.ClaimPin.as_view()),
     path("claim/unpin", claims.ClaimUnpin.as_view()),
     path("claim/expire", claims.ClaimExpire.as_view()),

@@ -18,6 +18,7 @@ class TextUnit:
     message_id: str = ""
     authored_at: datetime | None = None
     chunk_id: str | None = None
+    attachment: bool = False  # a document or file (capped harder in an LLM prompt), not a conversation turn
 
     @property
     def by_owner(self) -> bool:
@@ -72,16 +73,35 @@ class TaskCandidate:
     origin: str = "user_stated"
 
 
+@dataclass(frozen=True)
+class ReadingCandidate:
+    """A numeric reading of the owner ("weighed 78.2 kg"), in the metric's canonical unit."""
+
+    metric: str  # slug, e.g. body_weight
+    value: float
+    unit: str
+    evidence: EvidenceRef
+    occurred_at: datetime | None = None
+
+
 @dataclass
 class Extraction:
     claims: list[ClaimCandidate] = field(default_factory=list)
     tasks: list[TaskCandidate] = field(default_factory=list)
     people: list[NodeRef] = field(default_factory=list)
+    readings: list[ReadingCandidate] = field(default_factory=list)
+    # Why an extractor produced nothing it could vouch for (an LLM timeout, invalid output); empty when fine.
+    failure: str = ""
 
     def extend(self, other: Extraction) -> None:
         self.claims.extend(other.claims)
         self.tasks.extend(other.tasks)
         self.people.extend(other.people)
+        self.readings.extend(other.readings)
+
+    @property
+    def size(self) -> int:
+        return len(self.claims) + len(self.tasks) + len(self.readings)
 
 
 class Extractor(Protocol):

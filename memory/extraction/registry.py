@@ -10,13 +10,26 @@ from memory.models import Source, SourceKind, SourceScope
 OWNER_SPEAKERS = {"me", "ik", "i", "user"}
 
 
-def get_extractor() -> Extractor:
-    """The configured extractor (`EXTRACTOR`): `rules` is offline and the default."""
-    from memory.extraction.rules import RulesExtractor
+ATTACHMENT_KINDS = (SourceKind.DOCUMENT, SourceKind.FILE)
 
-    if settings.EXTRACTOR != "rules":
-        raise ValueError(f"Unknown EXTRACTOR {settings.EXTRACTOR!r}; 'rules' is available.")
-    return RulesExtractor()
+
+def get_extractor() -> Extractor:
+    """The configured extractor (`EXTRACTOR`): `rules` is offline and the default; `llm` calls LLM_URL."""
+    if settings.EXTRACTOR == "rules":
+        from memory.extraction.rules import RulesExtractor
+
+        return RulesExtractor()
+    if settings.EXTRACTOR == "llm":
+        from memory.extraction.llm import LLMExtractor
+
+        return LLMExtractor(
+            settings.LLM_URL,
+            settings.LLM_MODEL,
+            api_key=settings.LLM_API_KEY,
+            timeout_s=settings.LLM_TIMEOUT_S,
+            max_tokens=settings.LLM_MAX_TOKENS,
+        )
+    raise ValueError(f"Unknown EXTRACTOR {settings.EXTRACTOR!r}; 'rules' and 'llm' are available.")
 
 
 def text_units(source: Source, pending: list[Source]) -> list[TextUnit]:
@@ -47,6 +60,7 @@ def text_units(source: Source, pending: list[Source]) -> list[TextUnit]:
                 role=role,
                 message_id=item.message_id,
                 authored_at=item.authored_at or item.occurred_at,
+                attachment=item.kind in ATTACHMENT_KINDS,
             )
         )
     return units

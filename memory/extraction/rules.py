@@ -2,7 +2,8 @@
 
 Only the owner's own words become facts about them (an assistant's turn never does); commitments become
 task candidates with an owner and a due date; completion and cancellation wording targets open tasks;
-meetings and follow-ups become short-lived working context; named people become Person nodes.
+meetings and follow-ups become short-lived working context; numeric readings ("weighed 78.2 kg") are kept
+for the owner's metrics; named people become Person nodes.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from memory.extraction.base import (
     TextUnit,
 )
 from memory.extraction.dates import deadline_day, find_deadline, resolve_day
+from memory.extraction.readings import find_readings
 
-VERSION = "1"
+VERSION = "2"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NAME = r"(?P<name>[A-Z][a-zà-ÿ]+(?:\s+(?:de|van|der|den|von|da)?\s*[A-Z][a-zà-ÿ]+)?)"
 
@@ -108,6 +110,7 @@ class RulesExtractor:
                     chunk_id=unit.chunk_id,
                 )
                 extraction.extend(self._sentence(sentence, evidence, today))
+                extraction.readings.extend(find_readings(sentence, evidence, unit.authored_at))
         return extraction
 
     def _sentence(self, sentence: str, evidence: EvidenceRef, today: date) -> Extraction:

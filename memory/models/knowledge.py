@@ -107,6 +107,7 @@ class ClaimKind(models.TextChoices):
     HANDOFF = "handoff"
     TASK_STATUS = "task_status"
     NOTE = "note"
+    READING = "reading"  # a numeric reading ("weighed 78.2 kg"), until the metrics service stores it
 
 
 class ClaimStatus(models.TextChoices):

@@ -159,7 +159,12 @@ class Extract(Step):
         job.extraction = extractor.extract(
             text_units(job.source, job.pending), timezone_name=settings.EXTRACTION_TIME_ZONE
         )
-        return {"candidates": len(job.extraction.claims) + len(job.extraction.tasks)}
+        if job.extraction.failure:
+            # Nothing is stored, and these sources stay unextracted: the next job of the conversation (or a
+            # retry) reads them again. The source itself is chunked and searchable already.
+            job.pending = []
+            return {"candidates": 0, "extractionFailed": 1}
+        return {"candidates": job.extraction.size}
 
 
 class Reconcile(Step):

@@ -82,6 +82,21 @@ def claim_retract(*, access: Access, claim_id: str) -> Claim:
 
 
 @transaction.atomic
+def claim_confirm(*, access: Access, claim_id: str) -> Claim:
+    """The owner vouches for a claim (needs `edit`): a suggested or quarantined claim becomes active, and a
+    `needs_reverification` flag is lifted. Claims already superseded, retracted or expired cannot be."""
+    access.require_scope(Scope.EDIT)
+    claim = claim_for_access(access, claim_id)
+    if claim.status not in _CURRENT:
+        raise Conflict(
+            f"A {claim.status} claim cannot be confirmed; save a new one instead.",
+            details={"claimId": claim_id, "status": claim.status},
+        )
+    changes = {"status": ClaimStatus.ACTIVE, "needs_reverification": False}
+    return _change(access, claim_id, "claim.confirm", Scope.EDIT, changes)
+
+
+@transaction.atomic
 def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any = None) -> Claim:
     """A new revision with the corrected statement; the old one becomes `superseded` and stays in history."""
     access.require_scope(Scope.EDIT)

@@ -13,10 +13,9 @@ from django.utils import timezone
 from memory.access import Access
 from memory.errors import NotFound, ValidationFailed
 from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, MemoryEvent, Scope
-from memory.screening import looks_like_instructions, sanitize_text, sanitize_value
+from memory.screening import quarantines, sanitize_text, sanitize_value
 from memory.services.audit import audit_erase_target, audit_record
 
-SCREENED_ORIGINS = (ClaimOrigin.ASSISTANT_INFERRED, ClaimOrigin.IMPORTED)
 MAX_VALUE_BYTES = 64 * 1024
 
 
@@ -88,7 +87,7 @@ def memory_save(
     statement = statement_for(value)
     if len(statement.encode()) > MAX_VALUE_BYTES:
         raise ValidationFailed("The value is too large.", details={"value": [f"At most {MAX_VALUE_BYTES} bytes."]})
-    quarantine = origin in SCREENED_ORIGINS and looks_like_instructions(statement)
+    quarantine = quarantines(origin, statement)
     previous = _current(access, key)
     if previous is not None and previous.value == value and previous.kind == kind and not quarantine:
         return _ack(previous, deduplicated=True)

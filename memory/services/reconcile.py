@@ -9,7 +9,10 @@
 - a different claim at least `conflict_similarity_threshold` similar to an active one: stored as `suggested`
   for review;
 - otherwise a new active claim. Tasks: a Task node with its status (and owner, due date) claims; completion
-  and cancellation move the matching open task.
+  and cancellation move the matching open task. Readings are kept as `reading` claims (metric, value, unit).
+
+Everything is screened on the way in: forged delimiters are escaped, and instruction-shaped text from an
+inferred or imported origin is stored as `quarantined` (seeds/004).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
@@ -27,14 +31,24 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memory.access import Actor
-from memory.extraction.base import ClaimCandidate, EvidenceRef, Extraction, NodeRef, TaskCandidate
+from memory.extraction.base import (
+    SELF,
+    ClaimCandidate,
+    EvidenceRef,
+    Extraction,
+    NodeRef,
+    ReadingCandidate,
+    TaskCandidate,
+)
 from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Source
 from memory.names import normalize_name
+from memory.screening import quarantines, sanitize_text
 from memory.services.audit import audit_record
 from memory.services.graph import node_resolve
 
 logger = logging.getLogger("memory.reconcile")
 
+_COUNTED_AS = {ClaimStatus.SUGGESTED: "suggested", ClaimStatus.QUARANTINED: "quarantined"}
 SINGLE_VALUED = {"WORKS_AT", "LIVES_IN", "HAS_TASK_STATUS", "DUE_ON", "OWNED_BY"}
 OPEN_STATUSES = ("pending", "in_progress")
 _STOPWORDS = {
@@ -72,12 +86,17 @@ class Reconciler:
 
     def run(self, extraction: Extraction) -> dict[str, int]:
         for person in extraction.people:
-            node_resolve(self.owner, self.partition, person)
+            self._node(person)
         for candidate in extraction.claims:
             self.claim(candidate)
         for task in extraction.tasks:
             self.task(task)
+        for reading in extraction.readings:
+            self.reading(reading)
         return dict(self.counts)
+
+    def _node(self, ref: NodeRef) -> Node:
+        return node_resolve(self.owner, self.partition, replace(ref, label=sanitize_text(ref.label)))
 
     # Claims ---------------------------------------------------------------------------------------
 
@@ -92,12 +111,15 @@ class Reconciler:
         writes_ok = self.counts["writes"] < settings.STEWARD_MAX_WRITES_PER_JOB
         return bool(policy_ok and inferred_ok and writes_ok)
 
-    def claim(self, candidate: ClaimCandidate) -> Claim | None:
+    def claim(self, candidate: ClaimCandidate, *, compare: bool = True) -> Claim | None:
+        """Store one candidate under the policy. `compare` False skips the near-duplicate check, for values
+        that are alike by nature (two weights on two days are not a conflict)."""
         if not self._admissible(candidate):
             self.counts["rejected"] += 1
             return None
-        subject = node_resolve(self.owner, self.partition, candidate.subject)
-        target = node_resolve(self.owner, self.partition, candidate.object_node) if candidate.object_node else None
+        candidate = replace(candidate, statement=sanitize_text(candidate.statement))
+        subject = self._node(candidate.subject)
+        target = self._node(candidate.object_node) if candidate.object_node else None
         current = Claim.objects.filter(
             owner=self.owner, partition=self.partition, subject=subject, predicate=candidate.predicate,
             status__in=[ClaimStatus.ACTIVE, ClaimStatus.SUGGESTED],
@@ -113,15 +135,31 @@ class Reconciler:
         if candidate.predicate in SINGLE_VALUED and candidate.origin == ClaimOrigin.USER_STATED:
             superseded = list(current.filter(status=ClaimStatus.ACTIVE))
         vector, model_id = self._embed(candidate.statement)
-        if not superseded and vector is not None and self._conflicts(subject, vector, model_id):
+        if quarantines(candidate.origin, candidate.statement):
+            status, superseded = ClaimStatus.QUARANTINED, []
+        elif compare and not superseded and vector is not None and self._conflicts(subject, vector, model_id):
             status = ClaimStatus.SUGGESTED
         claim = self._create(candidate, subject, target, status, vector, model_id)
         for old in superseded:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
             old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
             self.counts["superseded"] += 1
-        self.counts["suggested" if status == ClaimStatus.SUGGESTED else "claimsCreated"] += 1
+        self.counts[_COUNTED_AS.get(status, "claimsCreated")] += 1
         return claim
+
+    def reading(self, candidate: ReadingCandidate) -> Claim | None:
+        """Kept as a `reading` claim about the owner until the metrics service stores it as an observation;
+        the same reading stated again only adds evidence."""
+        when = candidate.occurred_at or candidate.evidence.authored_at or timezone.now()
+        day = timezone.localtime(when, ZoneInfo(settings.EXTRACTION_TIME_ZONE)).date().isoformat()
+        name = candidate.metric.replace("_", " ").capitalize()
+        value = {"metric": candidate.metric, "value": candidate.value, "unit": candidate.unit}
+        value["occurredAt"] = when.isoformat()
+        statement = f"{name}: {candidate.value:g} {candidate.unit} on {day}."
+        claim = ClaimCandidate(
+            statement, ClaimKind.READING, SELF, candidate.evidence, "MEASURED", object_value=value, importance=2
+        )
+        return self.claim(claim, compare=False)
 
     def _conflicts(self, subject: Node, vector: list[float], model_id: str) -> bool:
         threshold = settings.STEWARD_CONFLICT_SIMILARITY_PERCENT / 100
@@ -184,14 +222,19 @@ class Reconciler:
         return claim
 
     def _evidence(self, claim: Claim, ref: EvidenceRef) -> None:
-        Evidence.objects.get_or_create(
+        """Evidence for the claim; fresh evidence for an inferred claim lifts `needs_reverification`."""
+        _, created = Evidence.objects.get_or_create(
             claim=claim,
             source_id=ref.source_id,
             message_id=ref.message_id,
             defaults={
-                "owner": self.owner, "excerpt": ref.excerpt, "authored_at": ref.authored_at, "chunk_id": ref.chunk_id,
+                "owner": self.owner, "excerpt": sanitize_text(ref.excerpt), "authored_at": ref.authored_at,
+                "chunk_id": ref.chunk_id,
             },
         )  # fmt: skip
+        if created and claim.needs_reverification:
+            claim.needs_reverification = False
+            claim.save(update_fields=["needs_reverification", "updated_at"])
 
     # Tasks ----------------------------------------------------------------------------------------
 
@@ -222,12 +265,13 @@ class Reconciler:
         return best[2] if best and best[0] >= minimum else None
 
     def task(self, candidate: TaskCandidate) -> None:
+        candidate = replace(candidate, label=sanitize_text(candidate.label))
         if candidate.status in ("completed", "abandoned"):
             match = self._match(candidate, 0.5)
             if match is None:
                 self.counts["tasksUnmatched"] += 1
                 return
-            self._set_status(match, candidate.status, candidate.evidence)
+            self._task_claim(match, "HAS_TASK_STATUS", candidate.status, candidate, object_value=candidate.status)
             self.counts["tasksUpdated"] += 1
             return
         match = self._match(candidate, 0.6)
@@ -241,40 +285,45 @@ class Reconciler:
         self._create_task(candidate)
 
     def _task_claim(
-        self, task: Node, predicate: str, statement: str, evidence: EvidenceRef, *, object_value: Any = None,
-        object_node: Node | None = None,
+        self, task: Node, predicate: str, value_text: str, candidate: TaskCandidate, *, object_value: Any = None,
+        object_node: Node | None = None, quarantined: bool = False,
     ) -> Claim:  # fmt: skip
-        """A new current value of one of a task's single-valued facts; the previous one is superseded."""
-        candidate = ClaimCandidate(
-            statement=statement, kind=ClaimKind.TASK_STATUS if predicate == "HAS_TASK_STATUS" else ClaimKind.FACT,
-            subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=evidence, predicate=predicate,
-            object_value=object_value,
+        """A new current value of one of a task's single-valued facts; the previous one is superseded (unless
+        the new one is held in quarantine)."""
+        claim_candidate = ClaimCandidate(
+            statement=f"{task.label}: {value_text}",
+            kind=ClaimKind.TASK_STATUS if predicate == "HAS_TASK_STATUS" else ClaimKind.FACT,
+            subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=candidate.evidence, predicate=predicate,
+            object_value=object_value, origin=candidate.origin,
         )  # fmt: skip
-        current = list(
+        status = ClaimStatus.QUARANTINED if quarantined else ClaimStatus.ACTIVE
+        current = [] if quarantined else list(
             Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE).select_for_update()
-        )
-        claim = self._create(candidate, task, object_node, ClaimStatus.ACTIVE, None, "")
+        )  # fmt: skip
+        claim = self._create(claim_candidate, task, object_node, status, None, "")
         for old in current:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
             old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
         return claim
 
     def _create_task(self, candidate: TaskCandidate) -> None:
+        """A Task node with its pending status, owner and due date. An instruction-shaped task from an inferred
+        origin is kept with a quarantined status only, so it is never an open commitment."""
         task = Node.objects.create(
             owner=self.owner, partition=self.partition, type=NodeType.TASK, label=candidate.label
         )
-        self._task_claim(task, "HAS_TASK_STATUS", f"{task.label}: pending", candidate.evidence, object_value="pending")
+        if quarantines(candidate.origin, candidate.label):
+            self._task_claim(task, "HAS_TASK_STATUS", "pending", candidate, object_value="pending", quarantined=True)
+            self.counts["quarantined"] += 1
+            return
+        self._task_claim(task, "HAS_TASK_STATUS", "pending", candidate, object_value="pending")
         if candidate.owner is not None:
-            person = node_resolve(self.owner, self.partition, candidate.owner)
-            self._task_claim(task, "OWNED_BY", f"{task.label}: owned by {person.label}", candidate.evidence,
-                             object_node=person)  # fmt: skip
+            person = self._node(candidate.owner)
+            self._task_claim(task, "OWNED_BY", f"owned by {person.label}", candidate, object_node=person)
         if candidate.due_on is not None:
-            self._task_claim(task, "DUE_ON", f"{task.label}: due {candidate.due_on.isoformat()}", candidate.evidence,
+            self._task_claim(task, "DUE_ON", f"due {candidate.due_on.isoformat()}", candidate,
                              object_value=candidate.due_on.isoformat())  # fmt: skip
         self.counts["tasksCreated"] += 1
-
-    def _set_status(self, task: Node, status: str, evidence: EvidenceRef) -> None:
-        self._task_claim(task, "HAS_TASK_STATUS", f"{task.label}: {status}", evidence, object_value=status)
 
     def _set_due(self, task: Node, candidate: TaskCandidate) -> None:
         """New explicit dates replace inferred ones; removal wording clears an inferred date; a date the user
@@ -288,7 +337,7 @@ class Reconciler:
         if candidate.due_on is not None and (due is None or due.object_value != candidate.due_on.isoformat()):
             if due is not None and due.origin == ClaimOrigin.MANUAL:
                 return
-            self._task_claim(task, "DUE_ON", f"{task.label}: due {candidate.due_on.isoformat()}", candidate.evidence,
+            self._task_claim(task, "DUE_ON", f"due {candidate.due_on.isoformat()}", candidate,
                              object_value=candidate.due_on.isoformat())  # fmt: skip
 
 

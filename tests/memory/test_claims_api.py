@@ -130,7 +130,7 @@ def test_lifecycle_scopes(api: Api, alice) -> None:
     writer = issue(alice, "writer", scopes=["read", "write"])
     assert error_code(api.post("/claim/pin", reader, {"claimId": claim.pk})) == "SCOPE_REQUIRED"
     assert api.post("/claim/pin", writer, {"claimId": claim.pk}).status_code == 200
-    for path in ["/claim/expire", "/claim/retract", "/claim/delete"]:
+    for path in ["/claim/expire", "/claim/retract", "/claim/delete", "/claim/confirm"]:
         assert error_code(api.post(path, writer, {"claimId": claim.pk})) == "SCOPE_REQUIRED", path
     body = {"claimId": claim.pk, "statement": "x"}
     assert error_code(api.post("/claim/correct", writer, body)) == "SCOPE_REQUIRED"
@@ -139,7 +139,9 @@ def test_lifecycle_scopes(api: Api, alice) -> None:
 def test_another_user_and_other_partitions_reach_nothing(api: Api, other: Persona, alice) -> None:
     apollo = PartitionFactory(owner=alice, key="project:apollo")
     claim = ClaimFactory.create(owner=alice, partition=apollo)
-    for path in ["/claim/get", "/claim/history", "/claim/pin", "/claim/expire", "/claim/retract", "/claim/delete"]:
+    paths = ["/claim/get", "/claim/history", "/claim/pin", "/claim/expire", "/claim/retract", "/claim/delete",
+             "/claim/confirm"]  # fmt: skip
+    for path in paths:
         assert error_code(api.post(path, other, {"claimId": claim.pk})) == "NOT_FOUND", path
     assert api.post("/claim/list", other).json()["claims"] == []
     limited = issue(alice, "limited", scopes=["read", "write", "edit"], partition_keys=["memory:personal"])
@@ -167,3 +169,25 @@ def test_an_empty_correction_is_refused(api: Api, owner: Persona, alice) -> None
     assert (
         error_code(api.post("/claim/correct", owner, {"claimId": claim.pk, "statement": "   "})) == "VALIDATION_ERROR"
     )
+
+
+@pytest.mark.parametrize("status", ["suggested", "quarantined"])
+def test_confirming_a_claim_under_review_makes_it_active(api: Api, owner: Persona, alice, status: str) -> None:
+    claim = ClaimFactory.create(owner=alice, status=status, needs_reverification=True)
+    answer = api.post("/claim/confirm", owner, {"claimId": claim.pk}).json()["claim"]
+    assert (answer["status"], answer["needsReverification"]) == ("active", False)
+    event = MemoryEvent.objects.get(action="claim.confirm", target_id=claim.pk)
+    assert event.before == {"status": status, "needs_reverification": "True"}
+
+
+def test_a_superseded_claim_cannot_be_confirmed(api: Api, owner: Persona, alice) -> None:
+    claim = ClaimFactory.create(owner=alice, status="superseded")
+    assert error_code(api.post("/claim/confirm", owner, {"claimId": claim.pk})) == "CONFLICT"
+    assert Claim.objects.get(pk=claim.pk).status == "superseded"
+
+
+def test_listing_claims_that_need_reverification(api: Api, owner: Persona, alice) -> None:
+    flagged = ClaimFactory.create(owner=alice, needs_reverification=True)
+    ClaimFactory.create(owner=alice)
+    listed = api.post("/claim/list", owner, {"needsReverification": True}).json()["claims"]
+    assert [claim["claimId"] for claim in listed] == [flagged.pk]

@@ -119,3 +119,40 @@ def test_other_speakers_become_people() -> None:
 def test_plain_chatter_yields_nothing() -> None:
     found = extract("What a lovely day it was. Thanks for the help!")
     assert (found.claims, found.tasks, found.people) == ([], [], [])
+
+
+YESTERDAY = datetime(2026, 4, 21, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        ("I weighed 78.2 kg this morning.", [("body_weight", 78.2, "kg", SAID_ON)]),
+        ("Weight: 176 lbs", [("body_weight", 79.832, "kg", SAID_ON)]),
+        ("Ik woog vanochtend 78,4 kilo.", [("body_weight", 78.4, "kg", SAID_ON)]),
+        ("Ran 5 km in 28 minutes today!", [("running_distance", 5.0, "km", SAID_ON),
+                                            ("running_duration", 28.0, "min", SAID_ON)]),
+        ("I ran 3 miles in 25 mins yesterday", [("running_distance", 4.828, "km", YESTERDAY),
+                                                 ("running_duration", 25.0, "min", YESTERDAY)]),
+        ("I slept 7.5 hours.", [("sleep_duration", 7.5, "h", SAID_ON)]),
+        ("Sliep gisteren 6,5 uur", [("sleep_duration", 6.5, "h", YESTERDAY)]),
+        ("Got 8 hours of sleep", [("sleep_duration", 8.0, "h", SAID_ON)]),
+        ("Walked 10,000 steps", [("steps", 10000.0, "steps", SAID_ON)]),
+        ("My resting heart rate was 52 bpm.", [("resting_heart_rate", 52.0, "bpm", SAID_ON)]),
+        ("I swam 1500 m", [("swimming_distance", 1.5, "km", SAID_ON)]),
+        ("My son weighs 30 kg.", []),
+        ("He ran 10 km.", []),
+        ("The meeting is in 5 minutes.", []),
+        ("I have 3 kids and 2 cats.", []),
+    ],
+)  # fmt: skip
+def test_numeric_readings_of_the_owner_are_kept_in_canonical_units(
+    text: str, readings: list[tuple[str, float, str, datetime]]
+) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+    assert all(r.evidence.excerpt == text for r in found)
+
+
+def test_an_assistants_numbers_are_not_readings() -> None:
+    assert extract("You weighed 78 kg last week.", role="assistant").readings == []
