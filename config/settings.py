@@ -139,6 +139,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 MAINTENANCE_INTERVAL_MINUTES = env_int("MAINTENANCE_INTERVAL_MINUTES", 60)
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     "maintain-claims": {"task": "memory.maintain_claims", "schedule": MAINTENANCE_INTERVAL_MINUTES * 60},
+    "flush-access": {"task": "memory.flush_access", "schedule": 60},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -275,3 +276,12 @@ STEWARD_MAX_WRITES_PER_JOB = env_int("STEWARD_MAX_WRITES_PER_JOB", 50)
 STEWARD_CONFLICT_SIMILARITY_PERCENT = env_int("STEWARD_CONFLICT_SIMILARITY_PERCENT", 85)
 WORKING_CONTEXT_DAYS = env_int("WORKING_CONTEXT_DAYS", 14)
 REVERIFY_AFTER_DAYS = env_int("REVERIFY_AFTER_DAYS", 90)  # trust decay of inferred claims
+
+# Search (SPEC §8): candidates per leg and corpus, HNSW search breadth, and the weights of the two legs in
+# the reciprocal-rank fusion (percent; tuned on LoCoMo, see docs/benchmarks.md).
+SEARCH_CANDIDATES = env_int("SEARCH_CANDIDATES", 40)
+SEARCH_EF_SEARCH = env_int("SEARCH_EF_SEARCH", 100)
+SEARCH_KEYWORD_WEIGHT = env_int("SEARCH_KEYWORD_WEIGHT_PERCENT", 100) / 100
+SEARCH_VECTOR_WEIGHT = env_int("SEARCH_VECTOR_WEIGHT_PERCENT", 30) / 100
+ATLAS_MAX_CHARS = env_int("ATLAS_MAX_CHARS", 4000)
+MAX_INJECTED_MEMORIES = env_int("MAX_INJECTED_MEMORIES", 8)  # steward recall (seeds/001)

@@ -20,3 +20,11 @@ def maintain_claims() -> dict[str, int]:
     from memory.services.lifecycle import run_maintenance
 
     return run_maintenance().as_dict()
+
+
+@shared_task(name="memory.flush_access")
+def flush_access() -> int:
+    """Write the access counts searches noted in Redis into the claims (Celery beat, every minute)."""
+    from memory.recall.bookkeeping import flush_access as flush
+
+    return flush()

@@ -2,13 +2,22 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import claims, memories, nodes, scratchpad, sessions, sources, views
+from memory.api import claims, memories, nodes, recall, scratchpad, sessions, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
     path("partitions/list", views.PartitionList.as_view()),
     path("partitions/create", views.PartitionCreate.as_view()),
     path("partitions/deactivate", views.PartitionDeactivate.as_view()),
+    path("query/search", recall.QuerySearch.as_view()),
+    path("query/reference", recall.QueryReference.as_view()),
+    path("query/atlas", recall.QueryAtlas.as_view()),
+    path("query/day", recall.QueryDay.as_view()),
+    path("query/recent-changes", recall.QueryRecentChanges.as_view()),
+    path("query/graph", recall.QueryGraph.as_view()),
+    path("context/bootstrap", recall.ContextBootstrap.as_view()),
+    path("digest", recall.Digest.as_view()),
+    path("recall", recall.StewardRecall.as_view()),
     path("ingest/conversation", sources.IngestConversation.as_view()),
     path("ingest/document", sources.IngestDocument.as_view()),
     path("ingest/transcript", sources.IngestTranscript.as_view()),

@@ -7,7 +7,7 @@ Claims are never edited in place: a correction is a new revision (`derived_from`
 from __future__ import annotations
 
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Now
@@ -15,6 +15,7 @@ from pgvector.django import VectorField
 
 from memory.ids import PublicIdField
 from memory.models.accounts import Partition, User
+from memory.models.search import searchable
 from memory.models.sources import Chunk, Source, SourceScope
 
 
@@ -51,7 +52,7 @@ class Node(models.Model):
     embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
     search_vector = models.GeneratedField(
-        expression=SearchVector("label", "summary", config="simple"),
+        expression=searchable("label", "summary"),
         output_field=SearchVectorField(),
         db_persist=True,
     )
@@ -167,7 +168,7 @@ class Claim(models.Model):
     embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
     search_vector = models.GeneratedField(
-        expression=SearchVector("statement", config="simple"),
+        expression=searchable("statement"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models.functions import Now
 from pgvector.django import VectorField
 
 from memory.ids import PublicIdField
 from memory.models.accounts import Partition, User
+from memory.models.search import searchable
 
 BLOB_MAX_BYTES = 50 * 1024 * 1024
 
@@ -135,8 +136,11 @@ class Chunk(models.Model):
     # Dimensions are not fixed: the model id says which model (and so which size) made the vector.
     embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
+    context = models.TextField(
+        blank=True, default="", help_text="Also searchable: the speaker and the turns before a message, a title."
+    )
     search_vector = models.GeneratedField(
-        expression=SearchVector("text", config="simple"),
+        expression=searchable("text", "context"),
         output_field=SearchVectorField(),
         db_persist=True,
     )
@@ -151,6 +155,11 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_id}#{self.ordinal}"
+
+    @property
+    def embedding_text(self) -> str:
+        """What the chunk's vector is made from: its context (speaker, the turns before, a title), then it."""
+        return f"{self.context}\n{self.text}" if self.context else self.text
 
 
 class OperationStatus(models.TextChoices):

@@ -9,6 +9,11 @@ from datetime import datetime
 from memory.models import Source, SourceKind
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
+# A message is also found by who said it and the turns just before it: an answer is found by the words of
+# the question it answers (measured on LoCoMo, docs/benchmarks.md).
+CONTEXT_TURNS = 2
+CONTEXT_CHARS = 600
+ROLE_SPEAKERS = {"", "user", "assistant", "system", "tool", "other"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -20,6 +25,7 @@ class ChunkDraft:
     message_id: str = ""
     speaker: str = ""
     authored_at: datetime | None = None
+    context: str = ""
 
 
 def split_text(text: str, target: int) -> list[tuple[int, int]]:
@@ -51,7 +57,15 @@ def split_text(text: str, target: int) -> list[tuple[int, int]]:
     return spans
 
 
-def chunks_for_source(source: Source, *, target: int) -> list[ChunkDraft]:
+def message_context(speaker: str, earlier: list[str]) -> str:
+    """Searchable context of a message: the speaker's name (not a role) and the end of the turns before it."""
+    name = "" if speaker.lower() in ROLE_SPEAKERS else speaker
+    before = " ".join(earlier[-CONTEXT_TURNS:])[-CONTEXT_CHARS:]
+    return " ".join(part for part in (name, before) if part)
+
+
+def chunks_for_source(source: Source, *, target: int, context: str | None = None) -> list[ChunkDraft]:
+    """The chunks of one source. `context` is what they are also found by; a document's title by default."""
     if source.kind == SourceKind.TRANSCRIPT and source.segments:
         return _transcript_chunks(source, target)
     text = source.text
@@ -63,6 +77,7 @@ def chunks_for_source(source: Source, *, target: int) -> list[ChunkDraft]:
             message_id=source.message_id,
             speaker=source.speaker,
             authored_at=source.authored_at,
+            context=source.title if context is None else context,
         )
         for start, end in split_text(text, target)
     ]
@@ -82,7 +97,9 @@ def _transcript_chunks(source: Source, target: int) -> list[ChunkDraft]:
             start, end = group[0][0], group[-1][1]
             speakers = {speaker for _, _, speaker in group}
             only = speakers.pop() if len(speakers) == 1 else ""
-            drafts.append(ChunkDraft(text=source.content[start:end], start=start, end=end, speaker=only))
+            drafts.append(
+                ChunkDraft(text=source.content[start:end], start=start, end=end, speaker=only, context=source.title)
+            )
             group.clear()
 
     for speaker, line in render_segments(source.segments):

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from memory.extraction.base import Extraction
 from memory.models import Chunk, Operation, Source, SourceKind
-from memory.pipeline.chunking import chunks_for_source
+from memory.pipeline.chunking import CONTEXT_TURNS, ChunkDraft, chunks_for_source, message_context
 
 logger = logging.getLogger("memory.pipeline")
 
@@ -95,9 +95,10 @@ class ChunkText(Step):
             if job.source.kind == SourceKind.CONVERSATION:
                 # Messages are immutable: each is chunked once and kept across later turns.
                 sources = list(job.source.children.live().filter(chunks__isnull=True).order_by("ordinal"))
+                drafts = _message_drafts(job.source, sources)
             else:
                 sources = job.text_sources()
-            drafts = [(source, chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)) for source in sources]
+                drafts = [(source, chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)) for source in sources]
             Chunk.objects.filter(source__in=sources).delete()
             created = Chunk.objects.bulk_create(
                 Chunk(
@@ -111,11 +112,26 @@ class ChunkText(Step):
                     message_id=draft.message_id,
                     speaker=draft.speaker,
                     authored_at=draft.authored_at,
+                    context=draft.context,
                 )
                 for source, source_drafts in drafts
                 for index, draft in enumerate(source_drafts)
             )
         return {"chunks": len(created)}
+
+
+def _message_drafts(conversation: Source, messages: list[Source]) -> list[tuple[Source, list[ChunkDraft]]]:
+    """Chunks of new messages, each with the turns before it as context (earlier ones already stored)."""
+    if not messages:
+        return []
+    earlier = conversation.children.live().filter(ordinal__lt=messages[0].ordinal).order_by("-ordinal")
+    previous = list(earlier.values_list("content", flat=True)[:CONTEXT_TURNS])[::-1]
+    drafts = []
+    for message in messages:
+        context = message_context(message.speaker, previous)
+        drafts.append((message, chunks_for_source(message, target=settings.CHUNK_TARGET_CHARS, context=context)))
+        previous.append(message.text)
+    return drafts
 
 
 class Embed(Step):
@@ -131,7 +147,7 @@ class Embed(Step):
         chunks = Chunk.objects.filter(source__in=job.text_sources())
         try:
             embedder = get_embedder()
-            pending = list(chunks.filter(stale_chunks(embedder.model_id)).only("id", "text"))
+            pending = list(chunks.filter(stale_chunks(embedder.model_id)).only("id", "text", "context"))
         except EmbedderUnavailable as exc:
             logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
             return {"embeddingsSkipped": chunks.count()}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from django.db import models
+from django.core.cache import cache
+from django.db import models, transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from memory.access import Actor
 from memory.models import MemoryEvent, Partition, User
@@ -31,6 +34,8 @@ def audit_record(
     if target is not None:
         target_type = target_type or target._meta.model_name or type(target).__name__.lower()
         target_id = target_id or str(target.pk)
+    owner_id = owner.pk
+    transaction.on_commit(lambda: _bump_version(owner_id))
     return MemoryEvent.objects.create(
         owner=owner,
         partition=partition,
@@ -50,3 +55,25 @@ def audit_erase_target(*, owner: User, target_type: str, target_id: str) -> int:
     return MemoryEvent.objects.filter(owner=owner, target_type=target_type, target_id=target_id).update(
         before=None, after=None, erased_at=timezone.now()
     )
+
+
+logger = logging.getLogger("memory.audit")
+
+
+def _version_key(owner_id: int) -> str:
+    return f"memory-version:{owner_id}"
+
+
+def _bump_version(owner_id: int) -> None:
+    try:
+        cache.incr(_version_key(owner_id))
+    except ValueError:
+        cache.add(_version_key(owner_id), 1, timeout=None)
+    except RedisError:
+        logger.warning("audit.version_unavailable")
+
+
+def memory_version(owner_id: int) -> int:
+    """A number that changes after every committed change to this owner's memory (for caches of derived
+    views such as the atlas). Raises RedisError when the cache is down: such caches must then be skipped."""
+    return int(cache.get_or_set(_version_key(owner_id), 1, timeout=None) or 1)

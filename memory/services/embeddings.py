@@ -19,7 +19,7 @@ def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
     """Store the embedder's vectors on these chunks (one batch). Raises EmbedderUnavailable."""
     if not chunks:
         return 0
-    vectors = embedder.embed_documents([chunk.text for chunk in chunks])
+    vectors = embedder.embed_documents([chunk.embedding_text for chunk in chunks])
     if len(vectors) != len(chunks):
         raise ValueError("the embedder returned a different number of vectors")
     # One UPDATE for the batch: Django's bulk_update builds a CASE per row, several times slower for vectors.
@@ -74,7 +74,7 @@ def embeddings_reindex(
         batch = list(
             Chunk.objects.filter(stale_chunks(embedder.model_id), id__gt=last_id)
             .order_by("id")
-            .only("id", "text")[:batch_size]
+            .only("id", "text", "context")[:batch_size]
         )
         if not batch:
             return done

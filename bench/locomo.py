@@ -1,0 +1,227 @@
+"""LoCoMo evidence recall: do the turns that answer a question come back in the top k?
+
+    .venv/bin/python bench/locomo.py ../shared/bench/locomo-dev.json [--reuse] [--variant hybrid keyword vector]
+
+The data file is read from where it lies (its licence allows evaluation only; it is never copied here).
+Each conversation goes into its own user's memory through the real ingestion service and pipeline (one
+conversation per session; message id = dia id; speaker_a speaks as the memory's owner, with the session's
+date and time). Every question of categories 1-4 is asked through the real search service; the results are
+mapped back to dia ids in rank order (a claim gives its evidence messages, a chunk its message, a node
+card none), duplicates dropped, and the first k ids scored:
+
+- all@k: every evidence turn of the question is among them; any@k: at least one is;
+- frac@k: the share of its evidence turns that are (the headline number).
+
+Beside it, the same script computes plain BM25 (Okapi, k1 1.5, b 0.75, lower-cased words) over single turns.
+Uses its own embedded data directory (var/bench-locomo); `--reuse` asks again without ingesting again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+KS = (5, 10)
+CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_WORD = re.compile(r"\w+")
+
+
+def dia_ids(raw: list[str]) -> list[str]:
+    """Normalised evidence ids: "D8:6; D9:17" is two ids, "D30:05" is D30:5."""
+    found = []
+    for item in raw:
+        for part in re.split(r"[;,\s]+", str(item)):
+            if match := re.fullmatch(r"D(\d+):(\d+)", part.strip()):
+                found.append(f"D{int(match[1])}:{int(match[2])}")
+    return list(dict.fromkeys(found))
+
+
+def session_time(text: str) -> datetime:
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+
+
+def sessions(conversation: dict[str, Any]) -> list[tuple[int, datetime, list[dict[str, Any]]]]:
+    numbers = sorted(int(key.split("_")[1]) for key in conversation if re.fullmatch(r"session_\d+", key))
+    return [
+        (n, session_time(conversation[f"session_{n}_date_time"]), conversation[f"session_{n}"])
+        for n in numbers
+        if conversation.get(f"session_{n}")
+    ]
+
+
+def tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+class BM25:
+    def __init__(self, documents: list[tuple[str, str]], k1: float = 1.5, b: float = 0.75) -> None:
+        self.ids = [doc_id for doc_id, _ in documents]
+        self.docs = [Counter(tokens(text)) for _, text in documents]
+        self.lengths = [sum(doc.values()) for doc in self.docs]
+        self.average = sum(self.lengths) / len(self.lengths)
+        frequency = Counter(word for doc in self.docs for word in doc)
+        n = len(self.docs)
+        self.idf = {word: math.log(1 + (n - df + 0.5) / (df + 0.5)) for word, df in frequency.items()}
+        self.k1, self.b = k1, b
+
+    def top(self, query: str, k: int) -> list[str]:
+        words = tokens(query)
+        scores = []
+        for index, doc in enumerate(self.docs):
+            norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / self.average)
+            score = sum(self.idf.get(w, 0) * doc[w] * (self.k1 + 1) / (doc[w] + norm) for w in words if w in doc)
+            scores.append((score, -index))
+        best = sorted(scores, reverse=True)[:k]
+        return [self.ids[-index] for _, index in best]
+
+
+def score(found: list[str], evidence: list[str], k: int) -> tuple[float, float, float]:
+    top = set(found[:k])
+    hits = sum(1 for item in evidence if item in top)
+    return float(hits == len(evidence)), float(hits > 0), hits / len(evidence)
+
+
+def ingest(sample: dict[str, Any]) -> Any:
+
+    from memory.access import access_for_user
+    from memory.models import Operation, User
+    from memory.pipeline.runner import run_operation
+    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
+
+    username = f"locomo-{sample['sample_id']}"
+    User.objects.filter(username=username).delete()
+    user = User.objects.create(username=username, first_name=sample["conversation"]["speaker_a"])
+    access = access_for_user(user=user)
+    owner = sample["conversation"]["speaker_a"]
+    for number, started, turns in sessions(sample["conversation"]):
+        start = started.replace(tzinfo=UTC)
+        messages = [
+            MessageIn(
+                id=turn["dia_id"],
+                content=turn["text"],
+                role="user" if turn["speaker"] == owner else "other",
+                speaker=turn["speaker"],
+                timestamp=start + timedelta(seconds=30 * index),
+            )
+            for index, turn in enumerate(turns)
+        ]
+        conversation = ConversationIn(id=f"session_{number}", messages=messages)
+        receipt = ingest_conversation(access=access, conversation=conversation)
+        run_operation(receipt.operation.pk)
+    failed = Operation.objects.filter(owner=user).exclude(status="completed").count()
+    if failed:
+        raise SystemExit(f"{failed} receipts of {username} did not complete")
+    return user
+
+
+def ask(access: Any, question: str, k: int, variant: str) -> tuple[list[str], float]:
+    from memory.recall.search import SearchRequest, search
+
+    begun = time.perf_counter()
+    request = SearchRequest(
+        query=question, limit=k * 2, use_vector=variant != "keyword", use_keyword=variant != "vector"
+    )
+    results = search(access, request)
+    elapsed = time.perf_counter() - begun
+    found: list[str] = []
+    for result in results:
+        for evidence in result.evidence:
+            if evidence["messageId"] and evidence["messageId"] not in found:
+                found.append(evidence["messageId"])
+    return found[:k], elapsed
+
+
+def table(title: str, rows: dict[str, dict[int, list[tuple[float, float, float]]]]) -> str:
+    lines = [f"### {title}", "", "| category | n | " + " | ".join(
+        f"all@{k} | any@{k} | frac@{k}" for k in KS) + " |", "|---|---|" + "---|" * 3 * len(KS)]  # fmt: skip
+    for name, per_k in rows.items():
+        cells = []
+        for k in KS:
+            scores = per_k[k]
+            cells += [f"{statistics.fmean(s[i] for s in scores):.3f}" for i in range(3)]
+        lines.append(f"| {name} | {len(per_k[KS[0]])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--reuse", action="store_true", help="ask again without ingesting again")
+    parser.add_argument("--variant", nargs="+", default=["hybrid"], choices=["hybrid", "keyword", "vector"])
+    options = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from config.embedded import ensure_started
+    from memory.access import access_for_user
+    from memory.models import Claim, User
+
+    ensure_started(settings.EMBEDDED_RUNTIME)
+    call_command("migrate", verbosity=0)
+    samples = json.loads(options.data.read_text())
+    users = {}
+    begun = time.perf_counter()
+    for sample in samples:
+        name = f"locomo-{sample['sample_id']}"
+        existing = User.objects.filter(username=name).first()
+        users[sample["sample_id"]] = existing if options.reuse and existing else ingest(sample)
+    turns = sum(len(t) for s in samples for _, _, t in sessions(s["conversation"]))
+    print(f"ingested {turns} turns in {time.perf_counter() - begun:.1f} s "
+          f"({Claim.objects.filter(owner__username__startswith='locomo-').count()} claims)")  # fmt: skip
+
+    baseline: dict[str, dict[int, list[tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(list))
+    ours: dict[str, dict[str, dict[int, list[tuple[float, float, float]]]]] = {
+        v: defaultdict(lambda: defaultdict(list)) for v in options.variant
+    }
+    latencies: dict[str, list[float]] = defaultdict(list)
+    for sample in samples:
+        documents = [(t["dia_id"], t["text"]) for _, _, ts in sessions(sample["conversation"]) for t in ts]
+        bm25 = BM25(documents)
+        access = access_for_user(user=users[sample["sample_id"]])
+        for qa in sample["qa"]:
+            evidence = dia_ids(qa.get("evidence", []))
+            if qa["category"] not in CATEGORIES or not evidence:
+                continue
+            name = CATEGORY_NAMES[qa["category"]]
+            plain = bm25.top(qa["question"], max(KS))
+            for variant in options.variant:
+                found, elapsed = ask(access, qa["question"], max(KS), variant)
+                latencies[variant].append(elapsed)
+                for k in KS:
+                    for group in (name, "overall (1-4)"):
+                        ours[variant][group][k].append(score(found, evidence, k))
+            for k in KS:
+                for group in (name, "overall (1-4)"):
+                    baseline[group][k].append(score(plain, evidence, k))
+
+    print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(table("BM25 over single turns (baseline)", baseline))
+    for variant, rows in ours.items():
+        median_ms = statistics.median(latencies[variant]) * 1000
+        print()
+        print(table(f"memory search: {variant} (median {median_ms:.1f} ms per question, in-process)", rows))
+
+
+if __name__ == "__main__":
+    main()

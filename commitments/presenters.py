@@ -1,0 +1,30 @@
+"""The JSON of an open commitment (seeds/000 `/commitments/open` shape), shared by every surface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commitments.selectors import OpenTask
+from memory.recall.render import CommitmentLine
+
+
+def commitment_json(item: OpenTask) -> dict[str, Any]:
+    """`owner` is null both for the user's own tasks (their Self node) and for tasks nobody was given."""
+    owner = item.owner if item.owner is not None and not item.owner.is_self else None
+    return {
+        "taskId": item.task.pk,
+        "label": item.task.label,
+        "status": item.status.object_value,
+        "owner": {"nodeId": owner.pk, "label": owner.label} if owner else None,
+        "dueOn": item.due_on.isoformat() if item.due_on else None,
+        "statusClaimId": item.status.pk,
+        "origin": item.status.origin,
+        "partitionKey": item.status.partition.key,
+        "since": item.status.valid_from,
+    }
+
+
+def commitment_line(item: OpenTask) -> CommitmentLine:
+    owner = item.owner.label if item.owner is not None and not item.owner.is_self else None
+    due = item.due_on.isoformat() if item.due_on else None
+    return CommitmentLine(label=item.task.label, status=str(item.status.object_value), owner=owner, due_on=due)

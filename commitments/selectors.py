@@ -1,0 +1,66 @@
+"""What is really still open: tasks whose newest active `HAS_TASK_STATUS` is pending or in progress
+(seeds/000). Old search hits never decide this; only the current status claims do. Three queries, however
+many tasks there are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from memory.access import Access
+from memory.models import Claim, ClaimStatus, Node, NodeType, Scope
+
+OPEN_STATUSES = ("pending", "in_progress")
+
+
+@dataclass(frozen=True)
+class OpenTask:
+    task: Node
+    status: Claim
+    owner: Node | None  # None: nobody assigned; the user's own Self node is returned as is
+    due: Claim | None
+
+    @property
+    def due_on(self) -> date | None:
+        try:
+            return date.fromisoformat(str(self.due.object_value)) if self.due else None
+        except ValueError:
+            return None
+
+
+def open_commitments(access: Access, *, owned_by: str | None = None, due_before: date | None = None) -> list[OpenTask]:
+    """Open tasks in the partitions this request reads, soonest due first, undated last. `owned_by` keeps a
+    Person's tasks; `due_before` (inclusive) keeps dated tasks due by then."""
+    access.require_scope(Scope.READ)
+    statuses = (
+        Claim.objects.filter(
+            owner=access.user, partition__in=access.read_partitions, predicate="HAS_TASK_STATUS",
+            status=ClaimStatus.ACTIVE, subject__type=NodeType.TASK, subject__merged_into__isnull=True,
+            object_value__in=OPEN_STATUSES,
+        )
+        .select_related("subject", "partition")
+        .defer("embedding", "search_vector", "subject__embedding", "subject__search_vector")
+        .order_by("subject_id", "-valid_from", "-id")
+        .distinct("subject_id")
+    )  # fmt: skip
+    current = {claim.subject_id: claim for claim in statuses}
+    details = Claim.objects.filter(
+        subject_id__in=list(current), predicate__in=["OWNED_BY", "DUE_ON"], status=ClaimStatus.ACTIVE
+    ).select_related("object_node")
+    owners: dict[str, Node] = {}
+    dues: dict[str, Claim] = {}
+    for claim in details.defer("embedding", "search_vector"):
+        if claim.predicate == "OWNED_BY" and claim.object_node is not None:
+            owners[str(claim.subject_id)] = claim.object_node
+        elif claim.predicate == "DUE_ON":
+            dues[str(claim.subject_id)] = claim
+    tasks = [
+        OpenTask(task=claim.subject, status=claim, owner=owners.get(task_id), due=dues.get(task_id))
+        for task_id, claim in current.items()
+        if claim.subject is not None
+    ]
+    if owned_by:
+        tasks = [item for item in tasks if item.owner is not None and item.owner.pk == owned_by]
+    if due_before:
+        tasks = [item for item in tasks if item.due_on is not None and item.due_on <= due_before]
+    return sorted(tasks, key=lambda item: (item.due_on is None, item.due_on or date.max, item.task.pk))

@@ -1,0 +1,57 @@
+"""Access bookkeeping off the request path: a search adds the claims it returned to a Redis hash (one
+round trip); beat flushes the hash into `access_count` / `last_accessed_at` with one UPDATE.
+
+Failing open: if Redis is down, a search still answers and those accesses are simply not counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import cache
+
+import redis
+from django.conf import settings
+from django.db import connection
+
+logger = logging.getLogger("memory.recall")
+PENDING = "recall:access:pending"
+FLUSHING = "recall:access:flushing"
+
+
+@cache
+def _client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+
+
+def note_access(claim_ids: list[str]) -> None:
+    if not claim_ids:
+        return
+    try:
+        pipe = _client().pipeline(transaction=False)
+        for claim_id in claim_ids:
+            pipe.hincrby(PENDING, claim_id, 1)
+        pipe.execute()
+    except redis.RedisError:
+        logger.warning("recall.bookkeeping_unavailable")
+
+
+def flush_access() -> int:
+    """Move the pending counts into the claims; returns how many claims were updated."""
+    client = _client()
+    try:
+        client.rename(PENDING, FLUSHING)  # atomic: searches from now on count into a fresh hash
+    except redis.ResponseError:
+        return 0  # nothing pending
+    pending = client.hgetall(FLUSHING).items()
+    counts = {key.decode() if isinstance(key, bytes) else key: int(value) for key, value in pending}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memory_claim AS c SET access_count = c.access_count + batch.n, last_accessed_at = now() "
+            "FROM unnest(%s::text[], %s::int[]) AS batch(id, n) WHERE c.id = batch.id",
+            [list(counts), list(counts.values())],
+        )
+        updated = cursor.rowcount
+    client.delete(FLUSHING)
+    logger.info("recall.access_flushed", extra={"claims": updated, "at": time.time()})
+    return updated
