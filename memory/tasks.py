@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from celery import Task, shared_task
 
 from memory.pipeline.runner import run_operation
@@ -28,3 +30,14 @@ def flush_access() -> int:
     from memory.recall.bookkeeping import flush_access as flush
 
     return flush()
+
+
+@shared_task(name="memory.embed_pending_vectors", ignore_result=True)
+def embed_pending_vectors(owner_id: int) -> None:
+    """Vectors for claims and nodes written through the API."""
+    from memory.embeddings import EmbedderUnavailable, get_embedder
+    from memory.services.embeddings import embed_pending
+
+    # If it is unavailable the rows stay findable by keyword, and the next write tries again.
+    with suppress(EmbedderUnavailable):
+        embed_pending(owner_id, get_embedder())

@@ -74,6 +74,11 @@ class Node(models.Model):
     def __str__(self) -> str:
         return f"{self.type}:{self.label}"
 
+    @property
+    def card(self) -> str:
+        """What a node is found by in search: its type, label and summary."""
+        return f"{self.type}: {self.label}" + (f". {self.summary}" if self.summary else "")
+
 
 class Alias(models.Model):
     """Another name of a node, normalised for matching within a partition."""

@@ -142,12 +142,12 @@ class Embed(Step):
 
     def run(self, job: Job) -> dict[str, int]:
         from memory.embeddings import EmbedderUnavailable, get_embedder
-        from memory.services.embeddings import chunks_embed, stale_chunks
+        from memory.services.embeddings import chunks_embed, stale_vectors
 
         chunks = Chunk.objects.filter(source__in=job.text_sources())
         try:
             embedder = get_embedder()
-            pending = list(chunks.filter(stale_chunks(embedder.model_id)).only("id", "text", "context"))
+            pending = list(chunks.filter(stale_vectors(embedder.model_id)).only("id", "text", "context"))
         except EmbedderUnavailable as exc:
             logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
             return {"embeddingsSkipped": chunks.count()}
@@ -203,12 +203,28 @@ class Reconcile(Step):
 
 
 class Index(Step):
-    """Vectors for new claims and nodes: filled in with claims (knowledge issue)."""
+    """Vectors for the node cards of the source's partition that lack one of the active model (claims get
+    theirs in Reconcile). An unavailable embedder skips; `embeddings reindex` catches up later."""
 
     name = "index"
+    batch = 256
 
     def run(self, job: Job) -> dict[str, int]:
-        return {}
+        from memory.embeddings import EmbedderUnavailable, get_embedder
+        from memory.models import Node
+        from memory.services.embeddings import nodes_embed, stale_vectors
+
+        try:
+            embedder = get_embedder()
+            nodes = list(
+                Node.objects.filter(owner_id=job.source.owner_id, partition_id=job.source.partition_id)
+                .filter(stale_vectors(embedder.model_id), merged_into__isnull=True)
+                .only("id", "type", "label", "summary")[: self.batch]
+            )
+            return {"nodesEmbedded": nodes_embed(nodes, embedder)} if nodes else {}
+        except EmbedderUnavailable as exc:
+            logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
+            return {}
 
 
 class Notify(Step):

@@ -13,6 +13,7 @@ from memory.errors import Conflict, ValidationFailed
 from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Scope
 from memory.selectors import claim_for_access, claim_revisions
 from memory.services.audit import audit_erase_target, audit_record
+from memory.services.embeddings import vectors_follow
 
 _CURRENT = (ClaimStatus.ACTIVE, ClaimStatus.SUGGESTED, ClaimStatus.QUARANTINED)
 
@@ -143,6 +144,7 @@ def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any =
         before={"claimId": old.pk, "statement": old.statement},
         after={"claimId": new.pk, "statement": new.statement},
     )
+    vectors_follow(access.user.pk)
     return new
 
 

@@ -6,11 +6,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Q
 
 from memory.embeddings import Embedder
-from memory.models import Chunk
+from memory.models import Chunk, Claim, Node
 
 logger = logging.getLogger("memory.embeddings")
 
@@ -34,12 +34,63 @@ def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
     return len(chunks)
 
 
+def nodes_embed(nodes: list[Node], embedder: Embedder) -> int:
+    """Vectors for node cards ("Person: Marcel. summary"), one batch. Raises EmbedderUnavailable."""
+    vectors = embedder.embed_documents([node.card for node in nodes])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Node._meta.db_table} AS node SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
+            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE node.id = batch.id",
+            [embedder.model_id, [node.pk for node in nodes], [_literal(vector) for vector in vectors]],
+        )
+    return len(nodes)
+
+
+def claims_embed(claims: list[Claim], embedder: Embedder) -> int:
+    """Vectors for claim statements, one batch. Raises EmbedderUnavailable."""
+    vectors = embedder.embed_documents([claim.statement for claim in claims])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Claim._meta.db_table} AS claim SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
+            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE claim.id = batch.id",
+            [embedder.model_id, [claim.pk for claim in claims], [_literal(vector) for vector in vectors]],
+        )
+    return len(claims)
+
+
+def embed_pending(owner_id: int, embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
+    """Vectors for this owner's current claims and nodes that lack one of the active model (written through
+    the API: saved memories, corrections, renamed nodes). Raises EmbedderUnavailable."""
+    stale = stale_vectors(embedder.model_id)
+    claims = list(
+        Claim.objects.filter(stale, owner_id=owner_id, status__in=["active", "suggested", "quarantined"]).only(
+            "id", "statement"
+        )[:limit]
+    )
+    nodes = list(
+        Node.objects.filter(stale, owner_id=owner_id, merged_into__isnull=True).only("id", "type", "label", "summary")[
+            :limit
+        ]
+    )
+    return {
+        "claims": claims_embed(claims, embedder) if claims else 0,
+        "nodes": nodes_embed(nodes, embedder) if nodes else 0,
+    }
+
+
+def vectors_follow(owner_id: int) -> None:
+    """After this transaction commits, a worker embeds what it wrote (the write itself never waits for it)."""
+    from memory.tasks import embed_pending_vectors
+
+    transaction.on_commit(lambda: embed_pending_vectors.delay(owner_id))
+
+
 def _literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
 
 
-def stale_chunks(model_id: str) -> Q:
-    """Chunks without a vector of the active model (missing, or made by another model)."""
+def stale_vectors(model_id: str) -> Q:
+    """Rows (chunks, nodes) without a vector of the active model (missing, or made by another model)."""
     return Q(embedding__isnull=True) | ~Q(embedding_model=model_id)
 
 
@@ -68,11 +119,11 @@ def embeddings_reindex(
     """Embed every stale chunk in id order, one committed batch at a time: an interrupted run resumes where it
     stopped. Never deletes anything. Returns how many chunks got vectors."""
     done = 0
-    remaining = Chunk.objects.filter(stale_chunks(embedder.model_id)).count()
+    remaining = Chunk.objects.filter(stale_vectors(embedder.model_id)).count()
     last_id = ""
     while True:
         batch = list(
-            Chunk.objects.filter(stale_chunks(embedder.model_id), id__gt=last_id)
+            Chunk.objects.filter(stale_vectors(embedder.model_id), id__gt=last_id)
             .order_by("id")
             .only("id", "text", "context")[:batch_size]
         )

@@ -15,6 +15,7 @@ from memory.errors import NotFound, ValidationFailed
 from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, MemoryEvent, Scope
 from memory.screening import quarantines, sanitize_text, sanitize_value
 from memory.services.audit import audit_erase_target, audit_record
+from memory.services.embeddings import vectors_follow
 
 MAX_VALUE_BYTES = 64 * 1024
 
@@ -118,6 +119,7 @@ def memory_save(
         actor=access.actor, owner=access.user, action="memory.save", target=claim, partition=claim.partition,
         after={"key": key, "status": claim.status, "origin": origin},
     )  # fmt: skip
+    vectors_follow(access.user.pk)
     return _ack(claim, deduplicated=False)
 
 

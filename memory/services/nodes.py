@@ -14,6 +14,7 @@ from memory.models import Alias, Claim, Evidence, Node, Scope
 from memory.names import normalize_name
 from memory.selectors import claim_revisions, node_for_access
 from memory.services.audit import audit_erase_target, audit_record
+from memory.services.embeddings import vectors_follow
 
 
 def _write_access(access: Access, node_id: str, scope: str = Scope.WRITE) -> Node:
@@ -41,7 +42,11 @@ def node_update(
         _alias_add(access, node, node.label)
     for name, value in changed.items():
         setattr(node, name, value)
-    node.save(update_fields=[*changed, "updated_at"])
+    stale = ["embedding", "embedding_model"] if {"label", "summary"} & set(changed) else []
+    node.embedding, node.embedding_model = (None, "") if stale else (node.embedding, node.embedding_model)
+    node.save(update_fields=[*changed, *stale, "updated_at"])
+    if stale:
+        vectors_follow(access.user.pk)
     audit_record(
         actor=access.actor, owner=access.user, action="node.update", target=node, partition=node.partition,
         before=before, after=changed,

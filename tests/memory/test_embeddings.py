@@ -332,3 +332,22 @@ def test_remote_embedder_reports_a_refused_connection_without_the_key() -> None:
     with pytest.raises(EmbedderUnavailable, match="cannot be reached") as caught:
         remote(f"http://user:{API_KEY}@127.0.0.1:{port}/v1?api-key={API_KEY}").embed_query("hello")
     assert API_KEY not in str(caught.value)
+
+
+@pytest.mark.django_db
+def test_claims_and_nodes_written_through_the_api_get_vectors_after_commit(alice) -> None:
+    from memory.access import access_for_user
+    from memory.embeddings import get_embedder
+    from memory.models import Claim, Node
+    from memory.services.memories import memory_save
+    from memory.tasks import embed_pending_vectors
+    from tests.factories import NodeFactory
+
+    ack = memory_save(access=access_for_user(user=alice), key="editor", value="Prefers vim.")
+    node = NodeFactory.create(owner=alice, label="Marcel")
+    assert Claim.objects.get(pk=ack.claim.pk).embedding is None
+    embed_pending_vectors(alice.pk)
+    claim = Claim.objects.get(pk=ack.claim.pk)
+    assert claim.embedding_model == get_embedder().model_id
+    assert len(claim.embedding) == 384
+    assert Node.objects.get(pk=node.pk).embedding_model == get_embedder().model_id
