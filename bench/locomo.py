@@ -12,7 +12,8 @@ card none), duplicates dropped, and the first k ids scored:
 - all@k: every evidence turn of the question is among them; any@k: at least one is;
 - frac@k: the share of its evidence turns that are (the headline number).
 
-Beside it, the same script computes plain BM25 (Okapi, k1 1.5, b 0.75, lower-cased words) over single turns.
+Beside it, the same script computes two baselines over single turns: plain BM25 (Okapi, k1 1.5, b 0.75,
+lower-cased words) and the same with the stop words of our keyword leg removed (the stronger of the two).
 Uses its own embedded data directory (var/bench-locomo); `--reuse` asks again without ingesting again.
 """
 
@@ -71,18 +72,23 @@ def tokens(text: str) -> list[str]:
 
 
 class BM25:
-    def __init__(self, documents: list[tuple[str, str]], k1: float = 1.5, b: float = 0.75) -> None:
+    k1, b = 1.5, 0.75
+
+    def __init__(self, documents: list[tuple[str, str]], *, stopwords: frozenset[str] = frozenset()) -> None:
+        self.stopwords = stopwords
         self.ids = [doc_id for doc_id, _ in documents]
-        self.docs = [Counter(tokens(text)) for _, text in documents]
+        self.docs = [Counter(self.words(text)) for _, text in documents]
         self.lengths = [sum(doc.values()) for doc in self.docs]
         self.average = sum(self.lengths) / len(self.lengths)
         frequency = Counter(word for doc in self.docs for word in doc)
         n = len(self.docs)
         self.idf = {word: math.log(1 + (n - df + 0.5) / (df + 0.5)) for word, df in frequency.items()}
-        self.k1, self.b = k1, b
+
+    def words(self, text: str) -> list[str]:
+        return [word for word in tokens(text) if word not in self.stopwords]
 
     def top(self, query: str, k: int) -> list[str]:
-        words = tokens(query)
+        words = self.words(query)
         scores = []
         for index, doc in enumerate(self.docs):
             norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / self.average)
@@ -182,41 +188,52 @@ def main() -> None:
     samples = json.loads(options.data.read_text())
     users = {}
     begun = time.perf_counter()
+    ingested = 0
     for sample in samples:
         name = f"locomo-{sample['sample_id']}"
         existing = User.objects.filter(username=name).first()
-        users[sample["sample_id"]] = existing if options.reuse and existing else ingest(sample)
-    turns = sum(len(t) for s in samples for _, _, t in sessions(s["conversation"]))
-    print(f"ingested {turns} turns in {time.perf_counter() - begun:.1f} s "
-          f"({Claim.objects.filter(owner__username__startswith='locomo-').count()} claims)")  # fmt: skip
+        if options.reuse and existing:
+            users[sample["sample_id"]] = existing
+            continue
+        users[sample["sample_id"]] = ingest(sample)
+        ingested += sum(len(turns) for _, _, turns in sessions(sample["conversation"]))
+    claims = Claim.objects.filter(owner__username__startswith="locomo-").count()
+    print(f"ingested {ingested} turns in {time.perf_counter() - begun:.1f} s; {claims} claims in these memories")
 
-    baseline: dict[str, dict[int, list[tuple[float, float, float]]]] = defaultdict(lambda: defaultdict(list))
+    from memory.recall.terms import STOPWORDS
+
+    baselines: dict[str, dict[str, dict[int, list[tuple[float, float, float]]]]] = {
+        name: defaultdict(lambda: defaultdict(list)) for name in ("plain", "stop words removed")
+    }
     ours: dict[str, dict[str, dict[int, list[tuple[float, float, float]]]]] = {
         v: defaultdict(lambda: defaultdict(list)) for v in options.variant
     }
     latencies: dict[str, list[float]] = defaultdict(list)
     for sample in samples:
         documents = [(t["dia_id"], t["text"]) for _, _, ts in sessions(sample["conversation"]) for t in ts]
-        bm25 = BM25(documents)
+        rankers = {"plain": BM25(documents), "stop words removed": BM25(documents, stopwords=STOPWORDS)}
         access = access_for_user(user=users[sample["sample_id"]])
         for qa in sample["qa"]:
             evidence = dia_ids(qa.get("evidence", []))
             if qa["category"] not in CATEGORIES or not evidence:
                 continue
             name = CATEGORY_NAMES[qa["category"]]
-            plain = bm25.top(qa["question"], max(KS))
             for variant in options.variant:
                 found, elapsed = ask(access, qa["question"], max(KS), variant)
                 latencies[variant].append(elapsed)
                 for k in KS:
                     for group in (name, "overall (1-4)"):
                         ours[variant][group][k].append(score(found, evidence, k))
-            for k in KS:
-                for group in (name, "overall (1-4)"):
-                    baseline[group][k].append(score(plain, evidence, k))
+            for ranker_name, ranker in rankers.items():
+                top = ranker.top(qa["question"], max(KS))
+                for k in KS:
+                    for group in (name, "overall (1-4)"):
+                        baselines[ranker_name][group][k].append(score(top, evidence, k))
 
     print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(table("BM25 over single turns (baseline)", baseline))
+    for ranker_name, rows in baselines.items():
+        print(table(f"BM25 over single turns, {ranker_name} (baseline)", rows))
+        print()
     for variant, rows in ours.items():
         median_ms = statistics.median(latencies[variant]) * 1000
         print()

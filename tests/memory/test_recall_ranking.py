@@ -1,42 +1,223 @@
+"""Ranking sanity of /query/search: keyword and vector legs, boosts, windows and what never comes back."""
+
 from __future__ import annotations
-import json
+
+from datetime import timedelta
+from typing import Any
+
 import pytest
-from memory.models import Claim, Source, Chunk, Node
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from memory.access import access_for_user
+from memory.embeddings import get_embedder
+from memory.models import Claim, Evidence, Source, User
 from memory.pipeline.runner import run_operation
+from memory.recall.search import SearchRequest, search
+from memory.services.ingestion import ingest_conversation
+from memory.services.ingestion_shapes import ConversationIn, MessageIn
 from tests.conftest import Api, Persona
+from tests.factories import ClaimFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def test_explore(api: Api, owner: Persona) -> None:
-    body = {"conversation": {"id": "chat-1", "messages": [
-        {"id": "m1", "role": "user", "content": "I prefer morning meetings. I'll send the spec to Marcel by Friday.", "timestamp": "2026-04-22T09:00:00Z"},
-        {"id": "m2", "role": "assistant", "content": "Noted, mornings it is.", "timestamp": "2026-04-22T09:00:05Z"},
-    ]}}
-    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
-    for s in Source.objects.all():
-        print("SRC", s.pk, s.kind, s.external_id, s.parent_id, s.thread_id, s.message_id, s.occurred_at, s.authored_at)
-    for c in Chunk.objects.all():
-        print("CHUNK", c.pk, c.source_id, repr(c.text), c.message_id, c.embedding_model)
-    for n in Node.objects.all():
-        print("NODE", n.pk, n.type, n.label, n.is_self, n.embedding_model)
-    for c in Claim.objects.all():
-        print("CLAIM", c.pk, c.kind, c.statement, c.status, c.subject_id, c.embedding_model, c.stated_at, c.recorded_at)
-    r = api.post("/query/search", owner, {"query": "morning meetings", "conversationId": "chat-1"})
-    print(json.dumps(r.json(), indent=1, default=str))
-    r = api.post("/context/bootstrap", owner, {})
-    print(json.dumps(r.json(), indent=1, default=str))
-    r = api.post("/query/day", owner, {"date": "2026-04-22", "includeFormattedResult": True})
-    print(json.dumps(r.json(), indent=1, default=str))
-    r = api.post("/query/search", owner, {"query": ""})
-    print(r.status_code, r.json())
-    r = api.post("/query/search", owner, {"query": "x", "limit": 0, "bogus": 1})
-    print(r.status_code, r.json())
-    r = api.post("/query/search", owner, {"query": "x", "since": "nope"})
-    print(r.status_code, r.json())
-    r = api.post("/query/day", owner, {"date": "2026-02-30", "timeZone": "Mars/Base"})
-    print(r.status_code, r.json())
-    r = api.post("/query/recent-changes", owner, {"cursor": "zzz"})
-    print(r.status_code, r.json())
-    r = api.post("/query/search", owner, {"query": "x"}, headers={"X-Memory-Access-Scope": "bogus"})
-    print(r.status_code, r.json())
+def remember(owner: User, statement: str, **fields: Any) -> Claim:
+    """A claim with a vector of the active model, as the pipeline stores one."""
+    embedder = get_embedder()
+    vector = embedder.embed_documents([statement])[0]
+    return ClaimFactory.create(
+        owner=owner, statement=statement, embedding=vector, embedding_model=embedder.model_id, **fields
+    )
+
+
+def found(api: Api, persona: Persona, query: str, **options: Any) -> list[dict[str, Any]]:
+    response = api.post("/query/search", persona, {"query": query, **options})
+    assert response.status_code == 200, response.content
+    return list(response.json()["searchResults"])
+
+
+def claim_texts(results: list[dict[str, Any]]) -> list[str]:
+    return [result["text"] for result in results if result["type"] == "claim"]
+
+
+def say(api: Api, persona: Persona, conversation: str, text: str) -> None:
+    body = {"conversation": {"id": conversation, "messages": [
+        {"id": "m1", "role": "user", "content": text, "timestamp": "2026-04-22T09:00:00Z"},
+    ]}}  # fmt: skip
+    run_operation(api.post("/ingest/conversation", persona, body).json()["operationId"])
+
+
+def test_an_exact_keyword_match_ranks_first(api: Api, owner: Persona, alice: User) -> None:
+    for statement in [
+        "Anna's birthday party is next Saturday.",
+        "Prefers chocolate cake on birthdays.",
+        "Marcel's birthday is on 12 May.",
+        "Celebrates birthdays with a family dinner.",
+    ]:
+        remember(alice, statement)
+    first = found(api, owner, "When is Marcel's birthday?")[0]
+    assert first["text"] == "Marcel's birthday is on 12 May."
+    assert first["legs"]["keyword"]["rank"] == 1
+
+
+def test_a_paraphrase_without_shared_words_is_found_through_the_vector_leg(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    for statement in ["Prefers morning meetings.", "Works at Globex.", "Allergic to peanuts.", "Lives in Utrecht."]:
+        remember(alice, statement)
+    # "nuts" and "peanuts" share no word or stem: only the meaning connects them.
+    first = found(api, owner, "Which nuts should I avoid?")[0]
+    assert first["text"] == "Allergic to peanuts."
+    assert list(first["legs"]) == ["vector"]
+    assert first["legs"]["vector"]["rank"] == 1
+
+
+def test_recency_breaks_a_tie_between_two_equal_matches(api: Api, owner: Persona, alice: User) -> None:
+    now = timezone.now()
+    # Ids chosen so that the older claim wins the ordering by id when relevance ties.
+    older = remember(alice, "Team standup starts at 9:30.", id="claim_0a", stated_at=now - timedelta(days=300))
+    newer = remember(alice, "Team standup starts at 9:30.", id="claim_0b", stated_at=now - timedelta(days=2))
+    first, second = found(api, owner, "standup")[:2]
+    assert [first["id"], second["id"]] == [newer.pk, older.pk]
+    assert first["legs"]["keyword"]["score"] == second["legs"]["keyword"]["score"]
+    assert (first["legs"]["keyword"]["rank"], second["legs"]["keyword"]["rank"]) == (2, 1)
+    assert first["boosts"]["recency"] > second["boosts"]["recency"]
+
+
+def test_a_pinned_claim_outranks_an_equal_unpinned_one(api: Api, owner: Persona, alice: User) -> None:
+    stated = timezone.now() - timedelta(days=10)
+    plain = remember(alice, "Always book aisle seats.", id="claim_0a", stated_at=stated)
+    pinned = remember(alice, "Always book aisle seats.", id="claim_0b", stated_at=stated, pinned=True)
+    first, second = found(api, owner, "aisle seats")[:2]
+    assert [first["id"], second["id"]] == [pinned.pk, plain.pk]
+    assert (first["pinned"], second["pinned"]) == (True, False)
+    assert first["boosts"]["pinned"] == 0.1
+    assert "pinned" not in second["boosts"]
+
+
+def test_the_named_conversation_lifts_its_memories(api: Api, owner: Persona) -> None:
+    say(api, owner, "chat-a", "I like strong coffee.")
+    say(api, owner, "chat-b", "I love iced coffee.")
+
+    def ranking(conversation: str) -> list[tuple[str, float]]:
+        results = found(api, owner, "coffee", conversationId=conversation)
+        return [(result["text"], result["boosts"].get("conversation", 0)) for result in results]
+
+    assert ranking("chat-a") == [("Likes strong coffee.", 0.1), ("Loves iced coffee.", 0)]
+    assert ranking("chat-b") == [("Loves iced coffee.", 0.1), ("Likes strong coffee.", 0)]
+
+
+def test_excluded_node_types_drop_the_claims_about_such_nodes(api: Api, owner: Persona, alice: User) -> None:
+    marcel = NodeFactory.create(owner=alice, type="Person", label="Marcel")
+    groceries = NodeFactory.create(owner=alice, type="Task", label="Groceries")
+    remember(alice, "Marcel drinks green tea.", subject=marcel)
+    remember(alice, "Buy green tea.", subject=groceries)
+    remember(alice, "Prefers green tea in the afternoon.")
+
+    def about_tea(excluded: list[str]) -> list[str]:
+        return sorted(claim_texts(found(api, owner, "green tea", excludeNodeTypes=excluded)))
+
+    assert about_tea([]) == ["Buy green tea.", "Marcel drinks green tea.", "Prefers green tea in the afternoon."]
+    assert about_tea(["Person"]) == ["Buy green tea.", "Prefers green tea in the afternoon."]
+    assert about_tea(["Person", "Task"]) == ["Prefers green tea in the afternoon."]
+
+
+def test_since_and_recent_only_keep_memories_of_the_window(api: Api, owner: Persona, alice: User) -> None:
+    now = timezone.now()
+    remember(alice, "Cycled to the harbour.", stated_at=now - timedelta(days=30))
+    remember(alice, "Cycled to the dunes.", stated_at=now - timedelta(days=3))
+    remember(alice, "Cycled to the office.")  # no stated_at: its time is when it was recorded, now
+
+    def cycled(**window: Any) -> list[str]:
+        return sorted(claim_texts(found(api, owner, "cycled", **window)))
+
+    everything = ["Cycled to the dunes.", "Cycled to the harbour.", "Cycled to the office."]
+    assert cycled() == everything
+    assert cycled(since=(now - timedelta(days=60)).isoformat()) == everything
+    assert cycled(recentOnly=True) == ["Cycled to the dunes.", "Cycled to the office."]
+    assert cycled(since=(now - timedelta(days=10)).isoformat()) == ["Cycled to the dunes.", "Cycled to the office."]
+    # Both given: the later start wins.
+    assert cycled(since=(now - timedelta(days=1)).isoformat(), recentOnly=True) == ["Cycled to the office."]
+
+
+def test_vectors_of_another_model_are_never_compared(api: Api, owner: Persona, alice: User) -> None:
+    embedder = get_embedder()
+    remember(alice, "Allergic to peanuts.")
+    # A vector identical to the query's own: if it were ever compared it would be the best match there is.
+    ClaimFactory.create(
+        owner=alice, statement="Allergic to shellfish.", embedding_model="another-model@1",
+        embedding=embedder.embed_query("Which nuts should I avoid?"),
+    )  # fmt: skip
+    ClaimFactory.create(
+        owner=alice, statement="Allergic to shellfish and squid.", embedding_model="embeddinggemma",
+        embedding=[0.03] * 768,
+    )  # fmt: skip
+    assert claim_texts(found(api, owner, "Which nuts should I avoid?")) == ["Allergic to peanuts."]
+    by_keyword = [r for r in found(api, owner, "shellfish") if r["text"].startswith("Allergic to shellfish")]
+    assert [(r["text"], list(r["legs"])) for r in by_keyword] == [
+        ("Allergic to shellfish.", ["keyword"]),
+        ("Allergic to shellfish and squid.", ["keyword"]),
+    ]
+
+
+def test_claims_that_are_no_longer_current_never_come_back(api: Api, owner: Persona, alice: User) -> None:
+    for status in ["superseded", "retracted", "expired", "quarantined", "suggested"]:
+        remember(alice, f"Lives in Utrecht ({status}).", status=status)
+    remember(alice, "Lives in Utrecht (past its expiry).", expires_at=timezone.now() - timedelta(hours=1))
+    remember(alice, "Lives in Utrecht (current).", expires_at=timezone.now() + timedelta(days=1))
+    assert claim_texts(found(api, owner, "Where do I live? Utrecht")) == ["Lives in Utrecht (current)."]
+    recalled = api.post("/recall", owner, {"query": "Utrecht"}).json()["memories"]
+    assert claim_texts(recalled) == ["Lives in Utrecht (current)."]
+
+
+def test_every_result_carries_legs_evidence_status_and_pinned(api: Api, owner: Persona) -> None:
+    say(api, owner, "chat", "I prefer window seats on long flights.")
+    message = Source.objects.get(kind="message", message_id="m1")
+    results = found(api, owner, "window seats")
+    first = results[0]
+    assert (first["type"], first["text"], first["status"], first["pinned"]) == (
+        "claim", "Prefers window seats on long flights.", "active", False,
+    )  # fmt: skip
+    assert first["evidence"] == [
+        {
+            "sourceId": message.pk,
+            "excerpt": "I prefer window seats on long flights.",
+            "messageId": "m1",
+            "authoredAt": "2026-04-22T09:00:00Z",
+        }
+    ]
+    # The message the claim was drawn from is folded into it rather than listed again.
+    assert {"keyword", "vector", "evidence.keyword", "evidence.vector"} <= set(first["legs"])
+    assert [r for r in results if r["type"] == "chunk" and r["evidence"][0]["sourceId"] == message.pk] == []
+    for result in results:
+        assert result["legs"], result
+        assert {"status", "pinned", "evidence", "legs"} <= set(result), result
+        if result["type"] in ("claim", "chunk"):
+            assert set(result["evidence"][0]) == {"sourceId", "excerpt", "messageId", "authoredAt"}
+
+
+def test_a_search_costs_the_same_queries_for_2_or_20_matches(alice: User) -> None:
+    access = access_for_user(user=alice)
+    conversation = ConversationIn(id="chat", messages=[MessageIn(id="m1", role="user", content="Tea notes.")])
+    ingest_conversation(access=access, conversation=conversation)
+    message = Source.objects.get(kind="message")
+    marcel = NodeFactory.create(owner=alice, type="Person", label="Marcel")
+
+    def add_claims(count: int) -> None:
+        for n in range(count):
+            claim = remember(alice, f"Marcel likes tea blend {Claim.objects.count()}.", subject=marcel)
+            Evidence.objects.create(owner=alice, claim=claim, source=message, excerpt="Tea notes.", message_id="m1")
+
+    def queries_for_search() -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as captured:
+            results = search(access, SearchRequest(query="tea", limit=50))
+        return len([r for r in results if r.type == "claim"]), len(captured.captured_queries)
+
+    add_claims(2)
+    few, few_queries = queries_for_search()
+    add_claims(18)
+    many, many_queries = queries_for_search()
+    assert (few, many) == (2, 20)
+    assert few_queries == many_queries <= 25

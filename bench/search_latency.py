@@ -1,0 +1,535 @@
+"""Search latency at 10,000 and 100,000 claims: in-process (the search service) and over HTTP (/query/search).
+
+    .venv/bin/python bench/search_latency.py [--sizes 10000 100000] [--reuse] [--queries 200] [--rounds 3]
+
+Each size lives in a data directory of its own (MEMORY_DATA_DIR, default var/bench-search, then claims-<N>),
+so one size never shares tables or indexes with another. Its one user has one partition holding N generated
+claims: varied statements about a few hundred people and projects, each with a subject node (Person, Project or
+the Self node), a kind, an importance, stated_at spread over two years, one evidence row pointing at a
+conversation source, and a real MiniLM vector. The chunk table stays empty: claims are what is measured.
+Vectors are cached in the base directory (vectors.npy), so a larger size embeds only the statements it adds.
+Without --reuse a size's memory tables are emptied and built again (bulk inserts, indexes rebuilt after).
+
+Then ~200 queries (exact words, paraphrased questions, names) are timed for several rounds after a warm-up:
+search() in-process with both legs, keyword only and vector only, then POST /query/search against a real
+uvicorn on a free loopback port. Also printed: where the time of a hybrid search goes, per leg, and EXPLAIN
+(ANALYZE, BUFFERS) of the claim legs, exactly as search() sent them. Ends with a Markdown table for
+docs/benchmarks.md. Percentiles are per round; the table gives the median over rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+SEED = 20_250_301  # fixed: every run and every size generates the same statements and queries
+USERNAME = "bench-search"
+BULK_INDEXES = ("claim_embedding_minilm_hnsw", "claim_search_vector")  # dropped for the load, then rebuilt
+CONVERSATION_CLAIMS = 40  # claims drawn from one conversation source
+WARM_UP = 20
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+_FIRST = _words(
+    "Priya Tom Alice Bob Marta Yusuf Lena Kenji Sofia Omar Ines Raj Chloe Diego Hannah Mateo Aisha Lars "
+    "Nora Felix Zara Ivan Elena Malik Julia Ravi Sara Pedro Mei Jonas Amara Luca Freya Hugo Leila Noah "
+    "Ada Theo Yara Emil Rosa Kofi Vera Sam Anton Maya Kai Lotte Ben Greta"
+)
+_LAST = _words(
+    "Shah Berg Novak Okafor Tanaka Silva Weber Haddad Kowalski Laurent Moreau Jansen Costa Ali Fischer "
+    "Rossi Dubois Nakamura Pereira Larsen Ivanova Mensah Kaur Schmidt Garcia Olsen Petrov Chen Bakker "
+    "Osei"
+)
+_NAMES = [f"{first} {last}" for first in _FIRST for last in _LAST]
+PEOPLE = random.Random(SEED).sample(_NAMES, 300)  # noqa: S311 (reproducible test data, not secrets)
+PROJECTS = _words(
+    "Falcon Atlas Juniper Nimbus Orca Aurora Basalt Cobalt Delta Ember Fjord Granite Harbor Iris Jade "
+    "Kestrel Lumen Magnolia Nova Onyx Pinecone Quartz Raven Sierra Tundra Umbra Vortex Willow Xenon "
+    "Yarrow Zephyr Acorn Beacon Cedar Dune Echo Flint Glacier Helix Indigo Jasper Kite Lotus Meridian "
+    "Nebula Oasis Prism Quill Ripple Saffron Tidal Unity Vega Wren Yonder Zenith Bramble Comet Drift "
+    "Everest"
+)
+
+# (kind, subject slot, template): the subject slot names the claim's subject node ("self": the Self node).
+_TEMPLATES = [
+    ("fact", "person", "{person} moved to {city} {when}."),
+    ("fact", "person", "{person} is allergic to {allergen}."),
+    ("task_status", "self", "Remind me to {chore} {when}."),
+    ("preference", "person", "{person} prefers {drink} over {other_drink}, except {when}."),
+    ("decision", "project", "The {meeting} for {project} was moved to {when} because {reason}."),
+    ("fact", "person", "{person} started learning {hobby} {when} and practises {count} times a week."),
+    ("project_context", "project", "Project {project} ships in Q{quarter} if {condition}."),
+    ("fact", "person", "{person} said the {event} costs about {amount} euros, {comparison} than we planned."),
+    ("agreement", "person", "We agreed that {person} owns the {work} for {project} until {deadline}."),
+    ("preference", "person", "{person} {feeling} {dislike}."),
+    ("note", "person", "{person} asked for the {work} notes before the {meeting}."),
+    ("fact", "person", "{person} will be in {city} for the {event} {when}; book a table near the station."),
+    ("preference", "self", "I prefer {drink} in the morning and {other_drink} after {hour}."),
+    ("rule", "self", "Never schedule a {meeting} before {hour} on {weekday}s."),
+    ("incident", "project", "The {system} of {project} went down {when} after {cause}."),
+    ("decision", "project", "We decided to use {tech} for the {work} in {project}."),
+    ("fact", "person", "{person}'s birthday is on {month} {day}."),
+    ("fact", "person", "{person} works at {company} as a {role}."),
+    ("working_context", "project", "Currently debugging the {system} of {project}; the {tech} logs point at {cause}."),
+    ("handoff", "project", "Handoff for {project}: {person} picks up the {work} {when}."),
+    ("fact", "self", "My {relative} lives in {city} and visits {when}."),
+    ("preference", "person", "{person} likes {cuisine} food, especially {dish}."),
+    ("task_status", "project", "The {work} for {project} is {status}."),
+    ("fact", "person", "{person} has {count} kids and a dog called {pet}."),
+    ("note", "self", "Book {event} tickets for {person} before {month}."),
+    ("fact", "person", "{person} recommended the book '{book}' {when}."),
+    ("incident", "self", "I missed the {meeting} {when} because {reason}."),
+    ("agreement", "project", "{company} agreed to pay {amount} euros for {project} by {deadline}."),
+]
+_SLOTS: dict[str, list[str]] = {
+    "person": PEOPLE, "project": PROJECTS,
+    "city": _words(
+        "Berlin Lisbon Osaka Toronto Nairobi Montreal Porto Seoul Utrecht Ghent Krakow Lyon Bilbao Accra "
+        "Lima Oslo Tallinn Bergen Kyoto Hanoi Austin Denver Dublin Leeds Malmo Turin Zagreb Vilnius Quito "
+        "Perth"
+    ),
+    "when": ["yesterday", "last week", "on Monday", "every morning", "since 2019", "in March", "tonight",
+             "next Friday", "after the holidays", "this weekend", "two weeks ago", "at the end of the month"],
+    "allergen": ["peanuts", "cats", "penicillin", "pollen", "shellfish", "latex", "gluten", "bee stings"],
+    "chore": ["call the dentist", "renew my passport", "water the plants", "pay rent", "back up the laptop",
+              "cancel the gym", "file the taxes", "order printer ink", "book the car service"],
+    "drink": ["tea", "coffee", "sparkling water", "oat milk", "green tea", "espresso"],
+    "other_drink": ["juice", "beer", "soda", "red wine", "kombucha", "herbal tea"],
+    "meeting": ["budget review", "design sync", "offsite", "launch review", "one-on-one", "standup", "retro"],
+    "reason": ["the numbers are late", "half the team is away", "legal needs another pass", "the room is booked",
+               "the train was cancelled", "the client rescheduled"],
+    "hobby": ["Japanese", "the cello", "Rust", "pottery", "chess", "bouldering", "sailing", "watercolour"],
+    "count": ["two", "three", "four", "five"],
+    "quarter": ["1", "2", "3", "4"],
+    "condition": ["the API freeze holds", "QA signs off", "the vendor delivers on time", "hiring goes to plan"],
+    "event": ["wedding", "conference", "birthday party", "move", "school trip", "concert", "marathon"],
+    "amount": [str(hundreds * 100) for hundreds in range(2, 90)],
+    "comparison": ["more", "less"],
+    "work": ["hiring plan", "roadmap", "database migration", "quarterly report", "security audit", "onboarding docs",
+             "pricing page", "data export"],
+    "deadline": ["the end of the quarter", "the reorg", "the board meeting", "the summer break", "the launch"],
+    "feeling": ["hates", "loves", "cannot stand", "is fine with"],
+    "dislike": ["early meetings", "spicy food", "long flights", "jazz", "open-plan offices", "video calls"],
+    "hour": ["9am", "10am", "noon", "3pm", "6pm"],
+    "weekday": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"],
+    "system": ["billing service", "search index", "login flow", "nightly export", "mobile app", "payment webhook"],
+    "cause": ["a bad deploy", "an expired certificate", "a full disk", "a schema change", "a DNS change"],
+    "tech": ["PostgreSQL", "Redis", "Kafka", "Django", "React", "Terraform", "Celery", "SQLite"],
+    "month": _words(
+        "January February March April May June July August September October November December"
+    ),
+    "day": [str(day) for day in range(1, 29)],
+    "company": ["Acme", "Globex", "Initech", "Umbrella Health", "Stark Logistics", "Wayne Foods", "Hooli"],
+    "role": ["designer", "data engineer", "product manager", "nurse", "teacher", "accountant", "architect"],
+    "relative": ["sister", "brother", "mother", "father", "aunt", "cousin", "grandmother"],
+    "cuisine": ["Thai", "Italian", "Ethiopian", "Mexican", "Korean", "Lebanese"],
+    "dish": ["dumplings", "risotto", "tacos", "curry", "falafel", "ramen", "paella"],
+    "status": ["blocked on legal", "done", "in review", "waiting for budget", "half finished"],
+    "pet": ["Biscuit", "Luna", "Pepper", "Mochi", "Rex", "Olive"],
+    "book": ["Thinking in Systems", "The Mythical Man-Month", "Piranesi", "Educated", "Dune", "Deep Work"],
+}  # fmt: skip
+_QUESTIONS = [
+    "where does {person} live now?", "what is {person} allergic to?", "when does project {project} ship?",
+    "who is responsible for the {work} of {project}?", "what food does {person} like?", "what did we pick for "
+    "{project}?", "why was the {meeting} postponed?", "what do I have to do {when}?", "what does {person} do for a "
+    "living?", "when is {person}'s birthday?", "how much does the {event} cost?", "what went wrong with {project}?",
+    "what does {person} like to drink?", "which book did {person} recommend?", "what is the status of the {work}?",
+]  # fmt: skip
+Statement = tuple[str, str, str, str]  # text, kind, subject type, subject label
+
+
+def statements(count: int) -> list[Statement]:
+    """The first `count` distinct statements of the fixed sequence: a larger count extends a smaller one."""
+    rng = random.Random(SEED)  # noqa: S311 (reproducible test data, not secrets)
+    seen: dict[str, Statement] = {}
+    while len(seen) < count:
+        kind, subject, template = rng.choice(_TEMPLATES)
+        values = {slot: rng.choice(choices) for slot, choices in _SLOTS.items()}
+        text = template.format(**values)
+        label = {"person": values["person"], "project": values["project"], "self": "me"}[subject]
+        seen.setdefault(text, (text, kind, {"person": "Person", "project": "Project"}.get(subject, "Self"), label))
+    return list(seen.values())
+
+
+def queries(count: int, pool: list[Statement]) -> list[str]:
+    """A third each: words of a stored statement as written, a paraphrased question, a name."""
+    rng = random.Random(SEED + 1)  # noqa: S311 (reproducible test data, not secrets)
+    asked = []
+    for index in range(count):
+        if index % 3 == 0:
+            words = [w.strip(".,;'") for w in rng.choice(pool)[0].split() if len(w.strip(".,;'")) > 3]
+            start = rng.randrange(max(1, len(words) - 2))
+            asked.append(" ".join(words[start : start + rng.choice((2, 3, 4))]))
+        elif index % 3 == 1:
+            asked.append(rng.choice(_QUESTIONS).format(**{slot: rng.choice(c) for slot, c in _SLOTS.items()}))
+        else:
+            asked.append(rng.choice([rng.choice(PEOPLE), f"project {rng.choice(PROJECTS)}", rng.choice(_FIRST)]))
+    return asked
+
+
+def cached_vectors(texts: list[str], base: Path) -> Any:
+    """MiniLM vectors of `texts`, embedding only those the cache in `base` does not hold yet."""
+    import numpy as np
+
+    from memory.embeddings import get_embedder
+
+    vectors_path, texts_path = base / "vectors.npy", base / "vectors.json"
+    known = json.loads(texts_path.read_text()) if texts_path.exists() else []
+    cached = np.load(vectors_path) if known else np.zeros((0, 384), dtype=np.float32)
+    if known[: len(texts)] != texts[: len(known)]:
+        known, cached = [], np.zeros((0, 384), dtype=np.float32)  # generated by another version: start over
+    missing = texts[len(known) :]
+    if missing:
+        embedder, began, done = get_embedder(), time.perf_counter(), []
+        for start in range(0, len(missing), 4096):
+            done += embedder.embed_documents(missing[start : start + 4096])  # batches of EMBEDDING_BATCH_SIZE (64)
+            print(f"  embedded {len(done)}/{len(missing)}", end="\r", flush=True)
+        spent = time.perf_counter() - began
+        print(f"embedded {len(missing)} statements in {spent:.0f} s ({len(missing) / spent:.0f}/s), all distinct")
+        cached = np.concatenate([cached, np.asarray(done, dtype=np.float32)])
+        np.save(vectors_path, cached)
+        texts_path.write_text(json.dumps(texts[: len(cached)]))
+    return cached[: len(texts)]
+
+
+def build(size: int, base: Path) -> None:
+    """Empty this size's memory tables and load `size` claims with their nodes, sources and evidence."""
+    from django.db import connection
+
+    from memory.embeddings import get_embedder
+    from memory.ids import new_id
+    from memory.models import Claim, Evidence, Node, Partition, Source, User
+
+    rows = statements(size)
+    vectors = cached_vectors([row[0] for row in rows], base)
+    began = time.perf_counter()
+    with connection.cursor() as cursor:
+        # This data directory belongs to the benchmark alone.
+        cursor.execute("TRUNCATE memory_evidence, memory_claim, memory_node, memory_source CASCADE")
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [list(BULK_INDEXES)])
+        definitions = [row[0] for row in cursor.fetchall()]
+        for name in BULK_INDEXES:
+            cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    user, _ = User.objects.get_or_create(username=USERNAME, defaults={"first_name": "Bench"})
+    partition = Partition.objects.get(owner=user, key="memory:personal")
+    model_id = get_embedder().model_id
+    labels = [("Person", name) for name in PEOPLE] + [("Project", name) for name in PROJECTS]
+    cards = get_embedder().embed_documents([f"{kind}: {label}" for kind, label in labels])
+    nodes = {("Self", "me"): Node(id=new_id("node"), owner=user, partition=partition, type="Self", label="me",
+                                  is_self=True)}  # fmt: skip
+    for (kind, label), vector in zip(labels, cards, strict=True):
+        nodes[(kind, label)] = Node(id=new_id("node"), owner=user, partition=partition, type=kind, label=label,
+                                    embedding=vector, embedding_model=model_id)  # fmt: skip
+    Node.objects.bulk_create(nodes.values())
+    rng = random.Random(SEED + 2)  # noqa: S311 (reproducible test data, not secrets)
+    start = datetime.now(UTC) - timedelta(days=730)
+    stated = [start + timedelta(days=730 * (index + rng.random()) / size) for index in range(size)]
+    sources = [
+        Source(id=new_id("src"), owner=user, partition=partition, kind="conversation", external_id=f"chat-{n}",
+               title=f"Chat {n}", occurred_at=stated[n * CONVERSATION_CLAIMS])
+        for n in range((size + CONVERSATION_CLAIMS - 1) // CONVERSATION_CLAIMS)
+    ]  # fmt: skip
+    Source.objects.bulk_create(sources, batch_size=2000)
+    for offset in range(0, size, 5000):
+        claims, evidence = [], []
+        for index in range(offset, min(size, offset + 5000)):
+            text, kind, subject_type, label = rows[index]
+            roll = rng.random()
+            claim = Claim(
+                id=new_id("claim"), owner=user, partition=partition, statement=text, kind=kind,
+                subject_id=nodes[(subject_type, label)].pk, stated_at=stated[index],
+                recorded_at=stated[index] + timedelta(minutes=rng.randint(1, 90)),
+                status="superseded" if roll < 0.04 else "retracted" if roll < 0.05 else "active",
+                importance=rng.choices((1, 2, 3, 4, 5), weights=(5, 15, 55, 18, 7))[0], pinned=rng.random() < 0.005,
+                origin="user_stated" if rng.random() < 0.7 else "assistant_inferred", extractor="bench@1",
+                confidence=round(rng.uniform(0.6, 1.0), 2), embedding=vectors[index], embedding_model=model_id,
+            )  # fmt: skip
+            claims.append(claim)
+            evidence.append(Evidence(owner=user, claim_id=claim.pk, source_id=sources[index // CONVERSATION_CLAIMS].pk,
+                                     excerpt=text, message_id=f"m{index % CONVERSATION_CLAIMS}",
+                                     authored_at=stated[index]))  # fmt: skip
+        Claim.objects.bulk_create(claims, batch_size=1000)
+        Evidence.objects.bulk_create(evidence, batch_size=2000)
+        print(f"  inserted {offset + len(claims)}/{size} claims", end="\r", flush=True)
+    inserted = time.perf_counter() - began
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '1GB'")  # the HNSW graph is built in memory
+        for definition in definitions:
+            cursor.execute(definition)
+        cursor.execute("RESET maintenance_work_mem")
+        cursor.execute("VACUUM ANALYZE memory_claim, memory_node, memory_source, memory_evidence")
+    print(f"inserted {size} claims, {len(nodes)} nodes, {len(sources)} sources in {inserted:.0f} s; indexes "
+          f"rebuilt and VACUUM ANALYZE in {time.perf_counter() - began - inserted:.0f} s")  # fmt: skip
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return {"p50": statistics.median(samples), "p95": cuts[94], "p99": cuts[98]}
+
+
+def summary(rounds: list[list[float]]) -> dict[str, float]:
+    """The median over rounds of each round's percentiles, and the spread of p95 across rounds."""
+    each = [percentiles(samples) for samples in rounds]
+    found = {key: statistics.median(p[key] for p in each) for key in ("p50", "p95", "p99")}
+    return found | {"p95_min": min(p["p95"] for p in each), "p95_max": max(p["p95"] for p in each)}
+
+
+def in_process(access: Any, asked: list[str], rounds: int) -> dict[str, list[list[float]]]:
+    from memory.recall.search import SearchRequest, search
+
+    variants = {"hybrid": {}, "keyword only": {"use_vector": False}, "vector only": {"use_keyword": False}}
+    for query in asked[:WARM_UP]:
+        search(access, SearchRequest(query=query))
+    timings: dict[str, list[list[float]]] = defaultdict(list)
+    for _ in range(rounds):
+        for name, options in variants.items():  # interleaved, so a noisy minute hits every variant alike
+            spent = []
+            for query in asked:
+                began = time.perf_counter()
+                search(access, SearchRequest(query=query, **options))  # type: ignore[arg-type]
+                spent.append((time.perf_counter() - began) * 1000)
+            timings[name].append(spent)
+    return timings
+
+
+@contextmanager
+def timed_parts(parts: dict[str, float]) -> Iterator[None]:
+    """Adds the time of each step search() calls (embedding, each leg per corpus, hydration) to `parts`."""
+    from unittest import mock
+
+    from memory.recall import search as module
+
+    def timed(target: Any, name: str, label: Callable[[tuple[Any, ...]], str]) -> Any:
+        original = getattr(target, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                parts[label(args)] = parts.get(label(args), 0.0) + (time.perf_counter() - began) * 1000
+
+        return mock.patch.object(target, name, wrapper)
+
+    with (
+        timed(module, "_embed", lambda args: "embed query"),
+        timed(module, "keyword_hits", lambda args: f"keyword {args[0].name}"),
+        timed(module, "vector_hits", lambda args: f"vector {args[0].name}"),
+        timed(module, "_hydrated", lambda args: "hydrate"),
+        timed(module.bookkeeping, "note_access", lambda args: "access bookkeeping (Redis)"),
+    ):
+        yield
+
+
+def breakdown(access: Any, asked: list[str]) -> dict[str, dict[str, float]]:
+    """Per step of a hybrid search: median and p95 over the queries, plus each query's keyword-claim time."""
+    from memory.recall.search import SearchRequest, search
+
+    per_step: dict[str, list[float]] = defaultdict(list)
+    for query in asked:
+        parts: dict[str, float] = {}
+        with timed_parts(parts):
+            began = time.perf_counter()
+            search(access, SearchRequest(query=query))
+            total = (time.perf_counter() - began) * 1000
+        parts["rest (fusion, boosts)"] = total - sum(parts.values())
+        parts["total"] = total
+        for step, spent in parts.items():
+            per_step[step].append(spent)
+    return {step: percentiles(spent) for step, spent in per_step.items()} | {
+        "_keyword_claim": dict(zip(asked, per_step["keyword claim"], strict=True))
+    }
+
+
+def explain(access: Any, query: str) -> dict[str, str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the claim legs, as search() sent them (captured with their values)."""
+    from django.conf import settings
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.recall.search import SearchRequest, search
+
+    with CaptureQueriesContext(connection) as captured:
+        search(access, SearchRequest(query=query))
+    plans = {}
+    for entry in captured.captured_queries:
+        sql = entry["sql"]
+        if "FROM memory_claim c" not in sql or ("<=>" not in sql and "WITH words" not in sql):
+            continue
+        with transaction.atomic(), connection.cursor() as cursor:  # the vector leg's settings, as legs.py sets them
+            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.SEARCH_EF_SEARCH)])
+            cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+            plans["vector" if "<=>" in sql else "keyword"] = "\n".join(row[0] for row in cursor.fetchall())
+    return plans
+
+
+def over_http(user: Any, asked: list[str], rounds: int) -> list[list[float]]:
+    """Round trips of POST /query/search to a real uvicorn on this data directory."""
+    import socket
+
+    import httpx
+    from django.conf import settings
+
+    from memory.access import Actor
+    from memory.services.tokens import token_issue
+
+    secret = token_issue(
+        actor=Actor.system(), owner=user, label="bench-search", scopes=["read"], rate_limit_per_minute=1_000_000
+    ).secret
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    log = (Path(settings.DATA_DIR) / "uvicorn.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+         "--lifespan", "on", "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    timings = []
+    try:
+        headers = {"Authorization": f"Bearer {secret}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as client:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    if client.get("/healthz").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit(f"uvicorn did not start; see {log.name}")
+                time.sleep(0.25)
+            for query in asked[:WARM_UP]:
+                client.post("/query/search", json={"query": query}).raise_for_status()
+            for _ in range(rounds):
+                spent = []
+                for query in asked:
+                    began = time.perf_counter()
+                    client.post("/query/search", json={"query": query}).raise_for_status()
+                    spent.append((time.perf_counter() - began) * 1000)
+                timings.append(spent)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+    return timings
+
+
+def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, Any]:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+
+    from config.embedded import ensure_started
+    from memory.access import access_for_user
+    from memory.models import Claim, User
+
+    ensure_started(settings.EMBEDDED_RUNTIME)
+    call_command("migrate", verbosity=0)
+    user = User.objects.filter(username=USERNAME).first()
+    if not (options.reuse and user and Claim.objects.filter(owner=user).count() == size):
+        build(size, base)
+        user = User.objects.get(username=USERNAME)
+    access = access_for_user(user=user)
+    asked = queries(options.queries, statements(min(size, 10_000)))
+    load = os.getloadavg()[0]
+    timings = dict(in_process(access, asked, options.rounds))
+    parts = breakdown(access, asked)
+    timings["HTTP POST /query/search"] = over_http(user, asked, options.rounds)
+    slowest = max(parts.pop("_keyword_claim").items(), key=lambda item: item[1])
+    plans = {query: explain(access, query) for query in (asked[1], slowest[0])}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')")
+        postgres, pgvector = cursor.fetchone() or ("", "")
+    return {"size": size, "timings": {name: summary(rounds) for name, rounds in timings.items()}, "parts": parts,
+            "plans": plans, "load": [load, os.getloadavg()[0]], "postgres": postgres.split(" on ")[0],
+            "pgvector": pgvector, "slowest": slowest}  # fmt: skip
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())  # fmt: skip
+    kib = int(Path("/proc/meminfo").read_text().split()[1])
+    return f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} cores, {kib / 2**20:.0f} GiB RAM"
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    for result in results:
+        print(f"\n## {result['size']:,} claims (load average {result['load'][0]:.2f} -> {result['load'][1]:.2f})\n")
+        print("Where a hybrid search spends its time (ms over the queries, in-process):\n")
+        print("| step | p50 | p95 |\n|---|---:|---:|")
+        for step, spent in result["parts"].items():
+            print(f"| {step} | {spent['p50']:.1f} | {spent['p95']:.1f} |")
+        for query, plans in result["plans"].items():
+            for leg, plan in plans.items():
+                index = "claim_embedding_minilm_hnsw" if leg == "vector" else "claim_search_vector"
+                used = "USES" if index in plan else "does NOT use"
+                print(f"\n### EXPLAIN {leg} leg, claims, query {query!r}: {used} {index}\n\n{plan}")
+        print(f"\nslowest keyword claim leg: {result['slowest'][1]:.1f} ms for {result['slowest'][0]!r}")
+    first = results[0]
+    print(
+        f"\n## Search latency (`bench/search_latency.py`)\n\nMachine: {machine()}, Python "
+        f"{platform.python_version()}, {first['postgres']}, pgvector {first['pgvector']}. One user, one "
+        f"partition; ms, median over rounds of each round's percentile (p95 range across rounds in brackets).\n"
+    )
+    print("| claims | path | p50 | p95 | p99 |\n|---:|---|---:|---:|---:|")
+    for result in results:
+        for name, found in result["timings"].items():
+            path = name if name.startswith("HTTP") else f"in-process search(), {name}"
+            print(f"| {result['size']:,} | {path} | {found['p50']:.1f} | {found['p95']:.1f} "
+                  f"({found['p95_min']:.1f}-{found['p95_max']:.1f}) | {found['p99']:.1f} |")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--reuse", action="store_true", help="measure the data built by an earlier run")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--one-size", type=int, help=argparse.SUPPRESS)  # a child: this size's data directory
+    options = parser.parse_args()
+    base = Path(os.environ.get("MEMORY_DATA_DIR", "") or ROOT / "var" / "bench-search").resolve()
+    if options.one_size:
+        result = run_size(options.one_size, base.parent, options)
+        (base / "result.json").write_text(json.dumps(result, default=str))
+        return
+    base.mkdir(parents=True, exist_ok=True)
+    results = []
+    for size in options.sizes:
+        # One process per size: Django settings (the data directory) are fixed once a process has set up.
+        environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+        environment["MEMORY_DATA_DIR"] = str(base / f"claims-{size}")
+        arguments = ["--one-size", str(size), "--queries", str(options.queries), "--rounds", str(options.rounds)]
+        subprocess.run([sys.executable, __file__, *arguments, *(["--reuse"] if options.reuse else [])],
+                       env=environment, check=True)  # fmt: skip
+        results.append(json.loads((base / f"claims-{size}" / "result.json").read_text()))
+    report(results)
+
+
+if __name__ == "__main__":
+    main()
