@@ -63,9 +63,9 @@ def evidence_line(result: Any) -> str:
     for ref in result.evidence[:2]:
         message = f" message {ref['messageId']}" if ref.get("messageId") else ""
         refs.append(f"source {ref['sourceId']}{message}")
-    about = f" (about {result.node['label']})" if result.node and result.type == "claim" else ""
+    about = result.node["label"] if result.node and result.type == "claim" and result.node["type"] != "Self" else ""
     provenance = "; ".join([", ".join(facts), *refs])
-    return f"- {text(result.text)}{text(about)} [{text(provenance)}]"
+    return f"- {text(result.text)}{f' (about {text(about)})' if about else ''} [{text(provenance)}]"
 
 
 def commitment_line(item: CommitmentLine) -> str:
