@@ -39,6 +39,15 @@ class RecallIn(RequestSerializer):
     assistantId = serializers.CharField(max_length=200, required=False, help_text="Which assistant asks.")
 
 
+# Far enough from date.max that a day's end and a digest's horizon still exist.
+LAST_DAY = date(9999, 9, 30)
+
+
+def a_day(value: date) -> None:
+    if value > LAST_DAY:
+        raise serializers.ValidationError(f"Dates after {LAST_DAY.isoformat()} are not supported.")
+
+
 class SearchIn(RecallIn):
     query = serializers.CharField(max_length=4000, trim_whitespace=True)
     limit = serializers.IntegerField(default=8, min_value=1, max_value=MAX_LIMIT)
@@ -121,17 +130,19 @@ class StewardRecall(Endpoint):
 
 class QueryAtlas(Endpoint):
     """Stable personal context for a session's start (pinned claims, what the user said about themselves,
-    current context), within ATLAS_MAX_CHARS. Put it in a system or developer block, not in the user message."""
+    current context), within ATLAS_MAX_CHARS. Put it in a system or developer block, not in the user message;
+    `formattedResult` is the same text escaped inside the prompt contract."""
 
     tool = "query.atlas"
     request_serializer = RecallIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        return {"atlas": atlas(access)}
+        text = atlas(access)
+        return {"atlas": text, "formattedResult": render_memory(atlas=text)}
 
 
 class DayIn(RecallIn):
-    date = serializers.DateField()
+    date = serializers.DateField(validators=[a_day])
     timeZone = TimeZoneField(max_length=64, required=False, default=settings.TIME_ZONE)
     includeFormattedResult = serializers.BooleanField(default=False)
 
@@ -236,7 +247,7 @@ class ContextBootstrap(Endpoint):
 
 
 class DigestIn(RecallIn):
-    date = serializers.DateField()
+    date = serializers.DateField(validators=[a_day])
     timeZone = TimeZoneField(max_length=64)
     since = serializers.DateTimeField(required=False)
     upcomingWithinDays = serializers.IntegerField(default=7, min_value=0, max_value=90)

@@ -187,6 +187,12 @@ class Claim(models.Model):
             models.CheckConstraint(
                 condition=models.Q(importance__gte=1, importance__lte=5), name="claim_importance_1_to_5"
             ),
+            # seeds/000: a Task has exactly one active status (commitments.services.status_set keeps it so).
+            models.UniqueConstraint(
+                fields=["subject"],
+                condition=models.Q(predicate="HAS_TASK_STATUS", status="active"),
+                name="claim_one_active_task_status",
+            ),
             models.CheckConstraint(
                 condition=models.Q(confidence__gte=0, confidence__lte=1), name="claim_confidence_0_to_1"
             ),

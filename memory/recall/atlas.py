@@ -27,14 +27,14 @@ CACHE_SECONDS = 24 * 3600
 
 
 def current_claims(access: Access) -> QuerySet[Claim]:
-    """Active, unexpired personal claims in the partitions this request reads."""
+    """Active personal claims in the partitions this request reads, unexpired or pinned."""
     now = timezone.now()
     return (
         Claim.objects.filter(
             owner=access.user, partition__in=access.read_partitions, status=ClaimStatus.ACTIVE,
             scope=SourceScope.PERSONAL,
         )
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now) | Q(pinned=True))  # pinned never expire
         .defer("embedding", "search_vector")
     )  # fmt: skip
 

@@ -3,7 +3,7 @@
 Each corpus names its table, the filters that keep a row in reach (owner, partitions, scope, liveness, time
 window, node types) and the time a row is "from". The filters are fixed SQL text; every value is a parameter.
 
-- Keyword: rows matching any query word as written or stemmed (`websearch_to_tsquery`, GIN), scored
+- Keyword: rows matching any query word as written or stemmed (`plainto_tsquery` per word, GIN), scored
   Σ idf(word) · ts_rank(row, word), where idf = ln(1 + (N - df + 0.5) / (df + 0.5)) over the rows in reach:
   BM25's weighting, so a rare name counts far more than a word every row has.
 - Vector: cosine distance on the per-model HNSW expression index `(embedding::vector(D))`, rows of the
@@ -19,13 +19,16 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from memory.recall.terms import any_of
-
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
 DF_CAP = 20_000
 # A word matches as written or by its English stem, like the text was indexed (memory.models.search).
-WORD_QUERY = "(plainto_tsquery('simple', t.word) || plainto_tsquery('english', t.word))"
-ANY_QUERY = "(websearch_to_tsquery('simple', %(match)s) || websearch_to_tsquery('english', %(match)s))"
+# plainto_tsquery, not websearch_to_tsquery: a stored "-1234" must not read as "not 1234".
+WORD_QUERY = "(plainto_tsquery('simple', {word}) || plainto_tsquery('english', {word}))"
+
+
+def _any_word(count: int) -> str:
+    """Matches rows with any of the query words (%(w0)s, %(w1)s, ...), through the GIN index."""
+    return "(" + " || ".join(WORD_QUERY.format(word=f"%(w{n})s") for n in range(count)) + ")"
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ CLAIMS = Corpus(
     table="memory_claim c",
     filters=(
         "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.status = 'active'"
-        " AND c.scope = %(scope)s AND (c.expires_at IS NULL OR c.expires_at > now())"
+        " AND c.scope = %(scope)s AND (c.expires_at IS NULL OR c.expires_at > now() OR c.pinned)"
         " AND NOT EXISTS (SELECT 1 FROM memory_node n WHERE n.id = c.subject_id AND n.type = ANY(%(excluded)s))"
     ),
     time="COALESCE(c.stated_at, c.recorded_at)",
@@ -87,7 +90,7 @@ def keyword_hits(
         WITH words AS MATERIALIZED (
             SELECT w.word, w.q, (SELECT count(*) FROM (SELECT 1 FROM {corpus.table}
                                   WHERE {where} AND c.search_vector @@ w.q LIMIT {DF_CAP}) m) AS df
-            FROM (SELECT t.word, {WORD_QUERY} AS q FROM unnest(%(terms)s::text[]) AS t(word)) w
+            FROM (SELECT t.word, {WORD_QUERY.format(word="t.word")} AS q FROM unnest(%(terms)s::text[]) AS t(word)) w
         ), total AS MATERIALIZED (
             SELECT count(*) AS n FROM (SELECT 1 FROM {corpus.table} WHERE {where} LIMIT {DF_CAP * 5}) m
         ), weighted AS MATERIALIZED (
@@ -97,11 +100,12 @@ def keyword_hits(
         SELECT c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
                       WHERE c.search_vector @@ w.q) AS score
         FROM {corpus.table}
-        WHERE {where} AND c.search_vector @@ {ANY_QUERY}
+        WHERE {where} AND c.search_vector @@ {_any_word(len(terms))}
         ORDER BY score DESC, c.id
         LIMIT %(limit)s
     """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-    values = params | {"terms": terms, "match": any_of(terms), "since": since, "limit": limit}
+    words = {f"w{n}": word for n, word in enumerate(terms)}
+    values = params | words | {"terms": terms, "since": since, "limit": limit}
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         return [Hit(corpus.name, row[0], float(row[1] or 0)) for row in cursor.fetchall()]
@@ -126,4 +130,6 @@ def vector_hits(
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.SEARCH_EF_SEARCH)])
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         cursor.execute(sql, values)
-        return [Hit(corpus.name, row[0], float(row[1])) for row in cursor.fetchall()]
+        # Below the floor a "nearest" row is not related at all; it would only fill the answer.
+        floor = settings.SEARCH_MIN_SIMILARITY
+        return [Hit(corpus.name, row[0], float(row[1])) for row in cursor.fetchall() if float(row[1]) >= floor]

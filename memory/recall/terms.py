@@ -1,16 +1,16 @@
 """Query words for the keyword leg: the words of a question that can tell memories apart.
 
-Stored text is indexed with PostgreSQL's `simple` configuration (lower-cased, no stemming, so Dutch and
-English behave alike); query words are cut the same way and stop words of both languages are dropped, since
-with no stop list of its own `simple` would let "did" and "the" match everything.
+Stored text is indexed by PostgreSQL's parser (`simple`: lower-cased, as written; and `english` stems). The
+query is cut by that same parser, so identifiers keep the shape they were stored in ("ABC-1234" is `abc`
+and `-1234`, "4.12" and "billing@acme.test" stay whole), and stop words of English and Dutch are dropped,
+since with no stop list of its own `simple` would let "did" and "the" match everything.
 """
 
 from __future__ import annotations
 
-import re
+from django.db import connection
 
 MAX_TERMS = 16
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOPWORD_TEXT = """
     a about above after again against all am an and any are aren't as at be because been before being below
     between both but by can can't could couldn't did didn't do does doesn't doing don't down during each few for
@@ -30,14 +30,11 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 def query_terms(text: str) -> list[str]:
-    """Distinct content words of the query, in order, lower-cased; at most MAX_TERMS."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        if word not in STOPWORDS and word not in seen and (len(word) > 1 or word.isdigit()):
-            seen[word] = None
-    return list(seen)[:MAX_TERMS]
-
-
-def any_of(terms: list[str]) -> str:
-    """A `websearch_to_tsquery` text matching any of the terms ("a or b or c")."""
-    return " or ".join(terms)
+    """Distinct content words of the query in the order they appear, as the index parser cuts them; at most
+    MAX_TERMS."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lexeme FROM unnest(to_tsvector('simple', %s)) ORDER BY positions[1], lexeme", [text[:4000]]
+        )
+        words = [row[0] for row in cursor.fetchall()]
+    return [word for word in words if word not in STOPWORDS and (len(word) > 1 or word.isdigit())][:MAX_TERMS]

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from memory.access import Access
 from memory.errors import Conflict, ValidationFailed
-from memory.models import Alias, Claim, Evidence, Node, Scope
+from memory.models import Alias, Claim, ClaimStatus, Evidence, Node, Scope
 from memory.names import normalize_name
 from memory.selectors import claim_revisions, node_for_access
 from memory.services.audit import audit_erase_target, audit_record
@@ -90,6 +91,7 @@ class MergePlan:
     claims: int
     aliases: int
     evidence: int
+    superseded: int  # the source's current single-valued facts the target already has a value for
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -98,7 +100,17 @@ class MergePlan:
             "claims": self.claims,
             "aliases": self.aliases,
             "evidence": self.evidence,
+            "superseded": self.superseded,
         }
+
+
+# A node has one current value of each of these; on a merge the target's value stays current.
+ONE_VALUE_PREDICATES = ("HAS_TASK_STATUS", "DUE_ON", "OWNED_BY", "WORKS_AT", "LIVES_IN")
+
+
+def _displaced(source: Node, target: Node) -> QuerySet[Claim]:
+    taken = Claim.objects.filter(subject=target, predicate__in=ONE_VALUE_PREDICATES, status=ClaimStatus.ACTIVE)
+    return Claim.objects.filter(subject=source, status=ClaimStatus.ACTIVE, predicate__in=taken.values("predicate"))
 
 
 def _merge_plan(source: Node, target: Node) -> MergePlan:
@@ -109,6 +121,7 @@ def _merge_plan(source: Node, target: Node) -> MergePlan:
         claims=len(claims),
         aliases=source.aliases.count() + 1,  # its own label becomes an alias of the target
         evidence=Evidence.objects.filter(claim__in=claims).count(),
+        superseded=_displaced(source, target).count(),
     )
 
 
@@ -129,6 +142,8 @@ def node_merge(*, access: Access, source_id: str, target_id: str, apply: bool = 
     plan = _merge_plan(source, target)
     if not apply:
         return plan
+    # First the displaced facts step down (a task keeps one active status at every moment), then all move.
+    _displaced(source, target).update(status=ClaimStatus.SUPERSEDED, valid_until=timezone.now())
     Claim.objects.filter(subject=source).update(subject=target)
     Claim.objects.filter(object_node=source).update(object_node=target)
     for alias in list(source.aliases.all()):

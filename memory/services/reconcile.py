@@ -30,6 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from commitments.services import status_set
 from memory.access import Actor
 from memory.extraction.base import (
     SELF,
@@ -271,7 +272,7 @@ class Reconciler:
             if match is None:
                 self.counts["tasksUnmatched"] += 1
                 return
-            self._task_claim(match, "HAS_TASK_STATUS", candidate.status, candidate, object_value=candidate.status)
+            self._set_status(match, candidate)
             self.counts["tasksUpdated"] += 1
             return
         match = self._match(candidate, 0.6)
@@ -286,21 +287,20 @@ class Reconciler:
 
     def _task_claim(
         self, task: Node, predicate: str, value_text: str, candidate: TaskCandidate, *, object_value: Any = None,
-        object_node: Node | None = None, quarantined: bool = False,
+        object_node: Node | None = None,
     ) -> Claim:  # fmt: skip
-        """A new current value of one of a task's single-valued facts; the previous one is superseded (unless
-        the new one is held in quarantine)."""
+        """A new current owner or due date of a task; the previous one is superseded (statuses go through
+        commitments.services.status_set)."""
         claim_candidate = ClaimCandidate(
             statement=f"{task.label}: {value_text}",
-            kind=ClaimKind.TASK_STATUS if predicate == "HAS_TASK_STATUS" else ClaimKind.FACT,
+            kind=ClaimKind.FACT,
             subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=candidate.evidence, predicate=predicate,
             object_value=object_value, origin=candidate.origin,
         )  # fmt: skip
-        status = ClaimStatus.QUARANTINED if quarantined else ClaimStatus.ACTIVE
-        current = [] if quarantined else list(
+        current = list(
             Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE).select_for_update()
-        )  # fmt: skip
-        claim = self._create(claim_candidate, task, object_node, status, None, "")
+        )
+        claim = self._create(claim_candidate, task, object_node, ClaimStatus.ACTIVE, None, "")
         for old in current:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
             old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
@@ -313,10 +313,10 @@ class Reconciler:
             owner=self.owner, partition=self.partition, type=NodeType.TASK, label=candidate.label
         )
         if quarantines(candidate.origin, candidate.label):
-            self._task_claim(task, "HAS_TASK_STATUS", "pending", candidate, object_value="pending", quarantined=True)
+            self._set_status(task, replace(candidate, status="pending"), quarantined=True)
             self.counts["quarantined"] += 1
             return
-        self._task_claim(task, "HAS_TASK_STATUS", "pending", candidate, object_value="pending")
+        self._set_status(task, replace(candidate, status="pending"))
         if candidate.owner is not None:
             person = self._node(candidate.owner)
             self._task_claim(task, "OWNED_BY", f"owned by {person.label}", candidate, object_node=person)
@@ -324,6 +324,17 @@ class Reconciler:
             self._task_claim(task, "DUE_ON", f"due {candidate.due_on.isoformat()}", candidate,
                              object_value=candidate.due_on.isoformat())  # fmt: skip
         self.counts["tasksCreated"] += 1
+
+    def _set_status(self, task: Node, candidate: TaskCandidate, *, quarantined: bool = False) -> None:
+        ref = candidate.evidence
+        evidence = {
+            "source_id": ref.source_id, "excerpt": sanitize_text(ref.excerpt), "message_id": ref.message_id,
+            "authored_at": ref.authored_at,
+        }  # fmt: skip
+        status_set(
+            task, candidate.status, actor=Actor.system(), origin=candidate.origin, extractor=self.extractor,
+            evidence=evidence, quarantined=quarantined,
+        )  # fmt: skip
 
     def _set_due(self, task: Node, candidate: TaskCandidate) -> None:
         """New explicit dates replace inferred ones; removal wording clears an inferred date; a date the user

@@ -60,6 +60,27 @@ def test_an_exact_keyword_match_ranks_first(api: Api, owner: Persona, alice: Use
     assert first["legs"]["keyword"]["rank"] == 1
 
 
+@pytest.mark.parametrize(
+    ("wanted", "near", "query"),
+    [
+        ("Ticket ABC-1234 is about the invoice export.", "Ticket ABC-1235 is about the login bug.", "ABC-1234"),
+        ("The workshop is in room 4.12.", "The retro is in room 4.21.", "4.12"),
+        ("Send invoices to billing@acme.test.", "Send contracts to legal@acme.test.", "billing@acme.test"),
+    ],
+    ids=["ticket", "room", "address"],
+)
+def test_an_identifier_is_told_apart_from_a_near_one_by_keyword(
+    api: Api, owner: Persona, alice: User, wanted: str, near: str, query: str
+) -> None:
+    # No vectors: only the keyword leg can rank these, as it must for names and numbers.
+    ClaimFactory.create(owner=alice, statement=near)
+    ClaimFactory.create(owner=alice, statement=wanted)
+    results = [result for result in found(api, owner, query) if result["type"] == "claim"]
+    assert [result["text"] for result in results][:1] == [wanted]
+    best = results[0]["legs"]["keyword"]["score"]
+    assert all(result["legs"]["keyword"]["score"] < best for result in results[1:])
+
+
 def test_a_paraphrase_without_shared_words_is_found_through_the_vector_leg(
     api: Api, owner: Persona, alice: User
 ) -> None:
@@ -218,6 +239,7 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
     add_claims(18)
     many = search_cost()
     assert Claim.objects.filter(statement__startswith="Marcel likes tea").count() == 20
-    # Three keyword queries, three vector legs of five statements each, then two for claims with their
-    # evidence, one for chunks (the message's is folded into the task claims drawn from it), two for nodes.
-    assert few == many == (["claim", "node"], 23)
+    # One to cut the query into words, three keyword queries, three vector legs of five statements each, then
+    # two for claims with their evidence, one for chunks (the message's is folded into the task claims drawn
+    # from it), two for nodes.
+    assert few == many == (["claim", "node"], 24)
