@@ -17,14 +17,19 @@ def commitment_json(item: OpenTask) -> dict[str, Any]:
         "status": item.status.object_value,
         "owner": {"nodeId": owner.pk, "label": owner.label} if owner else None,
         "dueOn": item.due_on.isoformat() if item.due_on else None,
-        "statusClaimId": item.status.pk,
+        "statedAt": item.status.stated_at,
+        "sourceId": item.source_id,
+        "provenance": "trusted" if item.trusted else "candidate",
         "origin": item.status.origin,
+        "statusClaimId": item.status.pk,
         "partitionKey": item.status.partition.key,
-        "since": item.status.valid_from,
     }
 
 
 def commitment_line(item: OpenTask) -> CommitmentLine:
     owner = item.owner.label if item.owner is not None and not item.owner.is_self else None
     due = item.due_on.isoformat() if item.due_on else None
-    return CommitmentLine(label=item.task.label, status=str(item.status.object_value), owner=owner, due_on=due)
+    return CommitmentLine(
+        task_id=item.task.pk, label=item.task.label, status=str(item.status.object_value), owner=owner, due_on=due,
+        source_id=item.source_id,
+    )  # fmt: skip

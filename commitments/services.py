@@ -9,13 +9,17 @@ from an inference or a default (`assistant_inferred`, `imported`, `system_defaul
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from memory.access import Actor
-from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType
+from memory.access import Access, Actor
+from memory.errors import Conflict, NotFound, ValidationFailed
+from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope
+from memory.selectors import node_for_access
 from memory.services.audit import audit_record
 
 STATUSES = ("pending", "in_progress", "completed", "abandoned")
@@ -88,13 +92,96 @@ def task_create(
     label: str,
     actor: Actor,
     status: str | None = None,
-    origin: str = ClaimOrigin.SYSTEM_DEFAULT,
+    origin: str = ClaimOrigin.ASSISTANT_INFERRED,
     scope: str = "personal",
 ) -> tuple[Node, Claim]:
-    """A Task never exists without a status: with none given it gets a candidate-band `pending`."""
+    """A Task never exists without a status: with none given it gets a candidate-band `pending`
+    (assistant-inferred, as seeds/000 says), for the owner to confirm or dismiss."""
     task = Node.objects.create(owner=owner, partition=partition, type=NodeType.TASK, label=label, scope=scope)
     audit_record(actor=actor, owner=owner, action="task.create", target=task, partition=partition,
                  after={"label": label})  # fmt: skip
     given = status is not None
-    claim = status_set(task, status or "pending", actor=actor, origin=origin if given else ClaimOrigin.SYSTEM_DEFAULT)
+    claim = status_set(task, status or "pending", actor=actor, origin=origin if given else ClaimOrigin.ASSISTANT_INFERRED)
     return task, claim
+
+
+def _task_for_write(access: Access, task_id: str) -> Node:
+    access.require_scope(Scope.WRITE)
+    task = node_for_access(access, task_id)
+    if task.type != NodeType.TASK or task.merged_into_id:
+        raise NotFound("No such task.", details={"taskId": task_id})
+    access.check_write(task.partition)
+    return task
+
+
+@transaction.atomic
+def commitment_set_status(access: Access, task_id: str, status: str) -> Claim:
+    """A person's decision: the task's status becomes `status` (trusted band), whatever it was."""
+    if status not in STATUSES:
+        raise ValidationFailed("Unknown status.", details={"status": [f"One of {', '.join(STATUSES)}."]})
+    task = _task_for_write(access, task_id)
+    return status_set(task, status, actor=access.actor, origin=ClaimOrigin.MANUAL)
+
+
+@transaction.atomic
+def commitment_confirm(access: Access, task_id: str) -> Claim:
+    """A candidate becomes trusted work: its current status again, now as the owner's decision."""
+    task = _task_for_write(access, task_id)
+    current = current_status(task)
+    if current is None:
+        raise Conflict("This task was dismissed; set a status to bring it back.", details={"taskId": task_id})
+    if current.origin in TRUSTED_ORIGINS:
+        return current
+    return status_set(task, str(current.object_value), actor=access.actor, origin=ClaimOrigin.MANUAL)
+
+
+@transaction.atomic
+def commitment_dismiss(access: Access, task_id: str) -> Node:
+    """Not a commitment at all: the current status is retracted, so the task leaves every commitment view and
+    recovery leaves it alone (it has a status claim, retracted). History is kept; set-status brings it back."""
+    task = _task_for_write(access, task_id)
+    Node.objects.select_for_update().filter(pk=task.pk).first()
+    current = current_status(task)
+    if current is None:
+        return task
+    Claim.objects.filter(pk=current.pk).update(
+        status=ClaimStatus.RETRACTED, valid_until=timezone.now(), updated_at=timezone.now()
+    )
+    audit_record(
+        actor=access.actor, owner=access.user, action="task.dismiss", target=task, partition=task.partition,
+        before={"status": current.object_value}, after={"status": None},
+    )  # fmt: skip
+    return task
+
+
+@dataclass(frozen=True)
+class Recovery:
+    found: int
+    recovered: int
+    sample: list[Node]
+
+
+def recover_statusless(access: Access, *, dry_run: bool = True, sample_size: int = 20) -> Recovery:
+    """Tasks with no HAS_TASK_STATUS claim in any state (a bug: invisible to every commitment view) get a
+    candidate-band `pending`. Dismissed tasks keep their retracted status and are left alone. Additive and
+    idempotent; a dry run only counts."""
+    access.require_scope(Scope.MAINTENANCE if not dry_run else Scope.READ)
+    statuses = Claim.objects.filter(subject=OuterRef("pk"), predicate="HAS_TASK_STATUS")
+    statusless = (
+        Node.objects.filter(
+            owner=access.user, partition__in=access.read_partitions, type=NodeType.TASK, merged_into__isnull=True
+        )
+        .exclude(Exists(statuses))
+        .order_by("id")
+    )
+    found = statusless.count()
+    sample = list(statusless[:sample_size])
+    if dry_run:
+        return Recovery(found=found, recovered=0, sample=sample)
+    recovered = 0
+    for task in statusless.iterator():
+        with transaction.atomic():
+            if not Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS").exists():
+                status_set(task, "pending", actor=access.actor, origin=ClaimOrigin.ASSISTANT_INFERRED)
+                recovered += 1
+    return Recovery(found=found, recovered=recovered, sample=sample)

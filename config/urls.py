@@ -15,6 +15,7 @@ urlpatterns = [
     path("ui/", include("memory.web.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("commitments.urls")),
     path("", include("memory.api.urls")),
 ]
 

@@ -22,17 +22,20 @@ from django.utils import timezone
 
 USAGE = {
     "atlas": "Stable personal context. Prefer current user statements if they conflict.",
-    "open_commitments": "Pending or in-progress only. Do not reintroduce completed work as pending.",
+    "open_commitments": "Pending or in-progress only. Use this as the only source of pending work; do not "
+    "reintroduce completed work as pending or infer pending work from semantic search.",
     "evidence": "Relevant sourced memories for this turn. Use cautiously and mention uncertainty on conflict.",
 }
 
 
 @dataclass(frozen=True)
 class CommitmentLine:
+    task_id: str
     label: str
     status: str
     owner: str | None = None
     due_on: str | None = None
+    source_id: str | None = None
 
 
 def text(value: Any) -> str:
@@ -69,12 +72,13 @@ def evidence_line(result: Any) -> str:
 
 
 def commitment_line(item: CommitmentLine) -> str:
-    details = [item.status]
-    if item.owner:
-        details.append(f"owner {item.owner}")
-    if item.due_on:
-        details.append(f"due {item.due_on}")
-    return f"- {text(item.label)} [{text(', '.join(details))}]"
+    """`<commitment task_id=… status=… owner=… due_on=… source_id=…>label</commitment>` (seeds/000)."""
+    attributes = {
+        "task_id": item.task_id, "status": item.status, "owner": item.owner, "due_on": item.due_on,
+        "source_id": item.source_id,
+    }  # fmt: skip
+    shown = " ".join(f'{name}="{escape(str(value), quote=True)}"' for name, value in attributes.items() if value)
+    return f"<commitment {shown}>{text(item.label)}</commitment>"
 
 
 def _section(kind: str, lines: list[str]) -> str:

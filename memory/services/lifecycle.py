@@ -33,11 +33,12 @@ class MaintenanceResult:
         return {"expired": self.expired, "flaggedForReverification": self.flagged}
 
 
-def expire_due_claims(now: datetime | None = None) -> int:
+def expire_due_claims(now: datetime | None = None, owner_id: int | None = None) -> int:
     """Current claims whose `expires_at` has passed become `expired` (valid_until = expires_at)."""
     now = now or timezone.now()
     current = [ClaimStatus.ACTIVE, ClaimStatus.SUGGESTED]
     due = Claim.objects.filter(status__in=current, expires_at__lte=now, pinned=False)
+    due = due.filter(owner_id=owner_id) if owner_id is not None else due
     due = due.select_related("owner", "partition")
     changed = 0
     for claim in due.order_by("expires_at")[:BATCH]:
@@ -56,7 +57,7 @@ def expire_due_claims(now: datetime | None = None) -> int:
     return changed
 
 
-def flag_stale_inferences(now: datetime | None = None) -> int:
+def flag_stale_inferences(now: datetime | None = None, owner_id: int | None = None) -> int:
     """Active inferred claims with no evidence newer than `REVERIFY_AFTER_DAYS` get `needs_reverification`;
     new evidence lifts it again (reconcile)."""
     now = now or timezone.now()
@@ -68,6 +69,7 @@ def flag_stale_inferences(now: datetime | None = None) -> int:
         .exclude(Exists(newer_evidence))
         .select_related("owner", "partition")
     )
+    stale = stale.filter(owner_id=owner_id) if owner_id is not None else stale
     changed = 0
     for claim in stale.order_by("id")[:BATCH]:
         with transaction.atomic():
@@ -83,11 +85,11 @@ def flag_stale_inferences(now: datetime | None = None) -> int:
     return changed
 
 
-def run_maintenance(now: datetime | None = None) -> MaintenanceResult:
-    """Both sweeps, batch after batch until nothing is left to do."""
+def run_maintenance(now: datetime | None = None, owner_id: int | None = None) -> MaintenanceResult:
+    """Both sweeps (for everyone, or one owner), batch after batch until nothing is left to do."""
     expired = flagged = 0
-    while (done := expire_due_claims(now)) > 0:
+    while (done := expire_due_claims(now, owner_id)) > 0:
         expired += done
-    while (done := flag_stale_inferences(now)) > 0:
+    while (done := flag_stale_inferences(now, owner_id)) > 0:
         flagged += done
     return MaintenanceResult(expired=expired, flagged=flagged)

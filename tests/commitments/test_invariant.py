@@ -30,7 +30,7 @@ def test_a_task_created_without_a_status_gets_a_candidate_pending_one(alice) -> 
 
     personal = Partition.objects.get(owner=alice, key="memory:personal")
     task, claim = task_create(owner=alice, partition=personal, label="Renew passport", actor=Actor.system())
-    assert (claim.object_value, claim.origin, claim.status) == ("pending", "system_default", "active")
+    assert (claim.object_value, claim.origin, claim.status) == ("pending", "assistant_inferred", "active")
     assert active_statuses(task) == ["pending"]
     assert MemoryEvent.objects.filter(action="task.create", target_id=task.pk).exists()
 

@@ -431,7 +431,11 @@ def test_bootstrap_gives_atlas_pinned_preferences_and_what_is_still_open(
     assert [(t["label"], t["status"], t["owner"]["label"], t["dueOn"]) for t in start["openCommitments"]] == [
         ("Send the spec", "pending", "Marcel", "2026-04-24")
     ]
-    assert "- Send the spec [pending, owner Marcel, due 2026-04-24]" in start["formattedResult"]
+    task = start["openCommitments"][0]
+    assert (
+        f'<commitment task_id="{task["taskId"]}" status="pending" owner="Marcel" due_on="2026-04-24" '
+        f'source_id="{task["sourceId"]}">Send the spec</commitment>'
+    ) in start["formattedResult"]
 
     say(api, owner, "I sent Marcel the spec.", conversation="later")
     done = ok(api.post("/context/bootstrap", owner, {}))
