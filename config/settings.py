@@ -286,3 +286,5 @@ SEARCH_VECTOR_WEIGHT = env_int("SEARCH_VECTOR_WEIGHT_PERCENT", 30) / 100
 SEARCH_MIN_SIMILARITY = env_int("SEARCH_MIN_SIMILARITY_PERCENT", 20) / 100  # vector hits below are dropped
 ATLAS_MAX_CHARS = env_int("ATLAS_MAX_CHARS", 4000)
 MAX_INJECTED_MEMORIES = env_int("MAX_INJECTED_MEMORIES", 8)  # steward recall (seeds/001)
+# A new metric this similar to an existing one is created with needsReview and a review task.
+METRIC_SIMILARITY_PERCENT = env_int("METRIC_SIMILARITY_PERCENT", 85)

@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("commitments.urls")),
+    path("", include("metrics.urls")),
     path("", include("memory.api.urls")),
 ]
 

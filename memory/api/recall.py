@@ -269,10 +269,31 @@ def commitment_buckets(tasks: list[OpenTask], today: date, within_days: int) -> 
     return buckets
 
 
+def metric_movers(access: Access, limit: int) -> list[dict[str, Any]]:
+    """Metrics by their latest observation, newest first, with the change of the last 7 days' mean against
+    the 23 days before (direction `unknown` when either is empty)."""
+    from metrics.selectors import definitions_in_reach, summaries
+
+    definitions = list(definitions_in_reach(access))
+    found = summaries(definitions)
+    moved = [(definition, found[definition.pk]) for definition in definitions if found[definition.pk]["latest"]]
+    moved.sort(key=lambda item: item[1]["latest"]["occurredAt"], reverse=True)
+    movers = []
+    for definition, summary in moved[:limit]:
+        recent, before = summary["windows"]["7d"]["mean"], summary["meanBefore"]
+        movers.append({
+            "metricId": definition.pk, "slug": definition.slug, "label": definition.label, "unit": definition.unit,
+            "latestValue": summary["latest"]["value"], "latestAt": summary["latest"]["occurredAt"],
+            "delta": round(recent - before, 6) if recent is not None and before is not None else None,
+            "direction": summary["trend"], "window": "last 7 days against the 23 days before",
+        })  # fmt: skip
+    return movers
+
+
 class Digest(Endpoint):
     """A "Today" view in one call (seeds/000): open commitments bucketed overdue / dueToday / upcoming, what
-    is new since `since` (default: the start of `date` in `timeZone`) and pinned claims. `metricMovers` stays
-    empty until the metrics app stores observations."""
+    is new since `since` (default: the start of `date` in `timeZone`), the metrics that moved most recently and
+    pinned claims."""
 
     tool = "digest"
     request_serializer = DigestIn
@@ -290,7 +311,7 @@ class Digest(Endpoint):
             "generatedAt": timezone.now(),
             "since": since,
             "commitments": commitment_buckets(tasks, data["date"], data["upcomingWithinDays"]),
-            "metricMovers": [],
+            "metricMovers": metric_movers(access, data["metricMoverLimit"]),
             "whatsNew": [change_json(change) for change in changes][: data["whatsNewLimit"]],
             "pinned": [claim_brief(claim) for claim in pinned],
         }

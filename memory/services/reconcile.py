@@ -149,18 +149,30 @@ class Reconciler:
         return claim
 
     def reading(self, candidate: ReadingCandidate) -> Claim | None:
-        """Kept as a `reading` claim about the owner until the metrics service stores it as an observation;
-        the same reading stated again only adds evidence."""
+        """A `reading` claim about the owner (so recall finds it) and an observation of the metric, linked to
+        its source, the claim and an Event node; the same reading stated again only adds evidence."""
         when = candidate.occurred_at or candidate.evidence.authored_at or timezone.now()
         day = timezone.localtime(when, ZoneInfo(settings.EXTRACTION_TIME_ZONE)).date().isoformat()
         name = candidate.metric.replace("_", " ").capitalize()
         value = {"metric": candidate.metric, "value": candidate.value, "unit": candidate.unit}
         value["occurredAt"] = when.isoformat()
         statement = f"{name}: {candidate.value:g} {candidate.unit} on {day}."
-        claim = ClaimCandidate(
+        claim_candidate = ClaimCandidate(
             statement, ClaimKind.READING, SELF, candidate.evidence, "MEASURED", object_value=value, importance=2
         )
-        return self.claim(claim, compare=False)
+        claim = self.claim(claim_candidate, compare=False)
+        if claim is not None and claim.status == ClaimStatus.ACTIVE:
+            from metrics.models import Observation
+            from metrics.services import reading_record
+
+            if not Observation.objects.filter(claim=claim).exists():  # the same reading again is evidence only
+                source = Source.objects.get(pk=candidate.evidence.source_id)
+                reading_record(
+                    source=source, claim=claim, metric=candidate.metric, value=candidate.value,
+                    unit=candidate.unit, occurred_at=when,
+                )  # fmt: skip
+                self.counts["observations"] += 1
+        return claim
 
     def _conflicts(self, subject: Node, vector: list[float], model_id: str) -> bool:
         threshold = settings.STEWARD_CONFLICT_SIMILARITY_PERCENT / 100

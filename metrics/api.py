@@ -1,0 +1,194 @@
+"""Metrics over REST (seeds/000): record observations (one, or many of existing metrics), list metrics, read
+a series raw or bucketed in a time zone, and summaries of one or many metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import serializers
+
+from memory.access import Access
+from memory.api.base import Endpoint, RequestSerializer
+from memory.api.recall import TimeZoneField
+from metrics.models import Aggregation, MetricDefinition
+from metrics.selectors import definition_for_access, definitions_in_reach, definitions_with_stats, series, summaries
+from metrics.services import observation_record, observations_bulk
+
+SLUG = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+
+
+def definition_json(definition: MetricDefinition) -> dict[str, Any]:
+    return {
+        "metricId": definition.pk,
+        "slug": definition.slug,
+        "label": definition.label,
+        "unit": definition.unit,
+        "description": definition.description,
+        "aggregation": definition.aggregation,
+        "needsReview": definition.needs_review,
+        "resembles": definition.resembles_id,
+        "reviewTaskId": definition.review_task_id,
+        "partitionKey": definition.partition.key,
+    }
+
+
+class ObservationIn(RequestSerializer):
+    slug = serializers.RegexField(SLUG, max_length=64)
+    value = serializers.FloatField()
+    occurredAt = serializers.DateTimeField(required=False)
+    note = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
+    label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)  # type: ignore[assignment]
+    unit = serializers.CharField(max_length=20, required=False, default="", allow_blank=True)
+    description = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
+    aggregation = serializers.ChoiceField(choices=Aggregation.values, required=False, default="")
+
+
+class MetricsObservations(Endpoint):
+    """Record one observation (needs `write`); the metric is created on first use. A new metric that looks
+    like an existing one is created with `needsReview` and a review task among the candidate commitments."""
+
+    tool = "metrics.observations"
+    request_serializer = ObservationIn
+    example_request = {"slug": "body_weight", "value": 78.2, "unit": "kg"}
+    success_status = 201
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        observation, resolved = observation_record(
+            access, slug=data["slug"], value=data["value"], occurred_at=data.get("occurredAt") or timezone.now(),
+            note=data["note"], label=data["label"], unit=data["unit"], description=data["description"],
+            aggregation=data["aggregation"],
+        )  # fmt: skip
+        return {
+            "observationId": observation.pk,
+            "value": observation.value,
+            "occurredAt": observation.occurred_at,
+            "metric": definition_json(resolved.definition),
+            "metricCreated": resolved.created,
+        }
+
+
+class BulkRowIn(serializers.Serializer):
+    slug = serializers.RegexField(SLUG, max_length=64)
+    value = serializers.FloatField()
+    occurredAt = serializers.DateTimeField()
+    note = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
+
+
+class BulkIn(RequestSerializer):
+    observations = serializers.ListField(child=BulkRowIn(), min_length=1, max_length=1000)
+
+
+class MetricsObservationsBulk(Endpoint):
+    """Many observations of existing metrics (needs `write`): unknown slugs come back as per-row errors and
+    the rest is stored."""
+
+    tool = "metrics.observations_bulk"
+    request_serializer = BulkIn
+    example_request = {"observations": [{"slug": "body_weight", "value": 78.2, "occurredAt": "2026-04-22T07:00:00Z"}]}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        outcome = observations_bulk(access, data["observations"])
+        return {
+            "stored": len(outcome.stored),
+            "observationIds": [observation.pk for observation in outcome.stored],
+            "errors": outcome.errors,
+        }
+
+
+class MetricsList(Endpoint):
+    """Every metric with its unit, review state and light stats (count, first and last time, latest value)."""
+
+    tool = "metrics.list"
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "metrics": [
+                {
+                    **definition_json(definition),
+                    "count": definition.count,  # type: ignore[attr-defined]
+                    "firstAt": definition.first_at,  # type: ignore[attr-defined]
+                    "lastAt": definition.last_at,  # type: ignore[attr-defined]
+                    "latestValue": definition.latest_value,  # type: ignore[attr-defined]
+                }
+                for definition in definitions_with_stats(access)
+            ]
+        }
+
+
+class MetricRefIn(RequestSerializer):
+    metricId = serializers.CharField(max_length=40, required=False)
+    slug = serializers.RegexField(SLUG, max_length=64, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if bool(attrs.get("metricId")) == bool(attrs.get("slug")):
+            raise serializers.ValidationError({"metricId": ["Give metricId or slug (one of them)."]})
+        return attrs
+
+
+class SeriesIn(MetricRefIn):
+    bucket = serializers.ChoiceField(choices=["raw", "day", "week", "month"], default="raw")
+    timeZone = TimeZoneField(max_length=64, required=False, default=settings.TIME_ZONE)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    aggregation = serializers.ChoiceField(choices=Aggregation.values, required=False)
+
+
+class MetricsSeries(Endpoint):
+    """A metric's observations, raw or one value per day / week / month in `timeZone`, aggregated by the
+    metric's hint (mean, sum, last, min, max) unless `aggregation` says otherwise."""
+
+    tool = "metrics.series"
+    request_serializer = SeriesIn
+    example_request = {"slug": "body_weight", "bucket": "week"}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        definition = definition_for_access(access, metric_id=data.get("metricId"), slug=data.get("slug"))
+        bucket = None if data["bucket"] == "raw" else data["bucket"]
+        points = series(
+            definition, bucket=bucket, zone_name=data["timeZone"], since=data.get("since"), until=data.get("until"),
+            aggregation=data.get("aggregation"),
+        )  # fmt: skip
+        return {
+            "metric": definition_json(definition),
+            "bucket": data["bucket"],
+            "timeZone": data["timeZone"],
+            "aggregation": data.get("aggregation") or definition.aggregation,
+            "points": [{"at": point.at, "value": point.value, "count": point.count} for point in points],
+        }
+
+
+class MetricsSummary(Endpoint):
+    """One metric (by `metricId` or `slug`): latest value, 7/30/90-day count, mean, min and max, and a coarse
+    trend (last 7 days against the 23 before)."""
+
+    tool = "metrics.summary"
+    request_serializer = MetricRefIn
+    example_request = {"slug": "body_weight"}
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        definition = definition_for_access(access, metric_id=data.get("metricId"), slug=data.get("slug"))
+        return {"metric": definition_json(definition), **summaries([definition])[definition.pk]}
+
+
+class SummariesIn(RequestSerializer):
+    metricIds = serializers.ListField(child=serializers.CharField(max_length=40), required=False, max_length=200)
+    slugs = serializers.ListField(child=serializers.RegexField(SLUG, max_length=64), required=False, max_length=200)
+
+
+class MetricsSummaries(Endpoint):
+    """Summaries of many metrics in one round trip (all of them when none are named)."""
+
+    tool = "metrics.summaries"
+    request_serializer = SummariesIn
+
+    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        definitions = definitions_in_reach(access)
+        if data.get("metricIds") or data.get("slugs"):
+            definitions = definitions.filter(pk__in=data.get("metricIds") or []) | definitions.filter(
+                slug__in=data.get("slugs") or []
+            )
+        chosen = list(definitions.select_related("partition").order_by("slug", "id")[:200])
+        found = summaries(chosen)
+        return {"summaries": [{"metric": definition_json(d), **found[d.pk]} for d in chosen]}

@@ -1,0 +1,165 @@
+"""Reading metrics: definitions with light stats, series (raw or bucketed in a time zone), and summaries of
+one or many metrics in a fixed number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.contrib.postgres.aggregates import ArrayAgg
+from django.db.models import Avg, Count, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Trunc
+from django.utils import timezone
+
+from memory.access import Access
+from memory.errors import NotFound, ValidationFailed
+from memory.models import Scope
+from metrics.models import Aggregation, MetricDefinition, Observation
+
+WINDOWS = (7, 30, 90)
+TREND_TOLERANCE = 0.01  # a change under 1 % of the earlier mean is flat
+MAX_POINTS = 5000
+
+
+def definitions_in_reach(access: Access) -> QuerySet[MetricDefinition]:
+    access.require_scope(Scope.READ)
+    definitions = MetricDefinition.objects.filter(owner=access.user, partition__in=access.read_partitions)
+    return definitions.select_related("partition").defer("embedding")
+
+
+def definition_for_access(access: Access, *, metric_id: str | None = None, slug: str | None = None) -> MetricDefinition:
+    definitions = definitions_in_reach(access)
+    found = (
+        definitions.filter(pk=metric_id).first() if metric_id else definitions.filter(slug=slug).order_by("id").first()
+    )
+    if found is None:
+        raise NotFound("No such metric.", details={"metricId": metric_id} if metric_id else {"slug": slug})
+    return found
+
+
+def definitions_with_stats(access: Access) -> list[MetricDefinition]:
+    """Every metric with `count`, `first_at`, `last_at` and `latest_value` annotated, in one query."""
+    latest = Observation.objects.filter(definition=OuterRef("pk")).order_by("-occurred_at", "-id").values("value")[:1]
+    return list(
+        definitions_in_reach(access)
+        .annotate(
+            count=Count("observations"),
+            first_at=Min("observations__occurred_at"),
+            last_at=Max("observations__occurred_at"),
+            latest_value=Subquery(latest),
+        )
+        .order_by("slug", "id")
+    )
+
+
+@dataclass(frozen=True)
+class Point:
+    at: datetime
+    value: float
+    count: int = 1
+
+
+def series(
+    definition: MetricDefinition,
+    *,
+    bucket: str | None,
+    zone_name: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    aggregation: str | None = None,
+) -> list[Point]:
+    """Raw observations, or one value per day / week / month in the time zone, aggregated by the metric's
+    hint (or `aggregation`)."""
+    observations = Observation.objects.filter(definition=definition)
+    if since:
+        observations = observations.filter(occurred_at__gte=since)
+    if until:
+        observations = observations.filter(occurred_at__lt=until)
+    if bucket is None:
+        raw = observations.order_by("occurred_at", "id").values_list("occurred_at", "value")[:MAX_POINTS]
+        return [Point(at, value) for at, value in raw]
+    how = aggregation or definition.aggregation
+    value: Any = {
+        Aggregation.MEAN: Avg("value"), Aggregation.SUM: Sum("value"), Aggregation.MIN: Min("value"),
+        Aggregation.MAX: Max("value"), Aggregation.LAST: ArrayAgg("value", order_by=("-occurred_at", "-id")),
+    }[Aggregation(how)]  # fmt: skip
+    if bucket not in ("day", "week", "month"):
+        raise ValidationFailed("Unknown bucket.", details={"bucket": ["day, week or month."]})
+    zone = ZoneInfo(zone_name)
+    rows = (
+        observations.annotate(start=Trunc("occurred_at", bucket, tzinfo=zone))
+        .values("start")
+        .annotate(value=value, count=Count("id"))
+        .order_by("start")[:MAX_POINTS]
+    )
+    points = []
+    for row in rows:
+        bucketed: Any = row["value"]
+        count: Any = row["count"]
+        points.append(Point(row["start"], float(bucketed[0] if how == Aggregation.LAST else bucketed), count))
+    return points
+
+
+def _window_aggregates(now: datetime) -> dict[str, Any]:
+    aggregates: dict[str, Any] = {}
+    for days in WINDOWS:
+        inside = Q(occurred_at__gte=now - timedelta(days=days), occurred_at__lte=now)
+        aggregates |= {
+            f"count_{days}": Count("id", filter=inside),
+            f"mean_{days}": Avg("value", filter=inside),
+            f"min_{days}": Min("value", filter=inside),
+            f"max_{days}": Max("value", filter=inside),
+        }
+    earlier = Q(occurred_at__gte=now - timedelta(days=30), occurred_at__lt=now - timedelta(days=7))
+    aggregates["mean_before"] = Avg("value", filter=earlier)
+    return aggregates
+
+
+def trend(recent: float | None, earlier: float | None) -> str:
+    """Coarse direction of the last 7 days against the 23 days before them."""
+    if recent is None or earlier is None:
+        return "unknown"
+    if abs(recent - earlier) <= abs(earlier) * TREND_TOLERANCE:
+        return "flat"
+    return "up" if recent > earlier else "down"
+
+
+def summaries(definitions: list[MetricDefinition], now: datetime | None = None) -> dict[str, dict[str, Any]]:
+    """Latest value, 7/30/90-day stats and trend for many metrics: two queries, however many there are."""
+    now = now or timezone.now()
+    ids = [definition.pk for definition in definitions]
+    stats = {
+        row["definition"]: row
+        for row in Observation.objects.filter(definition__in=ids)
+        .values("definition")
+        .annotate(**_window_aggregates(now))
+    }
+    latest = {
+        row["definition"]: row
+        for row in Observation.objects.filter(definition__in=ids, occurred_at__lte=now)
+        .order_by("definition", "-occurred_at", "-id")
+        .distinct("definition")
+        .values("definition", "value", "occurred_at")
+    }
+    answer = {}
+    for definition in definitions:
+        row = stats.get(definition.pk, {})
+        last = latest.get(definition.pk)
+        windows = {
+            f"{days}d": {
+                "count": row.get(f"count_{days}", 0),
+                "mean": row.get(f"mean_{days}"),
+                "min": row.get(f"min_{days}"),
+                "max": row.get(f"max_{days}"),
+            }
+            for days in WINDOWS
+        }
+        answer[definition.pk] = {
+            "latest": {"value": last["value"], "occurredAt": last["occurred_at"]} if last else None,
+            "windows": windows,
+            "trend": trend(row.get("mean_7"), row.get("mean_before")),
+            "meanBefore": row.get("mean_before"),
+        }
+    return answer

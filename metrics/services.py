@@ -1,0 +1,209 @@
+"""Recording observations, and finding the metric they belong to without making duplicates.
+
+A definition is found by its exact slug first. A new slug is compared with the existing definitions by the
+embedding of its card (label, unit, description): at `METRIC_SIMILARITY_PERCENT` or more it is still created,
+since the user may mean a different thing, but with `needs_review` and a candidate Task ("Review metric …")
+in the commitments views, where the user confirms or dismisses it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils.text import slugify
+from pgvector.django import CosineDistance
+
+from commitments.services import task_create
+from memory.access import Access, Actor
+from memory.errors import ValidationFailed
+from memory.models import Claim, Node, NodeType, Partition, Scope, Source, User
+from memory.services.audit import audit_record
+from metrics.models import Aggregation, MetricDefinition, Observation
+
+logger = logging.getLogger("memory.metrics")
+# Sensible aggregation for metrics whose slug says what they are.
+SUMMED = ("steps", "distance", "calories", "minutes", "duration")
+MAX_BULK = 1000
+
+
+def default_aggregation(slug: str) -> str:
+    return Aggregation.SUM if any(word in slug for word in SUMMED) else Aggregation.MEAN
+
+
+def _embed(text: str) -> tuple[list[float] | None, str]:
+    from memory.embeddings import EmbedderUnavailable, get_embedder
+
+    try:
+        embedder = get_embedder()
+        return embedder.embed_documents([text])[0], embedder.model_id
+    except EmbedderUnavailable:
+        return None, ""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    definition: MetricDefinition
+    created: bool
+
+
+def definition_resolve(
+    *,
+    owner: User,
+    partition: Partition,
+    slug: str,
+    actor: Actor,
+    label: str = "",
+    unit: str = "",
+    description: str = "",
+    aggregation: str = "",
+) -> Resolved:
+    """The definition for `slug`, created if new (flagged for review when it resembles an existing one)."""
+    slug = slugify(slug).replace("-", "_")
+    if not slug:
+        raise ValidationFailed("A metric needs a slug.", details={"slug": ["Letters, digits and underscores."]})
+    existing = MetricDefinition.objects.filter(owner=owner, partition=partition, slug=slug).first()
+    if existing is not None:
+        return Resolved(existing, created=False)
+    definition = MetricDefinition(
+        owner=owner, partition=partition, slug=slug, label=label or slug.replace("_", " ").capitalize(), unit=unit,
+        description=description, aggregation=aggregation or default_aggregation(slug),
+    )  # fmt: skip
+    definition.embedding, definition.embedding_model = _embed(definition.card)
+    similar = _most_similar(definition)
+    try:
+        with transaction.atomic():
+            if similar is not None:
+                definition.needs_review, definition.resembles = True, similar
+            definition.save()
+    except IntegrityError:  # created meanwhile by a concurrent request
+        return Resolved(MetricDefinition.objects.get(owner=owner, partition=partition, slug=slug), created=False)
+    if similar is not None:
+        label = f"Review metric {definition.label} ({definition.slug}): it looks like {similar.label} ({similar.slug})"
+        task, _ = task_create(owner=owner, partition=partition, actor=actor, label=label)
+        MetricDefinition.objects.filter(pk=definition.pk).update(review_task=task)
+        definition.review_task = task
+    audit_record(
+        actor=actor, owner=owner, action="metric.create", target=definition, partition=partition,
+        after={"slug": slug, "needsReview": definition.needs_review, "resembles": similar.slug if similar else None},
+    )  # fmt: skip
+    return Resolved(definition, created=True)
+
+
+def _most_similar(definition: MetricDefinition) -> MetricDefinition | None:
+    if definition.embedding is None:
+        return None
+    threshold = settings.METRIC_SIMILARITY_PERCENT / 100
+    return (
+        MetricDefinition.objects.filter(
+            owner=definition.owner, partition=definition.partition, embedding_model=definition.embedding_model
+        )
+        .annotate(distance=CosineDistance("embedding", definition.embedding))
+        .filter(distance__lte=1 - threshold)
+        .order_by("distance", "id")
+        .first()
+    )
+
+
+@transaction.atomic
+def observation_record(
+    access: Access,
+    *,
+    slug: str,
+    value: float,
+    occurred_at: datetime,
+    note: str = "",
+    label: str = "",
+    unit: str = "",
+    description: str = "",
+    aggregation: str = "",
+) -> tuple[Observation, Resolved]:
+    """One observation; the metric is created or reused (needs `write`)."""
+    access.require_scope(Scope.WRITE)
+    partition = access.write_partition()
+    resolved = definition_resolve(
+        owner=access.user, partition=partition, slug=slug, actor=access.actor, label=label, unit=unit,
+        description=description, aggregation=aggregation,
+    )  # fmt: skip
+    observation = Observation.objects.create(
+        owner=access.user, definition=resolved.definition, value=value, occurred_at=occurred_at, note=note
+    )
+    audit_record(
+        actor=access.actor, owner=access.user, action="metric.observe", target=observation, partition=partition,
+        after={"metric": resolved.definition.slug, "value": value},
+    )  # fmt: skip
+    return observation, resolved
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    stored: list[Observation]
+    errors: list[dict[str, Any]]  # {"index", "slug", "error": {code, message}}
+
+
+@transaction.atomic
+def observations_bulk(access: Access, rows: list[dict[str, Any]]) -> BulkOutcome:
+    """Many observations of existing metrics: unknown slugs are per-row errors, the rest is stored."""
+    access.require_scope(Scope.WRITE)
+    partition = access.write_partition()
+    if len(rows) > MAX_BULK:
+        raise ValidationFailed("Too many observations.", details={"observations": [f"At most {MAX_BULK}."]})
+    known = {
+        definition.slug: definition
+        for definition in MetricDefinition.objects.filter(
+            owner=access.user, partition=partition, slug__in={row["slug"] for row in rows}
+        )
+    }
+    stored, errors = [], []
+    for index, row in enumerate(rows):
+        definition = known.get(row["slug"])
+        if definition is None:
+            errors.append({
+                "index": index, "slug": row["slug"],
+                "error": {"code": "NOT_FOUND", "message": f"No metric {row['slug']!r}; record one observation first."},
+            })  # fmt: skip
+            continue
+        stored.append(
+            Observation(
+                owner=access.user,
+                definition=definition,
+                value=row["value"],
+                occurred_at=row["occurredAt"],
+                note=row.get("note", ""),
+            )
+        )
+    Observation.objects.bulk_create(stored)
+    if stored:
+        audit_record(
+            actor=access.actor, owner=access.user, action="metric.observe_bulk", partition=partition,
+            target_type="observation", target_id=stored[0].pk, after={"stored": len(stored), "errors": len(errors)},
+        )  # fmt: skip
+    return BulkOutcome(stored=stored, errors=errors)
+
+
+def reading_record(
+    *, source: Source, claim: Claim, metric: str, value: float, unit: str, occurred_at: datetime
+) -> Observation:
+    """A reading extracted from a source (pipeline): stored once, linked to the source, its reading claim and
+    an Event node for the moment it happened."""
+    actor = Actor.system()
+    resolved = definition_resolve(owner=source.owner, partition=source.partition, slug=metric, actor=actor, unit=unit)
+    event, _ = Node.objects.get_or_create(
+        owner=source.owner, partition=source.partition, type=NodeType.EVENT,
+        label=f"{resolved.definition.label} {value:g} {unit} on {occurred_at:%Y-%m-%d}".replace("  ", " "),
+        defaults={"scope": source.scope},
+    )  # fmt: skip
+    observation, created = Observation.objects.get_or_create(
+        definition=resolved.definition, source=source, occurred_at=occurred_at, value=value,
+        defaults={"owner": source.owner, "event": event, "claim": claim, "note": claim.statement[:500]},
+    )  # fmt: skip
+    if created:
+        audit_record(
+            actor=actor, owner=source.owner, action="metric.observe", target=observation, partition=source.partition,
+            after={"metric": resolved.definition.slug, "value": value, "sourceId": source.pk},
+        )  # fmt: skip
+    return observation
