@@ -348,18 +348,33 @@ def timed_parts(parts: dict[str, float]) -> Iterator[None]:
 
 
 def breakdown(access: Any, asked: list[str]) -> dict[str, dict[str, float]]:
-    """Per step of a hybrid search: median and p95 over the queries, plus each query's keyword-claim time."""
+    """Per step of a hybrid search: median and p95 over the queries, plus each query's keyword-claim time.
+    Also the time spent waiting for SQL round trips across all steps (the rest is Python: ORM, fusion)."""
+    from django.db import connection
+
     from memory.recall.search import SearchRequest, search
 
     per_step: dict[str, list[float]] = defaultdict(list)
+    waited: list[float] = []
+
+    def sql_timer(execute: Callable[..., Any], *args: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return execute(*args)
+        finally:
+            waited.append((time.perf_counter() - began) * 1000)
+
     for query in asked:
         parts: dict[str, float] = {}
-        with timed_parts(parts):
+        waited.clear()
+        with timed_parts(parts), connection.execute_wrapper(sql_timer):
             began = time.perf_counter()
             search(access, SearchRequest(query=query))
             total = (time.perf_counter() - began) * 1000
         parts["rest (fusion, boosts)"] = total - sum(parts.values())
         parts["total"] = total
+        parts["(of the total: waiting on SQL)"] = sum(waited)
+        parts["(SQL statements)"] = len(waited)
         for step, spent in parts.items():
             per_step[step].append(spent)
     return {step: percentiles(spent) for step, spent in per_step.items()} | {
@@ -476,7 +491,15 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
         postgres, pgvector = cursor.fetchone() or ("", "")
     return {"size": size, "timings": {name: summary(rounds) for name, rounds in timings.items()}, "parts": parts,
             "plans": plans, "load": [load, os.getloadavg()[0]], "postgres": postgres.split(" on ")[0],
-            "pgvector": pgvector, "slowest": slowest}  # fmt: skip
+            "pgvector": pgvector, "slowest": slowest, "code": code_version()}  # fmt: skip
+
+
+def code_version() -> str:
+    """Short hashes of the search code measured (it changes between runs; the numbers belong to one version)."""
+    import hashlib
+
+    files = [ROOT / "memory" / "recall" / f"{name}.py" for name in ("search", "legs", "terms")]
+    return ", ".join(f"{path.name} {hashlib.sha256(path.read_bytes()).hexdigest()[:8]}" for path in files)
 
 
 def machine() -> str:
@@ -504,7 +527,8 @@ def report(results: list[dict[str, Any]]) -> None:
     print(
         f"\n## Search latency (`bench/search_latency.py`)\n\nMachine: {machine()}, Python "
         f"{platform.python_version()}, {first['postgres']}, pgvector {first['pgvector']}. One user, one "
-        f"partition; ms, median over rounds of each round's percentile (p95 range across rounds in brackets).\n"
+        f"partition; search code {first['code']}. In ms: the median over rounds of each round's percentile "
+        f"(the p95 range across rounds in brackets).\n"
     )
     print("| claims | path | p50 | p95 | p99 |\n|---:|---|---:|---:|---:|")
     for result in results:

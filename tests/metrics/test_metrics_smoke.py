@@ -16,7 +16,8 @@ pytestmark = pytest.mark.django_db
 
 def test_a_week_of_weights_in_bulk_gives_the_summary_and_series(api: Api, owner: Persona) -> None:
     today = datetime.now(UTC).replace(hour=7, minute=0, second=0, microsecond=0)
-    earlier = {"slug": "body_weight", "value": 80.0, "unit": "kg", "occurredAt": (today - timedelta(days=20)).isoformat()}
+    three_weeks_ago = (today - timedelta(days=20)).isoformat()
+    earlier = {"slug": "body_weight", "value": 80.0, "unit": "kg", "occurredAt": three_weeks_ago}
     first = api.post("/metrics/observations", owner, earlier)
     assert first.status_code == 201, first.json()
     days = [(today - timedelta(days=6 - day)).isoformat() for day in range(7)]
