@@ -7,13 +7,30 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from memory.access import Actor, access_for_user
 from memory.errors import ServiceError, ValidationFailed
-from memory.models import AccessToken, Blob, Chunk, MemoryEvent, Operation, Partition, Scope, Source, ToolEvent, User
+from memory.models import (
+    AccessToken,
+    Blob,
+    Chunk,
+    Claim,
+    ClaimOrigin,
+    MemoryEvent,
+    Node,
+    NodeType,
+    Operation,
+    Partition,
+    Scope,
+    Source,
+    ToolEvent,
+    User,
+)
+from memory.services.audit import audit_record
 from memory.services.operations import operation_retry
 from memory.services.partitions import partition_deactivate
 from memory.services.tokens import (
@@ -257,3 +274,41 @@ class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("id", "source", "ordinal", "message_id", "speaker", "embedding_model")
     list_filter = ("embedding_model",)
     exclude = ("text", "embedding")
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    """Browse the graph; add a node by hand. A Task added here gets its candidate `pending` status at once
+    (commitments.services), like on every other path, so it is never invisible to the commitment views."""
+
+    list_display = ("label", "type", "owner", "partition", "scope", "merged_into", "created_at")
+    list_filter = ("type", "scope")
+    search_fields = ("label", "owner__username")
+    list_select_related = ("owner", "partition")
+    fields = ("owner", "partition", "type", "label", "summary", "scope")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return self.fields if obj is not None else ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # erasure goes through /node/delete, which removes what was derived and audits it
+
+    def save_model(self, request: HttpRequest, obj: Node, form: forms.ModelForm, change: bool) -> None:
+        from commitments.services import status_set
+
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            actor = Actor.person(request.user)  # type: ignore[arg-type]
+            audit_record(actor=actor, owner=obj.owner, action="node.create", target=obj, partition=obj.partition,
+                         after={"type": obj.type, "label": obj.label})  # fmt: skip
+            if not change and obj.type == NodeType.TASK:
+                status_set(obj, "pending", actor=actor, origin=ClaimOrigin.ASSISTANT_INFERRED)
+
+
+@admin.register(Claim)
+class ClaimAdmin(ReadOnlyAdmin):
+    list_display = ("statement", "kind", "status", "origin", "owner", "subject", "pinned", "recorded_at")
+    list_filter = ("kind", "status", "origin", "pinned", "needs_reverification")
+    search_fields = ("statement", "owner__username")
+    list_select_related = ("owner", "subject")
+    exclude = ("embedding",)

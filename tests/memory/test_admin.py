@@ -129,3 +129,28 @@ def test_source_pages_do_not_show_content(admin_client: Client, api: Api, owner:
     page = admin_client.get(f"/admin/memory/source/{receipt['sourceId']}/change/")
     assert page.status_code == 200
     assert "very private words" not in page.content.decode()
+
+
+def test_a_task_added_in_the_admin_gets_a_candidate_status(admin_client: Client, alice) -> None:
+    from memory.models import Claim, Node
+
+    personal = Partition.objects.get(owner=alice, key="memory:personal")
+    response = admin_client.post(
+        "/admin/memory/node/add/",
+        {"owner": alice.pk, "partition": personal.pk, "type": "Task", "label": "Renew passport", "summary": "",
+         "scope": "personal"},
+    )  # fmt: skip
+    assert response.status_code == 302, response.content.decode()[:500]
+    task = Node.objects.get(label="Renew passport")
+    status = Claim.objects.get(subject=task, predicate="HAS_TASK_STATUS", status="active")
+    assert (status.object_value, status.origin) == ("pending", "assistant_inferred")
+    assert MemoryEvent.objects.filter(action="task.status", target_id=task.pk).exists()
+
+
+def test_claims_and_metrics_pages_open(admin_client: Client, alice) -> None:
+    from tests.factories import ClaimFactory
+
+    ClaimFactory.create(owner=alice, statement="Prefers tea.")
+    assert "Prefers tea." in admin_client.get("/admin/memory/claim/").content.decode()
+    assert admin_client.get("/admin/metrics/metricdefinition/").status_code == 200
+    assert admin_client.get("/admin/metrics/observation/").status_code == 200
