@@ -100,15 +100,18 @@ def task_create(
     task = Node.objects.create(owner=owner, partition=partition, type=NodeType.TASK, label=label, scope=scope)
     audit_record(actor=actor, owner=owner, action="task.create", target=task, partition=partition,
                  after={"label": label})  # fmt: skip
-    given = status is not None
-    claim = status_set(task, status or "pending", actor=actor, origin=origin if given else ClaimOrigin.ASSISTANT_INFERRED)
+    chosen_origin = origin if status is not None else ClaimOrigin.ASSISTANT_INFERRED
+    claim = status_set(task, status or "pending", actor=actor, origin=chosen_origin)
     return task, claim
 
 
 def _task_for_write(access: Access, task_id: str) -> Node:
     access.require_scope(Scope.WRITE)
-    task = node_for_access(access, task_id)
-    if task.type != NodeType.TASK or task.merged_into_id:
+    try:
+        task = node_for_access(access, task_id)
+    except NotFound:
+        task = None
+    if task is None or task.type != NodeType.TASK or task.merged_into_id:
         raise NotFound("No such task.", details={"taskId": task_id})
     access.check_write(task.partition)
     return task
@@ -143,7 +146,10 @@ def commitment_dismiss(access: Access, task_id: str) -> Node:
     Node.objects.select_for_update().filter(pk=task.pk).first()
     current = current_status(task)
     if current is None:
-        return task
+        if Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS").exists():
+            return task  # dismissed already (or held in quarantine)
+        # A statusless task: give it a status to retract, so recovery knows it was dismissed on purpose.
+        current = status_set(task, "pending", actor=access.actor, origin=ClaimOrigin.MANUAL)
     Claim.objects.filter(pk=current.pk).update(
         status=ClaimStatus.RETRACTED, valid_until=timezone.now(), updated_at=timezone.now()
     )
