@@ -338,6 +338,7 @@ def timed_parts(parts: dict[str, float]) -> Iterator[None]:
         return mock.patch.object(target, name, wrapper)
 
     with (
+        timed(module, "query_terms", lambda args: "query terms"),
         timed(module, "_embed", lambda args: "embed query"),
         timed(module, "keyword_hits", lambda args: f"keyword {args[0].name}"),
         timed(module, "vector_hits", lambda args: f"vector {args[0].name}"),
