@@ -3,6 +3,7 @@ a series raw or bucketed in a time zone, and summaries of one or many metrics.""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +18,19 @@ from metrics.selectors import definition_for_access, definitions_in_reach, defin
 from metrics.services import observation_record, observations_bulk
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+# Readings outside these years are typos, and past them a day in a time zone cannot be represented.
+FIRST_YEAR, LAST_YEAR = 1900, 2999
+LARGEST = 1e15  # sums of many readings must stay finite
+
+
+def plausible_time(value: datetime) -> None:
+    if not FIRST_YEAR <= value.year <= LAST_YEAR:
+        raise serializers.ValidationError(f"Times from {FIRST_YEAR} to {LAST_YEAR} are accepted.")
+
+
+def plausible_value(value: float) -> None:
+    if abs(value) > LARGEST:
+        raise serializers.ValidationError(f"Values up to {LARGEST:g} in size are accepted.")
 
 
 def definition_json(definition: MetricDefinition) -> dict[str, Any]:
@@ -36,8 +50,8 @@ def definition_json(definition: MetricDefinition) -> dict[str, Any]:
 
 class ObservationIn(RequestSerializer):
     slug = serializers.RegexField(SLUG, max_length=64)
-    value = serializers.FloatField()
-    occurredAt = serializers.DateTimeField(required=False)
+    value = serializers.FloatField(validators=[plausible_value])
+    occurredAt = serializers.DateTimeField(required=False, validators=[plausible_time])
     note = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
     label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)  # type: ignore[assignment]
     unit = serializers.CharField(max_length=20, required=False, default="", allow_blank=True)
@@ -71,8 +85,8 @@ class MetricsObservations(Endpoint):
 
 class BulkRowIn(serializers.Serializer):
     slug = serializers.RegexField(SLUG, max_length=64)
-    value = serializers.FloatField()
-    occurredAt = serializers.DateTimeField()
+    value = serializers.FloatField(validators=[plausible_value])
+    occurredAt = serializers.DateTimeField(validators=[plausible_time])
     note = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
 
 

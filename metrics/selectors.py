@@ -17,6 +17,7 @@ from memory.access import Access
 from memory.errors import NotFound, ValidationFailed
 from memory.models import Scope
 from metrics.models import Aggregation, MetricDefinition, Observation
+from metrics.services import normalize_slug
 
 WINDOWS = (7, 30, 90)
 TREND_TOLERANCE = 0.01  # a change under 1 % of the earlier mean is flat
@@ -31,17 +32,23 @@ def definitions_in_reach(access: Access) -> QuerySet[MetricDefinition]:
 
 def definition_for_access(access: Access, *, metric_id: str | None = None, slug: str | None = None) -> MetricDefinition:
     definitions = definitions_in_reach(access)
-    found = (
-        definitions.filter(pk=metric_id).first() if metric_id else definitions.filter(slug=slug).order_by("id").first()
-    )
+    if metric_id:
+        found = definitions.filter(pk=metric_id).first()
+    else:
+        found = definitions.filter(slug=normalize_slug(slug or "")).order_by("id").first()
     if found is None:
         raise NotFound("No such metric.", details={"metricId": metric_id} if metric_id else {"slug": slug})
     return found
 
 
 def definitions_with_stats(access: Access) -> list[MetricDefinition]:
-    """Every metric with `count`, `first_at`, `last_at` and `latest_value` annotated, in one query."""
-    latest = Observation.objects.filter(definition=OuterRef("pk")).order_by("-occurred_at", "-id").values("value")[:1]
+    """Every metric with `count`, `first_at`, `last_at` and `latest_value` (the newest not in the future)
+    annotated, in one query."""
+    latest = (
+        Observation.objects.filter(definition=OuterRef("pk"), occurred_at__lte=timezone.now())
+        .order_by("-occurred_at", "-id")
+        .values("value")[:1]
+    )
     return list(
         definitions_in_reach(access)
         .annotate(

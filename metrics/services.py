@@ -31,6 +31,11 @@ SUMMED = ("steps", "distance", "calories", "minutes", "duration")
 MAX_BULK = 1000
 
 
+def normalize_slug(slug: str) -> str:
+    """ "Body-Weight" and "body weight" are `body_weight`: every write and read finds a metric this way."""
+    return slugify(slug).replace("-", "_")
+
+
 def default_aggregation(slug: str) -> str:
     return Aggregation.SUM if any(word in slug for word in SUMMED) else Aggregation.MEAN
 
@@ -63,7 +68,7 @@ def definition_resolve(
     aggregation: str = "",
 ) -> Resolved:
     """The definition for `slug`, created if new (flagged for review when it resembles an existing one)."""
-    slug = slugify(slug).replace("-", "_")
+    slug = normalize_slug(slug)
     if not slug:
         raise ValidationFailed("A metric needs a slug.", details={"slug": ["Letters, digits and underscores."]})
     existing = MetricDefinition.objects.filter(owner=owner, partition=partition, slug=slug).first()
@@ -155,12 +160,12 @@ def observations_bulk(access: Access, rows: list[dict[str, Any]]) -> BulkOutcome
     known = {
         definition.slug: definition
         for definition in MetricDefinition.objects.filter(
-            owner=access.user, partition=partition, slug__in={row["slug"] for row in rows}
+            owner=access.user, partition=partition, slug__in={normalize_slug(row["slug"]) for row in rows}
         )
     }
     stored, errors = [], []
     for index, row in enumerate(rows):
-        definition = known.get(row["slug"])
+        definition = known.get(normalize_slug(row["slug"]))
         if definition is None:
             errors.append({
                 "index": index, "slug": row["slug"],
