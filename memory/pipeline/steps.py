@@ -221,7 +221,7 @@ class Index(Step):
                 .filter(stale_vectors(embedder.model_id), merged_into__isnull=True)
                 .only("id", "type", "label", "summary")[: self.batch]
             )
-            return {"nodesEmbedded": nodes_embed(nodes, embedder)} if nodes else {}
+            return {"nodesEmbedded": done} if (done := nodes_embed(nodes, embedder)) else {}
         except EmbedderUnavailable as exc:
             logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
             return {}

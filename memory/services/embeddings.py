@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Model, Q
 
 from memory.embeddings import Embedder
 from memory.models import Chunk, Claim, Node
@@ -15,47 +15,38 @@ from memory.models import Chunk, Claim, Node
 logger = logging.getLogger("memory.embeddings")
 
 
-def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
-    """Store the embedder's vectors on these chunks (one batch). Raises EmbedderUnavailable."""
-    if not chunks:
+def _store_vectors(model: type[Model], rows: Sequence[Model], texts: list[str], embedder: Embedder) -> int:
+    """Embed one batch of texts and store the vectors on their rows. Raises EmbedderUnavailable."""
+    if not rows:
         return 0
-    vectors = embedder.embed_documents([chunk.embedding_text for chunk in chunks])
-    if len(vectors) != len(chunks):
+    vectors = embedder.embed_documents(texts)
+    if len(vectors) != len(rows):
         raise ValueError("the embedder returned a different number of vectors")
     # One UPDATE for the batch: Django's bulk_update builds a CASE per row, several times slower for vectors.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {Chunk._meta.db_table} AS chunk SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
-            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE chunk.id = batch.id",
-            [embedder.model_id, [chunk.pk for chunk in chunks], [_literal(vector) for vector in vectors]],
+            f"UPDATE {model._meta.db_table} AS row SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
+            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE row.id = batch.id",
+            [embedder.model_id, [row.pk for row in rows], [_literal(vector) for vector in vectors]],
         )
-    for chunk, vector in zip(chunks, vectors, strict=True):
-        chunk.embedding, chunk.embedding_model = vector, embedder.model_id
-    return len(chunks)
+    for row, vector in zip(rows, vectors, strict=True):
+        row.embedding, row.embedding_model = vector, embedder.model_id  # type: ignore[attr-defined]
+    return len(rows)
+
+
+def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
+    """Vectors for chunks, made from their context and text (one batch)."""
+    return _store_vectors(Chunk, chunks, [chunk.embedding_text for chunk in chunks], embedder)
 
 
 def nodes_embed(nodes: list[Node], embedder: Embedder) -> int:
-    """Vectors for node cards ("Person: Marcel. summary"), one batch. Raises EmbedderUnavailable."""
-    vectors = embedder.embed_documents([node.card for node in nodes])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {Node._meta.db_table} AS node SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
-            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE node.id = batch.id",
-            [embedder.model_id, [node.pk for node in nodes], [_literal(vector) for vector in vectors]],
-        )
-    return len(nodes)
+    """Vectors for node cards ("Person: Marcel. summary"), one batch."""
+    return _store_vectors(Node, nodes, [node.card for node in nodes], embedder)
 
 
 def claims_embed(claims: list[Claim], embedder: Embedder) -> int:
-    """Vectors for claim statements, one batch. Raises EmbedderUnavailable."""
-    vectors = embedder.embed_documents([claim.statement for claim in claims])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {Claim._meta.db_table} AS claim SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
-            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE claim.id = batch.id",
-            [embedder.model_id, [claim.pk for claim in claims], [_literal(vector) for vector in vectors]],
-        )
-    return len(claims)
+    """Vectors for claim statements, one batch."""
+    return _store_vectors(Claim, claims, [claim.statement for claim in claims], embedder)
 
 
 def embed_pending(owner_id: int, embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
@@ -72,10 +63,7 @@ def embed_pending(owner_id: int, embedder: Embedder, *, limit: int = 500) -> dic
             :limit
         ]
     )
-    return {
-        "claims": claims_embed(claims, embedder) if claims else 0,
-        "nodes": nodes_embed(nodes, embedder) if nodes else 0,
-    }
+    return {"claims": claims_embed(claims, embedder), "nodes": nodes_embed(nodes, embedder)}
 
 
 def vectors_follow(owner_id: int) -> None:
