@@ -56,7 +56,7 @@ class ObservationIn(RequestSerializer):
     label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)  # type: ignore[assignment]
     unit = serializers.CharField(max_length=20, required=False, default="", allow_blank=True)
     description = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
-    aggregation = serializers.ChoiceField(choices=Aggregation.values, required=False, default="")
+    aggregation = serializers.ChoiceField(choices=Aggregation.values, required=False)
 
 
 class MetricsObservations(Endpoint):
@@ -72,7 +72,7 @@ class MetricsObservations(Endpoint):
         observation, resolved = observation_record(
             access, slug=data["slug"], value=data["value"], occurred_at=data.get("occurredAt") or timezone.now(),
             note=data["note"], label=data["label"], unit=data["unit"], description=data["description"],
-            aggregation=data["aggregation"],
+            aggregation=data.get("aggregation", ""),
         )  # fmt: skip
         return {
             "observationId": observation.pk,
