@@ -13,6 +13,9 @@ from memory.models.accounts import Partition, User
 from memory.models.search import searchable
 
 BLOB_MAX_BYTES = 50 * 1024 * 1024
+# How much of a chunk's context goes into its vector: the end of it (the turn just before and the speaker's
+# name come last). Longer costs embedding time for little recall (docs/benchmarks.md).
+EMBEDDED_CONTEXT_CHARS = 160
 
 
 class Blob(models.Model):
@@ -159,7 +162,7 @@ class Chunk(models.Model):
     @property
     def embedding_text(self) -> str:
         """What the chunk's vector is made from: its context (speaker, the turns before, a title), then it."""
-        return f"{self.context}\n{self.text}" if self.context else self.text
+        return f"{self.context[-EMBEDDED_CONTEXT_CHARS:]}\n{self.text}" if self.context else self.text
 
 
 class OperationStatus(models.TextChoices):

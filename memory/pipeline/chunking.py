@@ -58,10 +58,11 @@ def split_text(text: str, target: int) -> list[tuple[int, int]]:
 
 
 def message_context(speaker: str, earlier: list[str]) -> str:
-    """Searchable context of a message: the speaker's name (not a role) and the end of the turns before it."""
-    name = "" if speaker.lower() in ROLE_SPEAKERS else speaker
+    """Searchable context of a message: the end of the turns before it, then the speaker's name (not a role),
+    so the end of the context reads as the line the message continues ("… Where did you go? Caroline:")."""
+    name = "" if speaker.lower() in ROLE_SPEAKERS else f"{speaker}:"
     before = " ".join(earlier[-CONTEXT_TURNS:])[-CONTEXT_CHARS:]
-    return " ".join(part for part in (name, before) if part)
+    return " ".join(part for part in (before, name) if part)
 
 
 def chunks_for_source(source: Source, *, target: int, context: str | None = None) -> list[ChunkDraft]:

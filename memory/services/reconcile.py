@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -76,6 +76,8 @@ class Reconciler:
     source: Source
     extractor: str
     counts: Counter[str]
+    vectors: dict[str, list[float]] = field(default_factory=dict)  # statement -> vector of the active model
+    model_id: str = ""
 
     @property
     def owner(self) -> Any:
@@ -86,6 +88,7 @@ class Reconciler:
         return self.source.partition
 
     def run(self, extraction: Extraction) -> dict[str, int]:
+        self._embed_all([sanitize_text(candidate.statement) for candidate in extraction.claims])  # one batch
         for person in extraction.people:
             self._node(person)
         for candidate in extraction.claims:
@@ -183,14 +186,23 @@ class Reconciler:
             .exists()
         )
 
-    def _embed(self, text: str) -> tuple[list[float] | None, str]:
+    def _embed_all(self, texts: list[str]) -> None:
         from memory.embeddings import EmbedderUnavailable, get_embedder
 
+        wanted = [text for text in dict.fromkeys(texts) if text not in self.vectors]
+        if not wanted:
+            return
         try:
             embedder = get_embedder()
-            return embedder.embed_documents([text])[0], embedder.model_id
+            self.vectors.update(zip(wanted, embedder.embed_documents(wanted), strict=True))
+            self.model_id = embedder.model_id
         except EmbedderUnavailable:
-            return None, ""
+            return  # claims are stored without vectors; reindex fills them later
+
+    def _embed(self, text: str) -> tuple[list[float] | None, str]:
+        self._embed_all([text])
+        vector = self.vectors.get(text)
+        return (vector, self.model_id) if vector is not None else (None, "")
 
     def _create(
         self,
