@@ -15,7 +15,7 @@ from memory.models.search import searchable
 BLOB_MAX_BYTES = 50 * 1024 * 1024
 # How much of a chunk's context goes into its vector: the end of it (the turn just before and the speaker's
 # name come last). Longer costs embedding time for little recall (docs/benchmarks.md).
-EMBEDDED_CONTEXT_CHARS = 160
+EMBEDDED_CONTEXT_CHARS = 48
 
 
 class Blob(models.Model):
