@@ -12,15 +12,25 @@ window, node types) and the time a row is "from". The filters are fixed SQL text
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
+from redis.exceptions import RedisError
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
-DF_CAP = 20_000
+DF_CAP = 5_000
+N_CAP = 200_000
+STATS_SECONDS = 600
+# A word held by more than this share of the rows (and more than MIN_SELECTIVE_ROWS) does not pick candidates.
+SELECTIVE_SHARE = 0.05
+MIN_SELECTIVE_ROWS = 200
 # A word matches as written or by its English stem, like the text was indexed (memory.models.search).
 # plainto_tsquery, not websearch_to_tsquery: a stored "-1234" must not read as "not 1234".
 WORD_QUERY = "(plainto_tsquery('simple', {word}) || plainto_tsquery('english', {word}))"
@@ -80,32 +90,63 @@ class Hit:
     score: float  # keyword: Σ idf·rank; vector: cosine similarity
 
 
+def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
+    reach = hashlib.sha256(f"{sorted(params['partitions'])}|{params['scope']}".encode()).hexdigest()[:16]
+    return f"recall:df:{corpus.name}:{params['owner']}:{reach}:{word}"
+
+
+def word_statistics(corpus: Corpus, terms: list[str], params: dict[str, Any]) -> tuple[int, dict[str, int]]:
+    """How many rows are in reach (N) and how many hold each word (df), both capped; cached for a few minutes
+    (an idf is a weight: a few minutes old is as good). The time window and node types do not change them."""
+    keys = {word: _stats_key(corpus, params, word) for word in ["", *terms]}
+    try:
+        cached = cache.get_many(list(keys.values()))
+    except RedisError:
+        cached = {}
+    missing = [word for word, key in keys.items() if key not in cached]
+    if missing:
+        where = corpus.filters
+        sql = f"""
+            SELECT t.word, (SELECT count(*) FROM (SELECT 1 FROM {corpus.table}
+                            WHERE {where} AND (t.word = '' OR c.search_vector @@ {WORD_QUERY.format(word="t.word")})
+                            LIMIT CASE WHEN t.word = '' THEN {N_CAP} ELSE {DF_CAP} END) m)
+            FROM unnest(%(terms)s::text[]) AS t(word)
+        """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params | {"terms": missing})
+            fresh = {word: int(count) for word, count in cursor.fetchall()}
+        cached |= {keys[word]: count for word, count in fresh.items()}
+        with contextlib.suppress(RedisError):
+            cache.set_many({keys[word]: count for word, count in fresh.items()}, STATS_SECONDS)
+    return int(cached[keys[""]]), {word: int(cached[keys[word]]) for word in terms}
+
+
 def keyword_hits(
     corpus: Corpus, terms: list[str], params: dict[str, Any], since: datetime | None, limit: int
 ) -> list[Hit]:
-    if not terms:
+    """Rows holding the selective query words, scored by every query word they hold."""
+    total, df = word_statistics(corpus, terms, params) if terms else (0, {})
+    present = [word for word in terms if df[word] > 0]
+    if not present:
         return []
-    where = corpus.where(since)
+    idf = {word: math.log(1 + (max(total, df[word]) - df[word] + 0.5) / (df[word] + 0.5)) for word in present}
+    # Candidates come from the words that tell rows apart; a word most rows hold only adds to their score.
+    common = max(MIN_SELECTIVE_ROWS, total * SELECTIVE_SHARE)
+    selective = [word for word in present if df[word] <= common] or [min(present, key=lambda word: df[word])]
     sql = f"""
-        WITH words AS MATERIALIZED (
-            SELECT w.word, w.q, (SELECT count(*) FROM (SELECT 1 FROM {corpus.table}
-                                  WHERE {where} AND c.search_vector @@ w.q LIMIT {DF_CAP}) m) AS df
-            FROM (SELECT t.word, {WORD_QUERY.format(word="t.word")} AS q FROM unnest(%(terms)s::text[]) AS t(word)) w
-        ), total AS MATERIALIZED (
-            SELECT count(*) AS n FROM (SELECT 1 FROM {corpus.table} WHERE {where} LIMIT {DF_CAP * 5}) m
-        ), weighted AS MATERIALIZED (
-            SELECT words.q, ln(1 + (greatest(total.n, words.df) - words.df + 0.5) / (words.df + 0.5)) AS idf
-            FROM words, total WHERE words.df > 0
+        WITH weighted AS MATERIALIZED (
+            SELECT {WORD_QUERY.format(word="w.word")} AS q, w.idf
+            FROM unnest(%(words)s::text[], %(idfs)s::float8[]) AS w(word, idf)
         )
         SELECT c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
                       WHERE c.search_vector @@ w.q) AS score
         FROM {corpus.table}
-        WHERE {where} AND c.search_vector @@ {_any_word(len(terms))}
+        WHERE {corpus.where(since)} AND c.search_vector @@ {_any_word(len(selective))}
         ORDER BY score DESC, c.id
         LIMIT %(limit)s
     """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-    words = {f"w{n}": word for n, word in enumerate(terms)}
-    values = params | words | {"terms": terms, "since": since, "limit": limit}
+    values = params | {f"w{n}": word for n, word in enumerate(selective)}
+    values |= {"words": present, "idfs": [idf[word] for word in present], "since": since, "limit": limit}
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         return [Hit(corpus.name, row[0], float(row[1] or 0)) for row in cursor.fetchall()]
