@@ -5,7 +5,7 @@ many tasks there are."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 from django.db.models import Prefetch
 
@@ -91,3 +91,16 @@ def open_commitments(
     if due_before:
         tasks = [item for item in tasks if item.due_on is not None and item.due_on <= due_before]
     return sorted(tasks, key=lambda item: (item.due_on is None, item.due_on or date.max, item.task.pk))
+
+
+def due_buckets(tasks: list[OpenTask], today: date, within_days: int) -> dict[str, list[OpenTask]]:
+    """Open dated tasks by due date relative to `today` (the digest); undated ones and those due after the
+    horizon are left out."""
+    horizon = today + timedelta(days=within_days)
+    buckets: dict[str, list[OpenTask]] = {"overdue": [], "dueToday": [], "upcoming": []}
+    for item in tasks:
+        due = item.due_on
+        if due is None or due > horizon:
+            continue
+        buckets["overdue" if due < today else "dueToday" if due == today else "upcoming"].append(item)
+    return buckets

@@ -170,3 +170,22 @@ def summaries(definitions: list[MetricDefinition], now: datetime | None = None) 
             "meanBefore": row.get("mean_before"),
         }
     return answer
+
+
+def metric_movers(access: Access, limit: int) -> list[dict[str, Any]]:
+    """Metrics by their latest observation, newest first, with the change of the last 7 days' mean against
+    the 23 days before (direction `unknown` when either is empty)."""
+    definitions = list(definitions_in_reach(access))
+    found = summaries(definitions)
+    moved = [(definition, found[definition.pk]) for definition in definitions if found[definition.pk]["latest"]]
+    moved.sort(key=lambda item: item[1]["latest"]["occurredAt"], reverse=True)
+    movers = []
+    for definition, summary in moved[:limit]:
+        recent, before = summary["windows"]["7d"]["mean"], summary["meanBefore"]
+        movers.append({
+            "metricId": definition.pk, "slug": definition.slug, "label": definition.label, "unit": definition.unit,
+            "latestValue": summary["latest"]["value"], "latestAt": summary["latest"]["occurredAt"],
+            "delta": round(recent - before, 6) if recent is not None and before is not None else None,
+            "direction": summary["trend"], "window": "last 7 days against the 23 days before",
+        })  # fmt: skip
+    return movers

@@ -3,7 +3,7 @@ bootstrap and digest. `formattedResult` is the prompt contract (memory.recall.re
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from commitments.presenters import commitment_json, commitment_line
-from commitments.selectors import OpenTask, open_commitments
+from commitments.selectors import OpenTask, due_buckets, open_commitments
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
 from memory.api.presenters import node_ref
@@ -23,6 +23,7 @@ from memory.recall.day import day_bounds, day_view
 from memory.recall.graph import graph_view
 from memory.recall.render import render_memory
 from memory.recall.search import MAX_LIMIT, SearchRequest, search
+from metrics.selectors import metric_movers
 
 
 class TimeZoneField(serializers.CharField):
@@ -256,40 +257,6 @@ class DigestIn(RecallIn):
     includePinned = serializers.BooleanField(default=True)
 
 
-def commitment_buckets(tasks: list[OpenTask], today: date, within_days: int) -> dict[str, list[dict[str, Any]]]:
-    """Open dated tasks by due date relative to `today`; undated ones are left out."""
-    horizon = today + timedelta(days=within_days)
-    buckets: dict[str, list[dict[str, Any]]] = {"overdue": [], "dueToday": [], "upcoming": []}
-    for item in tasks:
-        due = item.due_on
-        if due is None or due > horizon:
-            continue
-        bucket = "overdue" if due < today else "dueToday" if due == today else "upcoming"
-        buckets[bucket].append(commitment_json(item))
-    return buckets
-
-
-def metric_movers(access: Access, limit: int) -> list[dict[str, Any]]:
-    """Metrics by their latest observation, newest first, with the change of the last 7 days' mean against
-    the 23 days before (direction `unknown` when either is empty)."""
-    from metrics.selectors import definitions_in_reach, summaries
-
-    definitions = list(definitions_in_reach(access))
-    found = summaries(definitions)
-    moved = [(definition, found[definition.pk]) for definition in definitions if found[definition.pk]["latest"]]
-    moved.sort(key=lambda item: item[1]["latest"]["occurredAt"], reverse=True)
-    movers = []
-    for definition, summary in moved[:limit]:
-        recent, before = summary["windows"]["7d"]["mean"], summary["meanBefore"]
-        movers.append({
-            "metricId": definition.pk, "slug": definition.slug, "label": definition.label, "unit": definition.unit,
-            "latestValue": summary["latest"]["value"], "latestAt": summary["latest"]["occurredAt"],
-            "delta": round(recent - before, 6) if recent is not None and before is not None else None,
-            "direction": summary["trend"], "window": "last 7 days against the 23 days before",
-        })  # fmt: skip
-    return movers
-
-
 class Digest(Endpoint):
     """A "Today" view in one call (seeds/000): open commitments bucketed overdue / dueToday / upcoming, what
     is new since `since` (default: the start of `date` in `timeZone`), the metrics that moved most recently and
@@ -310,7 +277,10 @@ class Digest(Endpoint):
             "timeZone": data["timeZone"],
             "generatedAt": timezone.now(),
             "since": since,
-            "commitments": commitment_buckets(tasks, data["date"], data["upcomingWithinDays"]),
+            "commitments": {
+                bucket: [commitment_json(item) for item in items]
+                for bucket, items in due_buckets(tasks, data["date"], data["upcomingWithinDays"]).items()
+            },
             "metricMovers": metric_movers(access, data["metricMoverLimit"]),
             "whatsNew": [change_json(change) for change in changes][: data["whatsNewLimit"]],
             "pinned": [claim_brief(claim) for claim in pinned],
