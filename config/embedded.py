@@ -35,6 +35,10 @@ logger = logging.getLogger("memory.embedded")
 DATABASE_NAME = "memory"
 _SOCKET_PATH_LIMIT = 100  # sun_path is 108 bytes on Linux; keep a margin for ".s.PGSQL.5432"
 _START_TIMEOUT_S = 60.0
+# Server settings for the embedded PostgreSQL. The default 128 MB of shared buffers cannot hold the HNSW index of
+# 100,000 claims (about 200 MB), so every vector search read pages from the OS; JIT compilation only pays off
+# on analytic queries, and a search must not spend milliseconds compiling one.
+_POSTGRES_SETTINGS = {"shared_buffers": "1GB", "jit": "off"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,10 @@ class Runtime:
 
 
 _lease_fd: int | None = None
+
+
+def _server_options() -> str:
+    return " ".join(f"-c {name}={value}" for name, value in _POSTGRES_SETTINGS.items())
 
 
 def ensure_started(runtime: Runtime) -> None:
@@ -183,7 +191,7 @@ class _Postgres:
         if not self.is_running():
             logger.info("embedded.postgres.starting")
             self._pg(
-                "pg_ctl", "-w", "-t", str(int(_START_TIMEOUT_S)), "-o", f'-h "" -k {socket_dir}',
+                "pg_ctl", "-w", "-t", str(int(_START_TIMEOUT_S)), "-o", f'-h "" -k {socket_dir} {_server_options()}',
                 "-l", str(pgdata / "server.log"), "-D", str(pgdata), "start",
                 start_new_session=True, timeout=_START_TIMEOUT_S + 10,
             )  # fmt: skip

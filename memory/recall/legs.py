@@ -3,9 +3,12 @@
 Each corpus names its table, the filters that keep a row in reach (owner, partitions, scope, liveness, time
 window, node types) and the time a row is "from". The filters are fixed SQL text; every value is a parameter.
 
-- Keyword: rows matching any query word as written or stemmed (`plainto_tsquery` per word, GIN), scored
+- Keyword: rows matching the query words as written or stemmed (`plainto_tsquery` per word, GIN), scored
   Σ idf(word) · ts_rank(row, word), where idf = ln(1 + (N - df + 0.5) / (df + 0.5)) over the rows in reach:
-  BM25's weighting, so a rare name counts far more than a word every row has.
+  BM25's weighting, so a rare name counts far more than a word every row has. Scoring costs per row, so the
+  candidates are bounded: only words that tell rows apart pick them, and when those words together hold more
+  than CANDIDATE_BUDGET rows, candidates must hold several of them (three, then two), the way a person with
+  thousands of memories is found by the other words of the question; single words come last, rarest first.
 - Vector: cosine distance on the per-model HNSW expression index `(embedding::vector(D))`, rows of the
   active model only; `hnsw.ef_search` and an iterative scan are set for the transaction.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,22 +35,34 @@ STATS_SECONDS = 600
 # A word held by more than this share of the rows (and more than MIN_SELECTIVE_ROWS) does not pick candidates.
 SELECTIVE_SHARE = 0.05
 MIN_SELECTIVE_ROWS = 200
+# Rows the keyword leg is willing to score one by one; past it candidates must hold several query words.
+CANDIDATE_BUDGET = 2_000
+MOST_WORDS_TOGETHER = 3  # the first level: rows holding this many of the selective words (or all, if fewer)
+LEVEL_WORDS = 6  # the rarest selective words combined into levels (6 choose 3 = 20 conjunctions at most)
 # A word matches as written or by its English stem, like the text was indexed (memory.models.search).
 # plainto_tsquery, not websearch_to_tsquery: a stored "-1234" must not read as "not 1234".
 WORD_QUERY = "(plainto_tsquery('simple', {word}) || plainto_tsquery('english', {word}))"
 
 
-def _any_word(count: int) -> str:
-    """Matches rows with any of the query words (%(w0)s, %(w1)s, ...), through the GIN index."""
-    return "(" + " || ".join(WORD_QUERY.format(word=f"%(w{n})s") for n in range(count)) + ")"
+def _together(count: int, together: int) -> str:
+    """A tsquery matching rows that hold at least `together` of the words %(w0)s .. %(w<count-1>)s: the OR of
+    every such conjunction, so the GIN index intersects and unites posting lists and no other row is read."""
+    words = [WORD_QUERY.format(word=f"%(w{n})s") for n in range(count)]
+    groups = ["(" + " && ".join(group) + ")" for group in itertools.combinations(words, together)]
+    return "(" + " || ".join(groups) + ")"
 
 
 @dataclass(frozen=True)
 class Corpus:
     name: str  # claim | chunk | node
     table: str  # FROM clause, aliased `c`
-    filters: str  # WHERE clause over `c` (and joins), with named parameters
+    reach: str  # WHERE clause over `c` (and joins) of the rows a search can reach, with named parameters
+    narrowing: str  # what a single search adds to it (expiry, node types); word statistics leave it out
     time: str  # the row's time, for `since`
+
+    @property
+    def filters(self) -> str:
+        return f"{self.reach} AND {self.narrowing}"
 
     def where(self, since: datetime | None) -> str:
         return self.filters + (f" AND {self.time} >= %(since)s" if since else "")
@@ -55,9 +71,12 @@ class Corpus:
 CLAIMS = Corpus(
     name="claim",
     table="memory_claim c",
-    filters=(
+    reach=(
         "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.status = 'active'"
-        " AND c.scope = %(scope)s AND (c.expires_at IS NULL OR c.expires_at > now() OR c.pinned)"
+        " AND c.scope = %(scope)s"
+    ),
+    narrowing=(
+        "(c.expires_at IS NULL OR c.expires_at > now() OR c.pinned)"
         " AND NOT EXISTS (SELECT 1 FROM memory_node n WHERE n.id = c.subject_id AND n.type = ANY(%(excluded)s))"
     ),
     time="COALESCE(c.stated_at, c.recorded_at)",
@@ -65,19 +84,21 @@ CLAIMS = Corpus(
 CHUNKS = Corpus(
     name="chunk",
     table="memory_chunk c JOIN memory_source s ON s.id = c.source_id",
-    filters=(
+    reach=(
         "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND s.tombstoned_at IS NULL"
         " AND s.scope = %(scope)s"
     ),
+    narrowing="TRUE",
     time="COALESCE(c.authored_at, s.occurred_at)",
 )
 NODES = Corpus(
     name="node",
     table="memory_node c",
-    filters=(
+    reach=(
         "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.merged_into_id IS NULL"
-        " AND NOT c.is_self AND c.scope = %(scope)s AND NOT (c.type = ANY(%(excluded)s))"
+        " AND NOT c.is_self AND c.scope = %(scope)s"
     ),
+    narrowing="NOT (c.type = ANY(%(excluded)s))",
     time="COALESCE(c.last_seen_at, c.created_at)",
 )
 CORPORA = (CLAIMS, CHUNKS, NODES)
@@ -97,28 +118,60 @@ def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
 
 def word_statistics(corpus: Corpus, terms: list[str], params: dict[str, Any]) -> tuple[int, dict[str, int]]:
     """How many rows are in reach (N) and how many hold each word (df), both capped; cached for a few minutes
-    (an idf is a weight: a few minutes old is as good). The time window and node types do not change them."""
+    (an idf is a weight: a few minutes old is as good). Expiry, the time window and node types leave them be."""
     keys = {word: _stats_key(corpus, params, word) for word in ["", *terms]}
     try:
         cached = cache.get_many(list(keys.values()))
     except RedisError:
         cached = {}
-    missing = [word for word, key in keys.items() if key not in cached]
-    if missing:
-        where = corpus.filters
-        sql = f"""
-            SELECT t.word, (SELECT count(*) FROM (SELECT 1 FROM {corpus.table}
-                            WHERE {where} AND (t.word = '' OR c.search_vector @@ {WORD_QUERY.format(word="t.word")})
-                            LIMIT CASE WHEN t.word = '' THEN {N_CAP} ELSE {DF_CAP} END) m)
-            FROM unnest(%(terms)s::text[]) AS t(word)
-        """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params | {"terms": missing})
-            fresh = {word: int(count) for word, count in cursor.fetchall()}
-        cached |= {keys[word]: count for word, count in fresh.items()}
+    missing = [word for word in terms if keys[word] not in cached]
+    fresh = {}
+    with connection.cursor() as cursor:
+        if keys[""] not in cached:
+            cursor.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m",  # noqa: S608
+                params,
+            )
+            fresh[""] = cursor.fetchone()[0]
+        if missing:
+            # One bounded GIN lookup per word (a LATERAL subquery per unnested word).
+            cursor.execute(
+                f"""
+                SELECT t.word, m.rows
+                FROM unnest(%(terms)s::text[]) AS t(word), LATERAL (
+                    SELECT count(*) AS rows FROM (
+                        SELECT 1 FROM {corpus.table}
+                        WHERE {corpus.reach} AND c.search_vector @@ {WORD_QUERY.format(word="t.word")}
+                        LIMIT {DF_CAP}
+                    ) matched
+                ) m
+                """,  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
+                params | {"terms": missing},
+            )
+            fresh |= dict(cursor.fetchall())
+    cached |= {keys[word]: count for word, count in fresh.items()}
+    if fresh:
         with contextlib.suppress(RedisError):
             cache.set_many({keys[word]: count for word, count in fresh.items()}, STATS_SECONDS)
     return int(cached[keys[""]]), {word: int(cached[keys[word]]) for word in terms}
+
+
+def _candidate_levels(selective: list[str], df: dict[str, int]) -> list[tuple[list[str], int]]:
+    """The (words, how many of them together) to pick candidates with, tried in order until enough rows are
+    found: all selective words at once when they hold few rows; otherwise rows holding several of the rarest,
+    then the single rarest words within the budget."""
+    rarest = sorted(selective, key=lambda word: (df[word], word))
+    if sum(df.values()) <= CANDIDATE_BUDGET or len(rarest) == 1:
+        return [(rarest, 1)]
+    within: list[str] = []
+    held = 0
+    for word in rarest:
+        if within and held + df[word] > CANDIDATE_BUDGET:
+            break
+        within.append(word)
+        held += df[word]
+    combined = rarest[:LEVEL_WORDS]
+    return [(combined, together) for together in range(min(len(combined), MOST_WORDS_TOGETHER), 1, -1)] + [(within, 1)]
 
 
 def keyword_hits(
@@ -133,44 +186,60 @@ def keyword_hits(
     # Candidates come from the words that tell rows apart; a word most rows hold only adds to their score.
     common = max(MIN_SELECTIVE_ROWS, total * SELECTIVE_SHARE)
     selective = [word for word in present if df[word] <= common] or [min(present, key=lambda word: df[word])]
-    sql = f"""
-        WITH weighted AS MATERIALIZED (
-            SELECT {WORD_QUERY.format(word="w.word")} AS q, w.idf
-            FROM unnest(%(words)s::text[], %(idfs)s::float8[]) AS w(word, idf)
-        )
-        SELECT c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
-                      WHERE c.search_vector @@ w.q) AS score
-        FROM {corpus.table}
-        WHERE {corpus.where(since)} AND c.search_vector @@ {_any_word(len(selective))}
-        ORDER BY score DESC, c.id
-        LIMIT %(limit)s
-    """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-    values = params | {f"w{n}": word for n, word in enumerate(selective)}
-    values |= {"words": present, "idfs": [idf[word] for word in present], "since": since, "limit": limit}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        return [Hit(corpus.name, row[0], float(row[1] or 0)) for row in cursor.fetchall()]
+    scores: dict[str, float] = {}
+    for words, together in _candidate_levels(selective, {word: df[word] for word in selective}):
+        sql = f"""
+            WITH weighted AS MATERIALIZED (
+                SELECT {WORD_QUERY.format(word="w.word")} AS q, w.idf
+                FROM unnest(%(words)s::text[], %(idfs)s::float8[]) AS w(word, idf)
+            )
+            SELECT c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
+                          WHERE c.search_vector @@ w.q) AS score
+            FROM {corpus.table}
+            WHERE {corpus.where(since)} AND c.search_vector @@ {_together(len(words), together)}
+            ORDER BY score DESC, c.id
+            LIMIT %(limit)s
+        """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
+        values = params | {f"w{n}": word for n, word in enumerate(words)}
+        values |= {"words": present, "idfs": [idf[word] for word in present], "since": since, "limit": limit}
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+            scores |= {row_id: float(score or 0) for row_id, score in cursor.fetchall()}
+        if len(scores) >= limit:
+            break
+    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    return [Hit(corpus.name, row_id, score) for row_id, score in best]
 
 
 def vector_hits(
-    corpus: Corpus, vector: list[float], model_id: str, params: dict[str, Any], since: datetime | None, limit: int
+    corpora: tuple[Corpus, ...],
+    vector: list[float],
+    model_id: str,
+    params: dict[str, Any],
+    since: datetime | None,
+    limit: int,
 ) -> list[Hit]:
+    """The nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus)."""
     dimensions = len(vector)
-    distance = f"(c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions})"
-    sql = f"""
-        SELECT c.id, 1 - ({distance}) AS similarity
-        FROM {corpus.table}
-        WHERE {corpus.where(since)} AND c.embedding_model = %(model)s
-        ORDER BY {distance}
-        LIMIT %(limit)s
-    """  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+    scans = [
+        f"""(SELECT '{corpus.name}' AS corpus, c.id,
+                    (c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions}) AS distance
+             FROM {corpus.table}
+             WHERE {corpus.where(since)} AND c.embedding_model = %(model)s
+             ORDER BY distance
+             LIMIT %(limit)s)"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+        for corpus in corpora
+    ]
     literal = "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
     values = params | {"vector": literal, "model": model_id, "since": since, "limit": limit}
     with transaction.atomic(), connection.cursor() as cursor:
-        # SET LOCAL: these hold for this transaction only, never leaking into a pooled connection.
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.SEARCH_EF_SEARCH)])
-        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        cursor.execute(sql, values)
-        # Below the floor a "nearest" row is not related at all; it would only fill the answer.
-        floor = settings.SEARCH_MIN_SIMILARITY
-        return [Hit(corpus.name, row[0], float(row[1])) for row in cursor.fetchall() if float(row[1]) >= floor]
+        # Local to this transaction: never leaking into a pooled connection.
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            [str(settings.SEARCH_EF_SEARCH)],
+        )
+        cursor.execute(" UNION ALL ".join(scans), values)
+        rows = cursor.fetchall()
+    # Below the floor a "nearest" row is not related at all; it would only fill the answer.
+    floor = settings.SEARCH_MIN_SIMILARITY
+    return [Hit(corpus, row_id, 1 - distance) for corpus, row_id, distance in rows if 1 - distance >= floor]

@@ -8,12 +8,12 @@ rows without one still match by keyword. Runs a fixed number of queries whatever
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch
 from django.utils import timezone
 
 from memory.access import Access
@@ -92,111 +92,107 @@ class SearchResult:
         }
 
 
-def _node_json(node: Node | None) -> dict[str, Any] | None:
-    return None if node is None else {"nodeId": node.pk, "type": node.type, "label": node.label}
+def _node_json(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any] | None:
+    if row[f"{prefix}id"] is None:
+        return None
+    return {"nodeId": row[f"{prefix}id"], "type": row[f"{prefix}type"], "label": row[f"{prefix}label"]}
 
 
-def _evidence_json(evidence: Evidence) -> dict[str, Any]:
-    return {
-        "sourceId": evidence.source_id,
-        "excerpt": evidence.excerpt,
-        "messageId": evidence.message_id,
-        "authoredAt": evidence.authored_at,
-    }
+def _conversation_of(row: Mapping[str, Any], prefix: str = "source__") -> set[str]:
+    """The ids a conversation is known by (thread, source, parent source), for the conversation boost."""
+    return {row[f"{prefix}thread_id"], row[f"{prefix}external_id"], row[f"{prefix}parent__external_id"] or ""} - {""}
 
 
-def _chunk_evidence(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "sourceId": chunk.source_id,
-        "excerpt": chunk.text[:500],
-        "messageId": chunk.message_id,
-        "authoredAt": chunk.authored_at or chunk.source.authored_at,
-    }
-
-
-def _conversation_of(source: Any) -> set[str]:
-    ids = {source.thread_id, source.external_id}
-    if source.parent_id is not None:
-        ids.add(source.parent.external_id)
-    return ids - {""}
-
-
-# Large columns a result never shows: vectors, search vectors, whole source texts.
-_HEAVY = ("embedding", "search_vector")
-_HEAVY_SOURCE = ("content", "markdown", "segments", "source_context", "participants")
-
-
-def _light_sources(prefix: str) -> list[str]:
-    return [f"{prefix}{name}" for name in _HEAVY_SOURCE] + [f"{prefix}parent__{name}" for name in _HEAVY_SOURCE]
+# What a result shows, read as plain rows (`values()`): no model instances, no vectors, no whole source texts.
+_CONVERSATION = ("source__thread_id", "source__external_id", "source__parent__external_id")
 
 
 def claim_results(ids: list[str]) -> dict[str, SearchResult]:
-    evidence = (
-        Evidence.objects.select_related("source__parent")
-        .defer(*_light_sources("source__"))
-        .order_by("authored_at", "id")
-    )
-    claims = (
-        Claim.objects.filter(pk__in=ids)
-        .select_related("subject", "partition")
-        .defer(*_HEAVY, *(f"subject__{name}" for name in _HEAVY))
-    )
+    evidence: dict[str, list[dict[str, Any]]] = {}
+    refs = Evidence.objects.filter(claim_id__in=ids).order_by("authored_at", "id")
+    for ref in refs.values("claim_id", "source_id", "excerpt", "message_id", "authored_at", *_CONVERSATION):
+        evidence.setdefault(ref["claim_id"], []).append(ref)
+    claims = Claim.objects.filter(pk__in=ids).values(
+        "id", "statement", "stated_at", "recorded_at", "status", "pinned", "importance", "kind", "partition__key",
+        "subject__id", "subject__type", "subject__label",
+    )  # fmt: skip
     found = {}
-    for claim in claims.prefetch_related(Prefetch("evidence", queryset=evidence)):
-        refs = list(claim.evidence.all())
-        found[claim.pk] = SearchResult(
-            candidate=Candidate("claim", claim.pk),
-            text=claim.statement,
-            time=claim.stated_at or claim.recorded_at,
-            partition=claim.partition.key,
-            status=claim.status,
-            pinned=claim.pinned,
-            importance=claim.importance,
-            kind=claim.kind,
-            node=_node_json(claim.subject),
-            evidence=[_evidence_json(ref) for ref in refs],
-            conversation_ids=set().union(*(_conversation_of(ref.source) for ref in refs)),
+    for claim in claims:
+        held = evidence.get(claim["id"], [])
+        found[claim["id"]] = SearchResult(
+            candidate=Candidate("claim", claim["id"]),
+            text=claim["statement"],
+            time=claim["stated_at"] or claim["recorded_at"],
+            partition=claim["partition__key"],
+            status=claim["status"],
+            pinned=claim["pinned"],
+            importance=claim["importance"],
+            kind=claim["kind"],
+            node=_node_json(claim, "subject__"),
+            evidence=[
+                {
+                    "sourceId": ref["source_id"],
+                    "excerpt": ref["excerpt"],
+                    "messageId": ref["message_id"],
+                    "authoredAt": ref["authored_at"],
+                }
+                for ref in held
+            ],
+            conversation_ids=set().union(*(_conversation_of(ref) for ref in held)),
         )
     return found
 
 
 def chunk_results(ids: list[str]) -> dict[str, SearchResult]:
+    chunks = Chunk.objects.filter(pk__in=ids).values(
+        "id", "text", "speaker", "message_id", "authored_at", "partition__key", "source_id", "source__kind",
+        "source__authored_at", "source__occurred_at", *_CONVERSATION,
+    )  # fmt: skip
     found = {}
-    chunks = Chunk.objects.filter(pk__in=ids).select_related("source__parent", "partition")
-    for chunk in chunks.defer(*_HEAVY, *_light_sources("source__")):
-        source = chunk.source
-        speaker = f"{chunk.speaker}: " if chunk.speaker and chunk.speaker not in ("user", "assistant") else ""
-        found[chunk.pk] = SearchResult(
-            candidate=Candidate("chunk", chunk.pk),
-            text=f"{speaker}{chunk.text}",
-            time=chunk.authored_at or source.occurred_at,
-            partition=chunk.partition.key,
-            kind=source.kind,
-            evidence=[_chunk_evidence(chunk)],
-            conversation_ids=_conversation_of(source),
+    for chunk in chunks:
+        speaker = chunk["speaker"] if chunk["speaker"] not in ("", "user", "assistant") else ""
+        found[chunk["id"]] = SearchResult(
+            candidate=Candidate("chunk", chunk["id"]),
+            text=f"{speaker}: {chunk['text']}" if speaker else chunk["text"],
+            time=chunk["authored_at"] or chunk["source__occurred_at"],
+            partition=chunk["partition__key"],
+            kind=chunk["source__kind"],
+            evidence=[
+                {
+                    "sourceId": chunk["source_id"],
+                    "excerpt": chunk["text"][:500],
+                    "messageId": chunk["message_id"],
+                    "authoredAt": chunk["authored_at"] or chunk["source__authored_at"],
+                }
+            ],
+            conversation_ids=_conversation_of(chunk),
         )
     return found
 
 
 def node_results(ids: list[str]) -> dict[str, SearchResult]:
-    nodes = list(Node.objects.filter(pk__in=ids).select_related("partition").defer(*_HEAVY))
+    nodes = list(
+        Node.objects.filter(pk__in=ids).values(
+            "id", "type", "label", "summary", "last_seen_at", "created_at", "partition__key"
+        )
+    )
     statuses = dict(
         Claim.objects.filter(
-            subject_id__in=[node.pk for node in nodes if node.type == NodeType.TASK],
+            subject_id__in=[node["id"] for node in nodes if node["type"] == NodeType.TASK],
             predicate="HAS_TASK_STATUS",
             status=ClaimStatus.ACTIVE,
         ).values_list("subject_id", "object_value")
     )
     found = {}
     for node in nodes:
-        status = statuses.get(node.pk)
-        card = f"{node.type}: {node.label}" + (f" ({status})" if status else "")
-        found[node.pk] = SearchResult(
-            candidate=Candidate("node", node.pk),
-            text=card + (f". {node.summary}" if node.summary else ""),
-            time=node.last_seen_at or node.created_at,
-            partition=node.partition.key,
-            kind=node.type,
+        status = statuses.get(node["id"])
+        card = f"{node['type']}: {node['label']}" + (f" ({status})" if status else "")
+        found[node["id"]] = SearchResult(
+            candidate=Candidate("node", node["id"]),
+            text=card + (f". {node['summary']}" if node["summary"] else ""),
+            time=node["last_seen_at"] or node["created_at"],
+            partition=node["partition__key"],
+            kind=node["type"],
             node=_node_json(node),
         )
     return found
@@ -235,8 +231,7 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     semantic: list[Hit] = []
     vector, model_id = _embed(request.query) if request.use_vector else (None, "")
     if vector is not None:
-        for corpus in CORPORA:
-            semantic += vector_hits(corpus, vector, model_id, params, since, depth)
+        semantic = vector_hits(CORPORA, vector, model_id, params, since, depth)
     weights = {"keyword": settings.SEARCH_KEYWORD_WEIGHT, "vector": settings.SEARCH_VECTOR_WEIGHT}
     candidates = fuse({"keyword": rank(keyword), "vector": rank(semantic)}, weights)
     # Boosts move memories of similar relevance; only the best by relevance are worth reading in full.

@@ -14,6 +14,8 @@ from memory.access import access_for_user
 from memory.embeddings import get_embedder
 from memory.models import Claim, Evidence, Node, Source, User
 from memory.pipeline.runner import run_operation
+from memory.recall import legs
+from memory.recall.legs import _candidate_levels
 from memory.recall.search import SearchRequest, search
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
@@ -240,7 +242,43 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
     add_claims(18)
     many = search_cost()
     assert Claim.objects.filter(statement__startswith="Marcel likes tea").count() == 20
-    # One to cut the query into words, three keyword queries (word statistics cached), three vector legs of
-    # five statements each, then two for claims with their evidence, one for chunks (the message's is folded
-    # into the task claims drawn from it), two for nodes.
-    assert few == many == (["claim", "node"], 24)
+    # One to cut the query into words, three keyword queries (word statistics cached; few rows, so one level
+    # each), the vector legs of every corpus in one statement (with its savepoint, release and settings), then
+    # two for claims with their evidence, one for chunks (the message's is folded into the task claims drawn
+    # from it), two for nodes.
+    assert few == many == (["claim", "node"], 13)
+
+
+def test_candidate_levels_ask_for_several_words_only_past_the_budget() -> None:
+    few = {"lena": 40, "petrov": 30, "book": 90}
+    assert _candidate_levels(list(few), few) == [(["petrov", "lena", "book"], 1)]
+    many = {"lena": 1_500, "petrov": 900, "book": 4_000, "recommend": 3_000}
+    assert _candidate_levels(list(many), many) == [
+        (["petrov", "lena", "recommend", "book"], 3),
+        (["petrov", "lena", "recommend", "book"], 2),
+        (["petrov"], 1),  # 900 + 1,500 would pass the budget of 2,000
+    ]
+    assert _candidate_levels(["book"], {"book": 4_000}) == [(["book"], 1)]
+
+
+def test_past_the_budget_rows_holding_more_query_words_are_found_first(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The budget in rows is lowered so a handful of claims stands for a memory of thousands.
+    monkeypatch.setattr(legs, "CANDIDATE_BUDGET", 3)
+    monkeypatch.setattr(legs, "SELECTIVE_SHARE", 1.0)  # every query word may pick candidates
+    for n in range(6):
+        ClaimFactory.create(owner=alice, statement=f"Lena Petrov mentioned topic {n}.")
+        ClaimFactory.create(owner=alice, statement=f"Someone recommended book {n}.")
+    ClaimFactory.create(owner=alice, statement="Lena Petrov recommended the book Dune.")
+    ClaimFactory.create(owner=alice, statement="Filler that holds no query word.")
+    access = access_for_user(user=alice)
+    asked = SearchRequest(query="Which book did Lena Petrov recommend?", limit=20, use_vector=False)
+    with CaptureQueriesContext(connection) as captured:
+        results = search(access, asked)
+    assert results[0].text == "Lena Petrov recommended the book Dune."
+    # The three-word level held one row, too few for the depth asked, so the lower levels filled the answer.
+    assert len(results) == 13
+    assert {result.text for result in results} >= {"Lena Petrov mentioned topic 0.", "Someone recommended book 0."}
+    levels = [query["sql"] for query in captured.captured_queries if "ORDER BY score" in query["sql"]]
+    assert len([sql for sql in levels if "memory_claim" in sql]) == 3
