@@ -1,7 +1,8 @@
 """The ASGI application: Django over HTTP, websockets through Channels, and the ASGI lifespan.
 
 Channels' ProtocolTypeRouter does not route `lifespan`; `LifespanApp` answers it, and runs the startup and
-shutdown hooks that need the event loop (the MCP session manager registers one in a later step).
+shutdown hooks that need the event loop (the MCP session manager). The MCP paths (/mcp, /sse, /messages/) go
+to the MCP transports before Django: they have their own token gate and stream their answers.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ ensure_started(settings.EMBEDDED_RUNTIME)
 django_app = get_asgi_application()
 
 from config.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
+from mcp_bridge.asgi import McpTransports, is_mcp_path  # noqa: E402  (needs Django set up)
 
 Hook = Callable[[], Awaitable[None]]
 
@@ -55,18 +57,38 @@ class LifespanApp:
                 return
 
 
+class McpRouter:
+    """The MCP transports for their paths, the rest to `app`."""
+
+    def __init__(self, app: Any, transports: McpTransports) -> None:
+        self.app = app
+        self.transports = transports
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and is_mcp_path(scope["path"]):
+            await self.transports(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
 async def release_embedded_runtime() -> None:
     # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never runs in this process: give up the
     # lease here, while shutdown is still orderly (the last user stops the embedded servers).
     await asyncio.to_thread(release, settings.EMBEDDED_RUNTIME)
 
 
+mcp_transports = McpTransports()
 application = LifespanApp(
-    ProtocolTypeRouter(
-        {
-            "http": django_app,
-            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-        }
+    McpRouter(
+        ProtocolTypeRouter(
+            {
+                "http": django_app,
+                "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            }
+        ),
+        mcp_transports,
     )
 )
+application.on_startup.append(mcp_transports.start)
+application.on_shutdown.append(mcp_transports.stop)
 application.on_shutdown.append(release_embedded_runtime)

@@ -191,6 +191,8 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 600)
+# MCP: artifacts travel inside JSON-RPC messages, so artifact_put takes less than PUT /artifact (50 MB).
+MCP_ARTIFACT_MAX_BYTES = env_int("MCP_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory service API",
@@ -276,6 +278,11 @@ STEWARD_MAX_WRITES_PER_JOB = env_int("STEWARD_MAX_WRITES_PER_JOB", 50)
 STEWARD_CONFLICT_SIMILARITY_PERCENT = env_int("STEWARD_CONFLICT_SIMILARITY_PERCENT", 85)
 WORKING_CONTEXT_DAYS = env_int("WORKING_CONTEXT_DAYS", 14)
 REVERIFY_AFTER_DAYS = env_int("REVERIFY_AFTER_DAYS", 90)  # trust decay of inferred claims
+
+# coord_reconcile (seeds/004): claims naming a repo and a PR or branch are checked against GitHub when a token
+# (read-only: contents and pull requests) is set; without one every verdict is `unverifiable`.
+GITHUB_TOKEN = env_secret("GITHUB_TOKEN")
+GITHUB_API_URL = env_str("GITHUB_API_URL", "https://api.github.com")
 
 # Search (SPEC §8): candidates per leg and corpus, HNSW search breadth, and the weights of the two legs in
 # the reciprocal-rank fusion (percent; tuned on LoCoMo, see docs/benchmarks.md).

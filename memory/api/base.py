@@ -149,7 +149,7 @@ class Endpoint(APIView):
                 tool=self.tool,
                 partition_key=self.access.partition.key if self.access and self.access.partition else "",
                 status_code=status,
-                outcome=_outcome(status),
+                outcome=outcome_for_status(status),
                 error_code=error_code if error_code in ERROR_KINDS else "",
                 duration_ms=int((time.perf_counter() - (self._started or time.perf_counter())) * 1000),
                 request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
@@ -159,7 +159,7 @@ class Endpoint(APIView):
             logger.exception("tool_event.write_failed", extra={"tool": self.tool})
 
 
-def _outcome(status: int) -> str:
+def outcome_for_status(status: int) -> str:
     if status >= 500:
         return ToolEvent.Outcome.SERVER_ERROR
     if status >= 400:

@@ -31,7 +31,7 @@ _DRF_CODES: list[tuple[type[exceptions.APIException], str]] = [
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    code, message, details = _describe(exc, context)
+    code, message, details = describe_exception(exc, context)
     response = Response(error_body(code, message, details), status=ERROR_KINDS[code].status)
     if code == "RATE_LIMITED" and details.get("retryAfterSeconds") is not None:
         response["Retry-After"] = str(details["retryAfterSeconds"])
@@ -44,7 +44,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     return response
 
 
-def _describe(exc: Exception, context: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+def describe_exception(exc: Exception, context: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """The error code, message and details of any failure, as REST and MCP answer it."""
     if isinstance(exc, ServiceError):
         return exc.code, exc.message, exc.details
     if isinstance(exc, Http404):

@@ -34,3 +34,12 @@ class TokenRateThrottle(SimpleRateThrottle):
         if isinstance(request.auth, AccessToken):
             return f"throttle:token:{request.auth.pk}"
         return f"throttle:ip:{self.get_ident(request)}"
+
+
+def token_call_allowed(token: AccessToken) -> bool:
+    """The same per-token window for a call that is not a DRF request (an MCP tool call)."""
+
+    class Call:
+        auth = token
+
+    return TokenRateThrottle().allow_request(Call(), None)  # type: ignore[arg-type]

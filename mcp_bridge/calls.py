@@ -1,0 +1,140 @@
+"""One MCP tool call, whatever the transport: the token, the profile, the arguments, the service, the answer.
+
+A tool bound to a REST endpoint runs exactly that endpoint's request serializer and `handle()`, so its answer
+is the REST answer for the same token and the same body. MCP-only tools run a service on arguments their own
+serializer validated. Every failure is the one error shape (SPEC §4), returned as a tool error; every call
+records a ToolEvent with no content.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import close_old_connections
+from rest_framework.utils.encoders import JSONEncoder
+
+from mcp_bridge.catalog import ToolSpec, tools_for_profile
+from memory.access import Access, access_for_token
+from memory.api.base import outcome_for_status
+from memory.api.errors import describe_exception
+from memory.api.throttling import token_call_allowed
+from memory.errors import ERROR_KINDS, AuthenticationError, ServiceError, ValidationFailed, error_body
+from memory.models import AccessToken, Scope, ToolEvent
+from memory.services.tokens import token_touch
+
+logger = logging.getLogger("mcp_bridge")
+
+
+class RateLimited(ServiceError):
+    code = "RATE_LIMITED"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the token resolved by the transport, and the access scope it asked for."""
+
+    token_id: str
+    workspace: bool = False
+
+
+@dataclass
+class Outcome:
+    result: Any  # JSON-ready: the answer, or the error shape
+    is_error: bool
+    error_code: str = ""
+
+
+def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outcome:
+    """Run one tool call to the end; never raises."""
+    close_old_connections()
+    started = time.perf_counter()
+    token: AccessToken | None = None
+    access: Access | None = None
+    try:
+        token = _usable_token(caller.token_id)
+        if spec not in tools_for_profile(token.profile):
+            raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
+        if not token_call_allowed(token):
+            raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": 60})
+        data = spec.validated(arguments)
+        if spec.destructive:
+            _require_confirmation(token, data)
+        access = access_for_token(
+            token=token,
+            user_id=data.pop("userId", None),
+            partition_key=data.pop("partitionKey", None),
+            workspace=caller.workspace,
+        )
+        outcome = Outcome(_plain(spec.run(access, data)), is_error=False)
+    except Exception as exc:  # every failure leaves in the error shape
+        code, message, details = describe_exception(exc, {"view": spec})
+        outcome = Outcome(error_body(code, message, details), is_error=True, error_code=code)
+    _record(spec, token, access, outcome, arguments, started)
+    close_old_connections()
+    return outcome
+
+
+def _usable_token(token_id: str) -> AccessToken:
+    """The caller's token as it is now: a token revoked since the connection opened stops working at once."""
+    token = AccessToken.objects.select_related("owner").filter(pk=token_id).first()
+    if token is None:
+        raise AuthenticationError("The access token is not valid.", code="TOKEN_INVALID")
+    if token.revoked_at is not None:
+        raise AuthenticationError("The access token was revoked.", code="TOKEN_REVOKED")
+    if token.is_expired:
+        raise AuthenticationError("The access token has expired.", code="TOKEN_EXPIRED")
+    if not token.owner.is_active:
+        raise AuthenticationError("The owner of this token is deactivated.", code="TOKEN_INVALID")
+    token_touch(token)
+    return token
+
+
+def _require_confirmation(token: AccessToken, data: dict[str, Any]) -> None:
+    """Destructive tools need a token with `edit` and an explicit `confirm: true` in the call."""
+    if Scope.EDIT not in token.scopes:
+        raise ServiceError(
+            "This tool changes or erases memory and needs a token with the 'edit' scope.",
+            code="SCOPE_REQUIRED",
+            details={"requiredScope": Scope.EDIT},
+        )
+    if data.pop("confirm", False) is not True:
+        raise ValidationFailed(
+            "This tool changes or erases memory: ask the user, then call it again with confirm: true.",
+            details={"confirm": ["Must be true."]},
+        )
+
+
+def _plain(result: Any) -> Any:
+    """The answer as REST renders it (ids, dates and decimals as JSON)."""
+    return json.loads(json.dumps(result, cls=JSONEncoder))
+
+
+def _record(
+    spec: ToolSpec,
+    token: AccessToken | None,
+    access: Access | None,
+    outcome: Outcome,
+    arguments: dict[str, Any],
+    started: float,
+) -> None:
+    status = ERROR_KINDS[outcome.error_code].status if outcome.is_error else 200
+    try:
+        ToolEvent.objects.create(
+            owner=access.user if access else (token.owner if token else None),
+            token=token,
+            surface="mcp",
+            tool=spec.name,
+            partition_key=access.partition.key if access and access.partition else "",
+            status_code=status,
+            outcome=outcome_for_status(status),
+            error_code=outcome.error_code,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+            request_bytes=len(json.dumps(arguments, cls=JSONEncoder)),
+            response_bytes=len(json.dumps(outcome.result, cls=JSONEncoder)),
+        )
+    except Exception:  # telemetry must never fail a call
+        logger.exception("tool_event.write_failed", extra={"tool": spec.name})
