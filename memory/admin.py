@@ -20,6 +20,7 @@ from memory.models import (
     Chunk,
     Claim,
     ClaimOrigin,
+    Feedback,
     MemoryEvent,
     Node,
     NodeType,
@@ -312,3 +313,13 @@ class ClaimAdmin(ReadOnlyAdmin):
     search_fields = ("statement", "owner__username")
     list_select_related = ("owner", "subject")
     exclude = ("embedding",)
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReadOnlyAdmin):
+    """observation_log reports, read-only: what assistants and agents noticed about memory itself."""
+
+    list_display = ("created_at", "kind", "owner", "partition", "tool", "claim", "source")
+    list_filter = ("kind",)
+    search_fields = ("note", "tool", "owner__username")
+    list_select_related = ("owner", "partition")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import claims, memories, nodes, recall, scratchpad, sessions, sources, views
+from memory.api import claims, coordination, memories, nodes, recall, scratchpad, sessions, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
@@ -63,6 +63,12 @@ urlpatterns = [
     path("handoff/save", sessions.HandoffSave.as_view()),
     path("handoff/load", sessions.HandoffLoad.as_view()),
     path("handoff/list", sessions.HandoffList.as_view()),
+    path("coord/health", coordination.CoordHealth.as_view()),
+    path("coord/drift-scan", coordination.CoordDriftScan.as_view()),
+    path("coord/reconcile", coordination.CoordReconcile.as_view()),
+    path("coord/curate", coordination.CoordCurate.as_view()),
+    path("observation/log", coordination.ObservationLog.as_view()),
+    path("stats", coordination.Stats.as_view()),
     path("artifact", sources.ArtifactPut.as_view()),
     path("artifact/list", sources.ArtifactList.as_view()),
     path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),

@@ -1,5 +1,5 @@
 from memory.models.accounts import AccessToken, Partition, Scope, Surface, ToolProfile, User
-from memory.models.audit import ActorKind, MemoryEvent, ToolEvent
+from memory.models.audit import ActorKind, Feedback, FeedbackKind, MemoryEvent, ToolEvent
 from memory.models.knowledge import (
     AgentSession,
     Alias,
@@ -37,6 +37,8 @@ __all__ = [
     "ClaimOrigin",
     "ClaimStatus",
     "Evidence",
+    "Feedback",
+    "FeedbackKind",
     "MemoryEvent",
     "Node",
     "NodeType",

@@ -80,3 +80,41 @@ class ToolEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.surface}:{self.tool} {self.status_code}"
+
+
+class FeedbackKind(models.TextChoices):
+    MISSING_MEMORY = "missing_memory", "Something should have been remembered"
+    WRONG_MEMORY = "wrong_memory", "A memory is wrong"
+    STALE_MEMORY = "stale_memory", "A memory is out of date"
+    BUG = "bug", "Bug"
+    SUGGESTION = "suggestion", "Suggestion"
+    PRAISE = "praise", "Praise"
+    OTHER = "other", "Other"
+
+
+class Feedback(models.Model):
+    """What an assistant or agent reports about memory itself (seeds/004 `observation_log`): a missing, wrong or
+    stale memory, a bug, a suggestion. Kept apart from memory content; not tied to the token that sent it."""
+
+    id = PublicIdField(prefix="fb")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="feedback")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=FeedbackKind.choices)
+    note = models.TextField()
+    tool = models.CharField(max_length=64, blank=True, help_text="The tool the feedback is about, if any.")
+    claim = models.ForeignKey("memory.Claim", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source = models.ForeignKey("memory.Source", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    event_id = models.CharField(max_length=200, blank=True, help_text="Client id making the report exactly-once.")
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "event_id"], condition=~models.Q(event_id=""), name="feedback_unique_event_id"
+            )
+        ]
+        indexes = [models.Index(fields=["owner", "partition", "-created_at"], name="feedback_owner_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.note[:60]}"

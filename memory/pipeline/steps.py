@@ -48,8 +48,9 @@ class Job:
             raise StepFailed("CONFLICT", "The source was replaced or erased while it was being processed.")
 
     def text_sources(self) -> list[Source]:
-        """The sources whose text is chunked: a conversation's live messages, or the source itself."""
-        if self.source.kind == SourceKind.CONVERSATION:
+        """The sources whose text is read: the live messages of a conversation (or of a curated agent session,
+        memory.services.curation), or the source itself."""
+        if self.source.kind in (SourceKind.CONVERSATION, SourceKind.SESSION):
             return list(self.source.children.live().order_by("ordinal"))
         return [self.source]
 

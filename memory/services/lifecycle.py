@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -57,17 +57,23 @@ def expire_due_claims(now: datetime | None = None, owner_id: int | None = None) 
     return changed
 
 
+def decayed_inference(now: datetime) -> Q:
+    """The condition of trust decay: an active, unpinned inferred claim stated more than `REVERIFY_AFTER_DAYS`
+    ago with no evidence since. Shared by the sweep below and the coordination health report."""
+    cutoff = now - timedelta(days=settings.REVERIFY_AFTER_DAYS)
+    newer_evidence = Evidence.objects.filter(claim=OuterRef("pk"), created_at__gte=cutoff)
+    return Q(
+        Q(status=ClaimStatus.ACTIVE, origin__in=DECAYING_ORIGINS, stated_at__lt=cutoff, pinned=False),
+        ~Exists(newer_evidence),
+    )
+
+
 def flag_stale_inferences(now: datetime | None = None, owner_id: int | None = None) -> int:
     """Active inferred claims with no evidence newer than `REVERIFY_AFTER_DAYS` get `needs_reverification`;
     new evidence lifts it again (reconcile)."""
     now = now or timezone.now()
-    cutoff = now - timedelta(days=settings.REVERIFY_AFTER_DAYS)
-    newer_evidence = Evidence.objects.filter(claim=OuterRef("pk"), created_at__gte=cutoff)
-    stale = (
-        Claim.objects.filter(status=ClaimStatus.ACTIVE, origin__in=DECAYING_ORIGINS, stated_at__lt=cutoff)
-        .filter(needs_reverification=False, pinned=False)
-        .exclude(Exists(newer_evidence))
-        .select_related("owner", "partition")
+    stale = Claim.objects.filter(decayed_inference(now), needs_reverification=False).select_related(
+        "owner", "partition"
     )
     stale = stale.filter(owner_id=owner_id) if owner_id is not None else stale
     changed = 0
