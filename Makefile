@@ -4,8 +4,9 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+INSPECTOR_STAMP := tools/inspector/node_modules/.installed
 
-.PHONY: run web worker beat test lint typecheck format requirements system-deps clean-data
+.PHONY: run web worker beat test lint typecheck format requirements system-deps inspector clean-data
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +32,7 @@ beat: $(STAMP)
 	$(PY) -m celery -A config beat --loglevel INFO --schedule $${MEMORY_DATA_DIR:-var}/celerybeat-schedule
 
 ## Lint, types, then the whole suite against the embedded PostgreSQL and Redis.
-test: $(STAMP) system-deps lint typecheck
+test: $(STAMP) system-deps inspector lint typecheck
 	$(PY) -m pytest
 
 lint: $(STAMP)
@@ -51,6 +52,19 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
+
+## The npm MCP inspector CLI pinned in tools/inspector, for tests/mcp/test_inspector_cli.py. Without npm the
+## install is skipped and so is that test; nothing else needs Node.
+inspector:
+	@if command -v npm >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory $(INSPECTOR_STAMP); \
+	else \
+	  echo "inspector: npm not found, skipping the MCP inspector CLI (tests/mcp/test_inspector_cli.py will skip)"; \
+	fi
+
+$(INSPECTOR_STAMP): tools/inspector/package.json tools/inspector/package-lock.json
+	cd tools/inspector && npm ci --no-audit --no-fund
+	touch $@
 
 ## Upgrade every pinned dependency (then run `make test` and commit requirements/*.txt).
 requirements: $(VENV)/bin/python

@@ -452,18 +452,17 @@ def _agent_tools() -> list[ToolSpec]:
 
 
 def _coordination_tools() -> list[ToolSpec]:
-    try:
-        from memory.api import coordination
-    except ImportError:  # built alongside; listed once it exists
-        return []
+    from memory.api import coordination
+
     return [
         _bound(
             "coord_health",
             AGENT,
             coordination.CoordHealth,
             """
-            Health of each namespace: counts by kind and origin, quarantined and unverified memories, open
-            sessions, and how stale it is (last write, claims past their reverification age).""",
+            Health of each namespace: counts by kind and origin, quarantined and unverified memories, sessions
+            (recently active, not yet curated), and how stale it is (last write, inferences past their
+            reverification age).""",
             read_only=True,
         ),
         _bound(

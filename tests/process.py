@@ -59,6 +59,21 @@ def wait_for(url: str, *, timeout: float = 90, until: str | None = None) -> http
     raise AssertionError(f"{url} did not become ready: {last}")
 
 
+def child_env(database_name: str, **env_extra: str) -> dict[str, str]:
+    """The environment of a child process (worker, server) that works on the test database and test Redis."""
+    from django.conf import settings
+
+    url = urlunsplit(urlsplit(settings.DATABASE_URL)._replace(path=f"/{database_name}"))
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.test_settings",
+        "DATABASE_URL": url,
+        "REDIS_URL": settings.REDIS_URL,
+        "SECRET_KEY": settings.SECRET_KEY,
+        **env_extra,
+    }
+
+
 @contextlib.contextmanager
 def celery_worker(database_name: str, **env_extra: str) -> Iterator[subprocess.Popen[bytes]]:
     """A real Celery worker on the test database and the test Redis, until the block ends."""
@@ -67,15 +82,7 @@ def celery_worker(database_name: str, **env_extra: str) -> Iterator[subprocess.P
     from config.celery import app
 
     name = f"test-{uuid.uuid4().hex[:8]}@localhost"
-    url = urlunsplit(urlsplit(settings.DATABASE_URL)._replace(path=f"/{database_name}"))
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.test_settings",
-        "DATABASE_URL": url,
-        "REDIS_URL": settings.REDIS_URL,
-        "SECRET_KEY": settings.SECRET_KEY,
-        **env_extra,
-    }
+    env = child_env(database_name, **env_extra)
     log = Path(settings.DATA_DIR) / f"worker-{name.split('@')[0]}.log"  # kept for reading a failed run
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", "1",
