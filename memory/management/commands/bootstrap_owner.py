@@ -45,6 +45,7 @@ class Command(BaseCommand):
                     f"  Password       : {'(from ADMIN_PASSWORD)' if settings.ADMIN_PASSWORD else password}",
                     f"  Access token   : {issued.secret}",
                     f"  Try it         : curl -X POST -H 'Authorization: Bearer {issued.secret}' {base}/whoami",
+                    f"  MCP            : {base}/mcp (Streamable HTTP) or {base}/sse, same token; see README",
                     "=" * 72,
                     "",
                 ]
