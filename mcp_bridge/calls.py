@@ -22,9 +22,9 @@ from memory.access import Access, access_for_token
 from memory.api.base import outcome_for_status
 from memory.api.errors import describe_exception
 from memory.api.throttling import token_call_allowed
-from memory.errors import ERROR_KINDS, AuthenticationError, ServiceError, ValidationFailed, error_body
+from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, Scope, ToolEvent
-from memory.services.tokens import token_touch
+from memory.services.tokens import token_touch, token_usable
 
 logger = logging.getLogger("mcp_bridge")
 
@@ -80,15 +80,7 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
 
 def _usable_token(token_id: str) -> AccessToken:
     """The caller's token as it is now: a token revoked since the connection opened stops working at once."""
-    token = AccessToken.objects.select_related("owner").filter(pk=token_id).first()
-    if token is None:
-        raise AuthenticationError("The access token is not valid.", code="TOKEN_INVALID")
-    if token.revoked_at is not None:
-        raise AuthenticationError("The access token was revoked.", code="TOKEN_REVOKED")
-    if token.is_expired:
-        raise AuthenticationError("The access token has expired.", code="TOKEN_EXPIRED")
-    if not token.owner.is_active:
-        raise AuthenticationError("The owner of this token is deactivated.", code="TOKEN_INVALID")
+    token = token_usable(AccessToken.objects.select_related("owner").filter(pk=token_id).first())
     token_touch(token)
     return token
 

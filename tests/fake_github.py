@@ -5,14 +5,14 @@ and records every request with its headers."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.local_http import JsonHandler, serving
 
 
 @dataclass
@@ -50,32 +50,15 @@ class FakeGitHub:
 def fake_github() -> Iterator[FakeGitHub]:
     state = FakeGitHub(url="")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def do_GET(self) -> None:
             path = urlsplit(self.path).path
             state.requests.append((path, dict(self.headers)))
             route = state.routes.get(path, Route(status=404, body={"message": "Not Found"}))
             time.sleep(state.delay_s)
             data = route.raw if route.raw is not None else json.dumps(route.body).encode()
-            try:
-                self.send_response(route.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a timeout test)
+            self.send_json(route.status, data)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as base:
+        state.url = base
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()

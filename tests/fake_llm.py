@@ -5,13 +5,13 @@ answer, or silence past the client's timeout, and it records every request it wa
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.local_http import JsonHandler, serving
 
 
 @dataclass
@@ -50,7 +50,7 @@ def completion(content: str, finish_reason: str) -> bytes:
 def fake_llm() -> Iterator[FakeLLM]:
     state = FakeLLM(url="")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             state.requests.append(json.loads(body))
@@ -58,25 +58,8 @@ def fake_llm() -> Iterator[FakeLLM]:
             reply = state.replies.pop(0) if state.replies else Reply(content='{"claims": []}', status=500)
             time.sleep(reply.delay_s)
             data = reply.raw if reply.raw is not None else completion(reply.content, reply.finish_reason)
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a timeout test)
+            self.send_json(reply.status, data)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as base:
+        state.url = f"{base}/v1"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()

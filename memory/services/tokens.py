@@ -173,6 +173,11 @@ def token_for_secret(secret: str, *, via_query: bool = False) -> AccessToken:
     token = (
         AccessToken.objects.select_related("owner").filter(secret_hash=hash_secret(secret)).first() if secret else None
     )
+    return token_usable(token, via_query=via_query)
+
+
+def token_usable(token: AccessToken | None, *, via_query: bool = False) -> AccessToken:
+    """The token if it may be used now (a long-lived MCP session asks again on every call)."""
     if token is None:
         raise AuthenticationError("The access token is not valid.", code="TOKEN_INVALID")
     if token.revoked_at is not None:
