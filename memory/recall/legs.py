@@ -184,8 +184,9 @@ def keyword_hits(
         return []
     idf = {word: math.log(1 + (max(total, df[word]) - df[word] + 0.5) / (df[word] + 0.5)) for word in present}
     # Candidates come from the words that tell rows apart; a word most rows hold only adds to their score.
+    # When every word is common, rows holding several of them come first (the levels below), then the rarest.
     common = max(MIN_SELECTIVE_ROWS, total * SELECTIVE_SHARE)
-    selective = [word for word in present if df[word] <= common] or [min(present, key=lambda word: df[word])]
+    selective = [word for word in present if df[word] <= common] or present
     scores: dict[str, float] = {}
     for words, together in _candidate_levels(selective, {word: df[word] for word in selective}):
         sql = f"""

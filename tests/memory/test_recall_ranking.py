@@ -282,3 +282,22 @@ def test_past_the_budget_rows_holding_more_query_words_are_found_first(
     assert {result.text for result in results} >= {"Lena Petrov mentioned topic 0.", "Someone recommended book 0."}
     levels = [query["sql"] for query in captured.captured_queries if "ORDER BY score" in query["sql"]]
     assert len([sql for sql in levels if "memory_claim" in sql]) == 3
+
+
+def test_when_every_query_word_is_common_rows_holding_several_come_first(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(legs, "CANDIDATE_BUDGET", 3)
+    monkeypatch.setattr(legs, "SELECTIVE_SHARE", 0.0)  # no word tells rows apart: every word is common
+    monkeypatch.setattr(legs, "MIN_SELECTIVE_ROWS", 0)
+    for n in range(4):
+        ClaimFactory.create(owner=alice, statement=f"Moving boxes, batch {n}.")
+        ClaimFactory.create(owner=alice, statement=f"The cost of item {n}.")
+    ClaimFactory.create(owner=alice, statement="Moving costs about 900 euros.")
+    asked = SearchRequest(query="how much does the move cost?", limit=1, use_vector=False)
+    with CaptureQueriesContext(connection) as captured:
+        results = search(access_for_user(user=alice), asked)
+    assert [result.text for result in results] == ["Moving costs about 900 euros."]
+    levels = [query["sql"] for query in captured.captured_queries if "ORDER BY score" in query["sql"]]
+    # Claims: rows holding both words (one row, fewer than the depth asked), then the rarest word alone.
+    assert len([sql for sql in levels if "memory_claim" in sql]) == 2
