@@ -21,6 +21,7 @@ from django.core.asgi import get_asgi_application
 from config.embedded import ensure_started, release
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("DB_POOL", "1")  # see DB_POOL in config/settings.py
 ensure_started(settings.EMBEDDED_RUNTIME)
 django_app = get_asgi_application()
 
