@@ -202,7 +202,10 @@ class AccessTokenAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
 
     def _show_secrets(self, request: HttpRequest, issued: list[IssuedToken], title: str) -> HttpResponse:
-        context = {**self.admin_site.each_context(request), "title": title, "issued": issued, "opts": self.opts}
+        base = request.build_absolute_uri("/").rstrip("/")  # for the ready-to-paste MCP configurations
+        context = {
+            **self.admin_site.each_context(request), "title": title, "issued": issued, "opts": self.opts, "base": base,
+        }  # fmt: skip
         response = TemplateResponse(request, "admin/memory/accesstoken/secrets.html", context)
         response["Cache-Control"] = "no-store"
         return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -38,6 +39,12 @@ def test_creating_a_token_shows_its_secret_once(admin_client: Client, api: Api, 
     token = AccessToken.objects.get(label="Claude Desktop")
     assert token.secret_hash != secret.group(1)
     assert api.post("/whoami", Persona("admin-made", alice, token, secret.group(1))).status_code == 200
+    page = html.unescape(response.content.decode())
+    bearer = f"Authorization: Bearer {secret.group(1)}"
+    setup = f'claude mcp add --transport http memory http://testserver/mcp --header "{bearer}"'
+    assert setup in page  # ready to paste, with this server's address
+    assert '"url": "http://testserver/mcp"' in page
+    assert "?token=" not in page  # this token may not travel in a URL
     detail = admin_client.get(f"/admin/memory/accesstoken/{token.pk}/change/").content.decode()
     assert secret.group(1) not in detail
     assert token.prefix in detail
