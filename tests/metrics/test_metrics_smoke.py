@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_week_of_weights_in_bulk_gives_the_summary_and_series(api: Api, owner: Persona) -> None:
-    today = datetime.now(UTC).replace(hour=7, minute=0, second=0, microsecond=0)
+    # The newest reading a few minutes ago, not at a fixed hour: a reading later today would still be in the
+    # future before that hour, and future readings do not count.
+    today = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=5)
     three_weeks_ago = (today - timedelta(days=20)).isoformat()
     earlier = {"slug": "body_weight", "value": 80.0, "unit": "kg", "occurredAt": three_weeks_ago}
     first = api.post("/metrics/observations", owner, earlier)
