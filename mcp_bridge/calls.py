@@ -21,7 +21,7 @@ from mcp_bridge.catalog import ToolSpec, tools_for_profile
 from memory.access import Access, access_for_token
 from memory.api.base import outcome_for_status
 from memory.api.errors import describe_exception
-from memory.api.throttling import token_call_allowed
+from memory.api.throttling import token_call_wait
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, Scope, ToolEvent
 from memory.services.tokens import token_touch, token_usable
@@ -58,8 +58,8 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
         token = _usable_token(caller.token_id)
         if spec not in tools_for_profile(token.profile):
             raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
-        if not token_call_allowed(token):
-            raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": 60})
+        if (wait := token_call_wait(token)) is not None:
+            raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": wait})
         data = spec.validated(arguments)
         if spec.destructive:
             _require_confirmation(token, data)

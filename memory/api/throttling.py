@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.conf import settings
@@ -36,10 +37,14 @@ class TokenRateThrottle(SimpleRateThrottle):
         return f"throttle:ip:{self.get_ident(request)}"
 
 
-def token_call_allowed(token: AccessToken) -> bool:
-    """The same per-token window for a call that is not a DRF request (an MCP tool call)."""
+def token_call_wait(token: AccessToken) -> int | None:
+    """The same per-token window for a call that is not a DRF request (an MCP tool call): None when the call
+    may go ahead, else the seconds to wait."""
 
     class Call:
         auth = token
 
-    return TokenRateThrottle().allow_request(Call(), None)  # type: ignore[arg-type]
+    throttle = TokenRateThrottle()
+    if throttle.allow_request(Call(), None):  # type: ignore[arg-type]
+        return None
+    return math.ceil(throttle.wait() or 1)

@@ -352,3 +352,11 @@ def test_every_tool_keeps_the_owners_memory_from_another_user(
     assert "42" in json.dumps(owner_view["summary"]) and '"count": 2' not in json.dumps(owner_view["summary"])
     after = json.dumps(ok(call(mcp_service, mcp_owner, "stats")), sort_keys=True)
     assert json.loads(after)["claims"] == json.loads(before)["claims"]
+
+
+def test_tool_calls_share_the_tokens_rate_limit(mcp_service: McpService, transactional_db: None, alice: User) -> None:
+    limited = mcp_persona(alice, "limited", rate_limit_per_minute=2)
+    answers = [call(mcp_service, limited, "read_scratchpad") for _ in range(3)]
+    assert [answer.is_error for answer in answers] == [False, False, True]
+    assert answers[2].code == "RATE_LIMITED"
+    assert 0 < answers[2].payload["error"]["details"]["retryAfterSeconds"] <= 60
