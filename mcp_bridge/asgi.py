@@ -100,10 +100,14 @@ class TokenGate:
         except AuthenticationError as exc:
             await _refuse(send, exc.code, exc.message)
             return
-        headers = dict(scope.get("headers", []))
-        workspace = headers.get(WORKSPACE_HEADER.encode(), b"").strip().lower() == b"workspace"
+        access_scope = dict(scope.get("headers", [])).get(WORKSPACE_HEADER.encode(), b"").decode("latin-1")
         sdk_token = SdkAccessToken(token=token.pk, client_id=token.pk, scopes=list(token.scopes), subject=token.pk)
-        scope = {**scope, "user": AuthenticatedUser(sdk_token), "memory.token": token.pk, "memory.workspace": workspace}
+        scope = {
+            **scope,
+            "user": AuthenticatedUser(sdk_token),
+            "memory.token": token.pk,
+            "memory.access_scope": access_scope,
+        }
         if via_query and scope["path"] == "/sse":
             send = _with_token_in_endpoint(send, secret)
         await self.app(scope, receive, _guarded(send))

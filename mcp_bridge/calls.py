@@ -18,12 +18,12 @@ from django.db import close_old_connections
 from rest_framework.utils.encoders import JSONEncoder
 
 from mcp_bridge.catalog import ToolSpec, tools_for_profile
-from memory.access import Access, access_for_token
-from memory.api.base import outcome_for_status
+from memory.access import Access, access_for_token, workspace_requested
 from memory.api.errors import describe_exception
 from memory.api.throttling import token_call_wait
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
-from memory.models import AccessToken, Scope, ToolEvent
+from memory.models import AccessToken, Scope
+from memory.services.telemetry import tool_event_record
 from memory.services.tokens import token_touch, token_usable
 
 logger = logging.getLogger("mcp_bridge")
@@ -38,7 +38,7 @@ class Caller:
     """Who is calling: the token resolved by the transport, and the access scope it asked for."""
 
     token_id: str
-    workspace: bool = False
+    access_scope: str = ""  # the x-memory-access-scope header as sent ("" for stdio: strict unless told)
 
 
 @dataclass
@@ -67,7 +67,7 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
             token=token,
             user_id=data.pop("userId", None),
             partition_key=data.pop("partitionKey", None),
-            workspace=caller.workspace,
+            workspace=workspace_requested(caller.access_scope),
         )
         outcome = Outcome(_plain(spec.run(access, data)), is_error=False)
     except Exception as exc:  # every failure leaves in the error shape
@@ -113,20 +113,15 @@ def _record(
     arguments: dict[str, Any],
     started: float,
 ) -> None:
-    status = ERROR_KINDS[outcome.error_code].status if outcome.is_error else 200
-    try:
-        ToolEvent.objects.create(
-            owner=access.user if access else (token.owner if token else None),
-            token=token,
-            surface="mcp",
-            tool=spec.name,
-            partition_key=access.partition.key if access and access.partition else "",
-            status_code=status,
-            outcome=outcome_for_status(status),
-            error_code=outcome.error_code,
-            duration_ms=int((time.perf_counter() - started) * 1000),
-            request_bytes=len(json.dumps(arguments, cls=JSONEncoder)),
-            response_bytes=len(json.dumps(outcome.result, cls=JSONEncoder)),
-        )
-    except Exception:  # telemetry must never fail a call
-        logger.exception("tool_event.write_failed", extra={"tool": spec.name})
+    tool_event_record(
+        owner=access.user if access else (token.owner if token else None),
+        token=token,
+        surface="mcp",
+        tool=spec.name,
+        partition_key=access.partition.key if access and access.partition else "",
+        status=ERROR_KINDS[outcome.error_code].status if outcome.is_error else 200,
+        error_code=outcome.error_code,
+        duration_ms=int((time.perf_counter() - started) * 1000),
+        request_bytes=len(json.dumps(arguments, cls=JSONEncoder)),
+        response_bytes=len(json.dumps(outcome.result, cls=JSONEncoder)),
+    )

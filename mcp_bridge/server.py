@@ -37,7 +37,7 @@ def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
     request = ctx.request
     scope = getattr(request, "scope", None)
     if isinstance(scope, dict) and scope.get("memory.token"):
-        return Caller(token_id=scope["memory.token"], workspace=bool(scope.get("memory.workspace")))
+        return Caller(token_id=scope["memory.token"], access_scope=scope.get("memory.access_scope", ""))
     return process_caller.get()
 
 

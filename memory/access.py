@@ -15,6 +15,18 @@ from memory.models.accounts import PERSONAL_PARTITION_KEY
 WORKSPACE_HEADER = "x-memory-access-scope"
 
 
+def workspace_requested(header: str | None) -> bool:
+    """Whether the access-scope header asks for workspace reads; anything but strict/workspace is an error
+    (REST and MCP alike)."""
+    scope = (header or "strict").strip().lower()
+    if scope not in ("strict", "workspace"):
+        raise ValidationFailed(
+            f"The {WORKSPACE_HEADER} header must be 'strict' or 'workspace'.",
+            details={WORKSPACE_HEADER: [f"Unknown access scope {scope!r}."]},
+        )
+    return scope == "workspace"
+
+
 @dataclass(frozen=True)
 class Actor:
     """Who performs a change, as recorded in the audit trail."""

@@ -6,7 +6,6 @@ looks at the token or filters by owner itself.
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any, ClassVar
 
@@ -17,11 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.access import WORKSPACE_HEADER, Access, access_for_token
-from memory.errors import ERROR_KINDS, AuthenticationError, ValidationFailed
-from memory.models import AccessToken, ToolEvent
-
-logger = logging.getLogger("memory.api")
+from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
+from memory.errors import AuthenticationError
+from memory.models import AccessToken
+from memory.services.telemetry import tool_event_record
 
 
 class StrictSerializer(serializers.Serializer):
@@ -111,18 +109,11 @@ class Endpoint(APIView):
         token = request.auth
         if not isinstance(token, AccessToken):
             raise AuthenticationError("Authentication credentials were not provided.")
-        scope = request.headers.get(WORKSPACE_HEADER, "strict").strip().lower()
-        if scope not in ("strict", "workspace"):
-            raise ValidationFailed(
-                f"The {WORKSPACE_HEADER} header must be 'strict' or 'workspace'.",
-                details={WORKSPACE_HEADER: [f"Unknown access scope {scope!r}."]},
-            )
-        workspace = scope == "workspace"
         return access_for_token(
             token=token,
             user_id=data.pop("userId", None),
             partition_key=data.pop("partitionKey", None),
-            workspace=workspace,
+            workspace=workspace_requested(request.headers.get(WORKSPACE_HEADER)),
         )
 
     def handle(self, access: Access, data: dict[str, Any]) -> Any:
@@ -141,27 +132,15 @@ class Endpoint(APIView):
         error_code = ""
         if status >= 400 and isinstance(getattr(response, "data", None), dict):
             error_code = str(response.data.get("error", {}).get("code", ""))
-        try:
-            ToolEvent.objects.create(
-                owner=self.access.user if self.access else (token.owner if token else None),
-                token=token,
-                surface="rest",
-                tool=self.tool,
-                partition_key=self.access.partition.key if self.access and self.access.partition else "",
-                status_code=status,
-                outcome=outcome_for_status(status),
-                error_code=error_code if error_code in ERROR_KINDS else "",
-                duration_ms=int((time.perf_counter() - (self._started or time.perf_counter())) * 1000),
-                request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
-                response_bytes=len(getattr(response, "content", b"")),
-            )
-        except Exception:  # telemetry must never fail a call that already succeeded
-            logger.exception("tool_event.write_failed", extra={"tool": self.tool})
-
-
-def outcome_for_status(status: int) -> str:
-    if status >= 500:
-        return ToolEvent.Outcome.SERVER_ERROR
-    if status >= 400:
-        return ToolEvent.Outcome.CLIENT_ERROR
-    return ToolEvent.Outcome.OK
+        tool_event_record(
+            owner=self.access.user if self.access else (token.owner if token else None),
+            token=token,
+            surface="rest",
+            tool=self.tool,
+            partition_key=self.access.partition.key if self.access and self.access.partition else "",
+            status=status,
+            error_code=error_code,
+            duration_ms=int((time.perf_counter() - (self._started or time.perf_counter())) * 1000),
+            request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
+            response_bytes=len(getattr(response, "content", b"")),
+        )

@@ -3,6 +3,7 @@ the REST endpoint it is bound to."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -16,7 +17,7 @@ from memory.models import Claim, Node, NodeType, Scope, ToolEvent, ToolProfile, 
 from memory.pipeline.runner import run_operation
 from tests.conftest import Persona
 from tests.factories import NodeFactory
-from tests.mcp.conftest import McpService, ToolAnswer, call, mcp_persona, rest, rpc
+from tests.mcp.conftest import ARTIFACT_CAP, McpService, ToolAnswer, call, mcp_persona, rest, rpc
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 DOCUMENT = {
@@ -360,3 +361,56 @@ def test_tool_calls_share_the_tokens_rate_limit(mcp_service: McpService, transac
     assert [answer.is_error for answer in answers] == [False, False, True]
     assert answers[2].code == "RATE_LIMITED"
     assert 0 < answers[2].payload["error"]["details"]["retryAfterSeconds"] <= 60
+
+
+def test_artifact_tools_refuse_bad_input_and_read_ranges(mcp_service: McpService, mcp_owner: Persona) -> None:
+    for arguments, field in [
+        ({}, "content"),  # neither content nor content_base64
+        ({"content": "a", "content_base64": "YQ=="}, "content"),  # both
+        ({"content_base64": "not base64!"}, "content_base64"),
+    ]:
+        refused = call(mcp_service, mcp_owner, "artifact_put", arguments)
+        assert refused.is_error and refused.code == "VALIDATION_ERROR", refused.payload
+        assert field in refused.payload["error"]["details"]
+    too_big = call(mcp_service, mcp_owner, "artifact_put", {"content": "x" * (ARTIFACT_CAP + 1)})
+    assert too_big.is_error and too_big.code == "PAYLOAD_TOO_LARGE"
+    assert not ok(call(mcp_service, mcp_owner, "artifact_list"))["artifacts"]  # nothing kept of the refused ones
+
+    binary = bytes(range(256))
+    stored = ok(call(mcp_service, mcp_owner, "artifact_put", {"content_base64": base64.b64encode(binary).decode()}))
+    assert stored["mimeType"] == "application/octet-stream" and stored["size"] == 256
+    first = ok(call(mcp_service, mcp_owner, "artifact_get", {"sha256": stored["sha256"], "length": 200}))
+    rest_of_it = ok(call(mcp_service, mcp_owner, "artifact_get", {"sha256": stored["sha256"], "offset": 200}))
+    assert base64.b64decode(first["content_base64"]) + base64.b64decode(rest_of_it["content_base64"]) == binary
+    assert (first["next_offset"], rest_of_it["next_offset"]) == (200, None)
+    past_the_end = ok(call(mcp_service, mcp_owner, "artifact_get", {"sha256": stored["sha256"], "offset": 999}))
+    assert (past_the_end["length"], past_the_end["next_offset"]) == (0, None)
+    too_long = call(mcp_service, mcp_owner, "artifact_get", {"sha256": stored["sha256"], "length": 2 * 1024 * 1024})
+    assert too_long.is_error and too_long.code == "VALIDATION_ERROR"
+
+
+def test_the_access_scope_header_works_over_mcp_as_over_rest(mcp_service: McpService, mcp_owner: Persona) -> None:
+    ok(call(mcp_service, mcp_owner, "memory_save", {"key": "home", "value": "personal"}))
+    assert rest(mcp_service, mcp_owner, "/partitions/create", {"key": "project:apollo", "label": "Apollo"})
+    ok(call(mcp_service, mcp_owner, "memory_save", {"key": "apollo", "value": "work", "namespace": "project:apollo"}))
+    strict = ok(call(mcp_service, mcp_owner, "memory_list"))["memories"]
+    workspace = ok(call(mcp_service, mcp_owner, "memory_list", {}, **{"x-memory-access-scope": "workspace"}))[
+        "memories"
+    ]
+    assert {item["key"] for item in strict} == {"home"}
+    assert {item["key"] for item in workspace} == {"home", "apollo"}
+    refused = call(mcp_service, mcp_owner, "memory_list", {}, **{"x-memory-access-scope": "everything"})
+    assert refused.is_error and refused.code == "VALIDATION_ERROR"
+    assert "x-memory-access-scope" in refused.payload["error"]["details"]
+
+
+def test_get_entity_finds_by_name_and_type_only(mcp_service: McpService, mcp_owner: Persona, alice: User) -> None:
+    marcel = NodeFactory.create(owner=alice, type=NodeType.PERSON, label="Marcel")
+    assert ok(call(mcp_service, mcp_owner, "get_entity", {"name": "MARCEL", "type": "Person"}))["node"]["nodeId"] == (
+        marcel.pk
+    )
+    assert call(mcp_service, mcp_owner, "get_entity", {"name": "Marcel", "type": "Project"}).code == "NOT_FOUND"
+    assert call(mcp_service, mcp_owner, "get_entity", {"name": "Nobody"}).code == "NOT_FOUND"
+    assert (
+        call(mcp_service, mcp_owner, "get_entity", {"name": "Marcel", "type": "Spaceship"}).code == "VALIDATION_ERROR"
+    )

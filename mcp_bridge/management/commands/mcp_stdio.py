@@ -33,5 +33,5 @@ class Command(BaseCommand):
             token = token_for_secret(options["token"])
         except AuthenticationError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from exc
-        process_caller.set(Caller(token_id=token.pk, workspace=options["workspace"]))
+        process_caller.set(Caller(token_id=token.pk, access_scope="workspace" if options["workspace"] else "strict"))
         anyio.run(mcp_server.run_stdio_async)
