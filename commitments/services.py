@@ -31,6 +31,12 @@ def current_status(task: Node) -> Claim | None:
     return Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS", status=ClaimStatus.ACTIVE).first()
 
 
+def task_lock(task: Node) -> None:
+    """Inside a transaction: one change of a task's status, owner or due date at a time. Take it before
+    reading what is current, or a concurrent change can be undone by a stale read."""
+    Node.objects.select_for_update().filter(pk=task.pk).first()
+
+
 @transaction.atomic
 def status_set(
     task: Node,
@@ -47,7 +53,7 @@ def status_set(
     there is never a moment with two. A quarantined status supersedes nothing."""
     if task.type != NodeType.TASK:
         raise ValueError(f"{task.pk} is a {task.type}, not a Task")
-    Node.objects.select_for_update().filter(pk=task.pk).first()  # one status change per task at a time
+    task_lock(task)
     now = timezone.now()
     previous = None if quarantined else current_status(task)
     if previous is not None:
@@ -130,6 +136,7 @@ def commitment_set_status(access: Access, task_id: str, status: str) -> Claim:
 def commitment_confirm(access: Access, task_id: str) -> Claim:
     """A candidate becomes trusted work: its current status again, now as the owner's decision."""
     task = _task_for_write(access, task_id)
+    task_lock(task)
     current = current_status(task)
     if current is None:
         raise Conflict("This task was dismissed; set a status to bring it back.", details={"taskId": task_id})
@@ -143,7 +150,7 @@ def commitment_dismiss(access: Access, task_id: str) -> Node:
     """Not a commitment at all: the current status is retracted, so the task leaves every commitment view and
     recovery leaves it alone (it has a status claim, retracted). History is kept; set-status brings it back."""
     task = _task_for_write(access, task_id)
-    Node.objects.select_for_update().filter(pk=task.pk).first()
+    task_lock(task)
     current = current_status(task)
     if current is None:
         if Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS").exists():
@@ -158,6 +165,35 @@ def commitment_dismiss(access: Access, task_id: str) -> Node:
         before={"status": current.object_value}, after={"status": None},
     )  # fmt: skip
     return task
+
+
+def status_word(text: Any) -> str | None:
+    """The status a person's words name ("completed", "In progress", "in-progress"), or None."""
+    word = str(text or "").strip().lower().replace("-", "_").replace(" ", "_").rstrip(".")
+    return word if word in STATUSES else None
+
+
+@transaction.atomic
+def status_claim_revise(*, actor: Actor, claim: Claim, status: str, confirm: bool = False) -> Claim:
+    """A correction or confirmation of one status claim is a status change by the owner: it goes through
+    `status_set` (so the task keeps one active status) and the revised claim is superseded by the new one."""
+    task = claim.subject
+    if task is None:
+        raise ValueError(f"{claim.pk} has no task")
+    task_lock(task)
+    claim.refresh_from_db()
+    new = status_set(task, status, actor=actor, origin=ClaimOrigin.MANUAL, derived_from=claim)
+    if claim.status != ClaimStatus.SUPERSEDED:  # it was not the active one (quarantined, suggested)
+        now = timezone.now()
+        Claim.objects.filter(pk=claim.pk).update(
+            status=ClaimStatus.SUPERSEDED, superseded_by=new, valid_until=now, updated_at=now
+        )
+    audit_record(
+        actor=actor, owner=task.owner, action="claim.confirm" if confirm else "claim.correct", target=new,
+        partition=new.partition, before={"claimId": claim.pk, "status": claim.object_value},
+        after={"claimId": new.pk, "status": status},
+    )  # fmt: skip
+    return new
 
 
 @dataclass(frozen=True)

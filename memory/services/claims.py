@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from commitments.services import STATUSES, status_claim_revise, status_word
 from memory.access import Access
 from memory.errors import Conflict, ValidationFailed
 from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope
@@ -95,6 +96,9 @@ def claim_confirm(*, access: Access, claim_id: str) -> Claim:
             f"A {claim.status} claim cannot be confirmed; save a new one instead.",
             details={"claimId": claim_id, "status": claim.status},
         )
+    if claim.predicate == "HAS_TASK_STATUS" and claim.status != ClaimStatus.ACTIVE:
+        access.check_write(claim.partition)
+        return status_claim_revise(actor=access.actor, claim=claim, status=str(claim.object_value), confirm=True)
     changes = {"status": ClaimStatus.ACTIVE, "needs_reverification": False}
     return _change(access, claim_id, "claim.confirm", Scope.EDIT, changes)
 
@@ -113,6 +117,8 @@ def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any =
     statement = statement.strip()
     if not statement:
         raise ValidationFailed("The corrected statement is empty.", details={"statement": ["Required."]})
+    if old.predicate == "HAS_TASK_STATUS":
+        return _status_correct(access, old, statement, value)
     now = timezone.now()
     new = Claim.objects.create(
         owner=old.owner,
@@ -148,6 +154,18 @@ def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any =
     )
     vectors_follow(access.user.pk)
     return new
+
+
+def _status_correct(access: Access, old: Claim, statement: str, value: Any) -> Claim:
+    """A task's status is corrected to the status named by `value` (or the statement), as a status change."""
+    status = status_word(value) or status_word(statement)
+    if status is None:
+        raise ValidationFailed(
+            f"A task status can only be corrected to one of {', '.join(STATUSES)}; "
+            "to change anything else about the task use /commitments/set-status or /node/update.",
+            details={"value": [f"One of {', '.join(STATUSES)}."]},
+        )
+    return status_claim_revise(actor=access.actor, claim=old, status=status)
 
 
 def _erase_revisions(owner: Any, revisions: list[Claim]) -> None:

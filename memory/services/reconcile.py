@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from commitments.services import status_set
+from commitments.services import status_set, task_lock
 from memory.access import Actor
 from memory.extraction.base import (
     SELF,
@@ -321,9 +321,8 @@ class Reconciler:
             subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=candidate.evidence, predicate=predicate,
             object_value=object_value, origin=candidate.origin,
         )  # fmt: skip
-        current = list(
-            Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE).select_for_update()
-        )
+        task_lock(task)
+        current = list(Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE))
         claim = self._create(claim_candidate, task, object_node, ClaimStatus.ACTIVE, None, "")
         for old in current:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
@@ -363,6 +362,7 @@ class Reconciler:
     def _set_due(self, task: Node, candidate: TaskCandidate) -> None:
         """New explicit dates replace inferred ones; removal wording clears an inferred date; a date the user
         set by hand (origin manual) is never cleared; no date in the text keeps the current one."""
+        task_lock(task)  # before reading the current date: another job may be changing it
         due = Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).first()
         if candidate.due_removed:
             if due is not None and due.origin != ClaimOrigin.MANUAL:

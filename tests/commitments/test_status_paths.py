@@ -1,0 +1,154 @@
+"""Every path that changes a task's status goes through `status_set`, under the task lock (issue 12, items 2
+and 3): claim corrections and confirmations of status claims, confirm racing set-status, and due dates written
+by two jobs at once."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+from commitments.services import commitment_confirm, commitment_set_status, status_set
+from memory.access import Actor, access_for_user
+from memory.extraction.base import EvidenceRef, Extraction, TaskCandidate
+from memory.models import Claim, MemoryEvent, Node, Source
+from memory.services.reconcile import reconcile
+from tests.conftest import Api, Persona, error_code
+from tests.factories import NodeFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def statuses(task: Node) -> list[tuple[Any, str]]:
+    claims = Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS").order_by("recorded_at", "id")
+    return [(claim.object_value, claim.status) for claim in claims]
+
+
+def active(task: Node, predicate: str = "HAS_TASK_STATUS") -> list[Any]:
+    return list(
+        Claim.objects.filter(subject=task, predicate=predicate, status="active").values_list("object_value", flat=True)
+    )
+
+
+def test_correcting_a_status_claim_sets_the_status_through_the_one_service(api: Api, owner: Persona, alice) -> None:
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    pending = status_set(task, "pending", actor=Actor.system(), origin="assistant_inferred")
+    response = api.post("/claim/correct", owner, {"claimId": pending.pk, "statement": "done", "value": "completed"})
+    assert response.status_code == 200, response.json()
+    assert statuses(task) == [("pending", "superseded"), ("completed", "active")]
+    pending.refresh_from_db()
+    new = Claim.objects.get(subject=task, status="active")
+    assert (pending.superseded_by_id, new.derived_from_id, new.origin) == (new.pk, pending.pk, "manual")
+    assert MemoryEvent.objects.filter(action="task.status", target_id=task.pk).count() == 2
+
+
+def test_correcting_a_status_claim_to_no_known_status_is_refused_without_writes(
+    api: Api, owner: Persona, alice
+) -> None:
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    pending = status_set(task, "pending", actor=Actor.system(), origin="assistant_inferred")
+    response = api.post("/claim/correct", owner, {"claimId": pending.pk, "statement": "Send it on Monday."})
+    assert response.status_code == 400
+    assert error_code(response) == "VALIDATION_ERROR"
+    assert "/commitments/set-status" in response.json()["error"]["message"]
+    assert statuses(task) == [("pending", "active")]
+
+
+def test_confirming_a_quarantined_status_supersedes_the_active_one(api: Api, owner: Persona, alice) -> None:
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    status_set(task, "pending", actor=Actor.system(), origin="user_stated")
+    held = status_set(task, "completed", actor=Actor.system(), origin="assistant_inferred", quarantined=True)
+    response = api.post("/claim/confirm", owner, {"claimId": held.pk})
+    assert response.status_code == 200, response.json()
+    assert active(task) == ["completed"]
+    held.refresh_from_db()
+    assert held.status == "superseded"
+
+
+def _wait_until_blocked(timeout_s: float = 10.0) -> bool:
+    """Whether another connection is waiting for a row lock (polled; a sync aid, not a timing assertion)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return True
+            time.sleep(0.02)
+    return False
+
+
+def _race(holder: Callable[[], None], contender: Callable[[], None]) -> None:
+    """`holder` runs in a transaction that stays open until `contender`, on another connection, waits for a
+    lock (or has finished without waiting: the bug); then both complete."""
+    errors: list[BaseException] = []
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                holder()
+                held.set()
+                release.wait(30)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            held.set()
+            connection.close()
+
+    def contend() -> None:
+        try:
+            contender()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=hold)
+    first.start()
+    assert held.wait(30)
+    second = threading.Thread(target=contend)
+    second.start()
+    second.join(timeout=0.0)
+    _wait_until_blocked(timeout_s=3.0)
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert not errors, errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_confirm_racing_set_status_never_brings_back_the_old_status(alice) -> None:
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    status_set(task, "pending", actor=Actor.system(), origin="assistant_inferred")
+    access = access_for_user(user=alice)
+    _race(
+        holder=lambda: commitment_set_status(access, task.pk, "completed"),
+        contender=lambda: commitment_confirm(access, task.pk),
+    )
+    assert active(task) == ["completed"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_jobs_setting_a_due_date_leave_one_current_date(api: Api, owner: Persona, alice) -> None:
+    body = {"conversation": {"id": "c", "messages": [{"id": "m1", "role": "user", "content": "notes"}]}}
+    source_id = api.post("/ingest/conversation", owner, body).json()["sourceId"]
+    source = Source.objects.get(pk=source_id)
+    task = NodeFactory.create(owner=alice, partition=source.partition, type="Task", label="Send the spec")
+    status_set(task, "pending", actor=Actor.system(), origin="user_stated")
+
+    def due(day: int) -> Callable[[], None]:
+        evidence = EvidenceRef(source_id=source_id, excerpt="Send the spec", message_id=f"m{day}")
+        candidate = TaskCandidate(label="Send the spec", evidence=evidence, due_on=date(2026, 5, day))
+        return lambda: Counter(reconcile(source=source, extraction=Extraction(tasks=[candidate]), extractor="rules"))
+
+    _race(holder=due(4), contender=due(5))
+    assert active(task, "DUE_ON") == ["2026-05-05"]
