@@ -169,5 +169,7 @@ class Cleanup(Endpoint):
         if data["recoverStatuslessCommitments"]:
             answer["recoverStatuslessCommitments"] = recovery_json(access, data["dryRun"])
         if not data["dryRun"]:
-            answer["lifecycle"] = run_maintenance(owner_id=access.user.pk).as_dict()
+            answer["lifecycle"] = run_maintenance(
+                owner_id=access.user.pk, partition_ids=access.read_partition_ids
+            ).as_dict()
         return answer

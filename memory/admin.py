@@ -280,6 +280,20 @@ class ChunkAdmin(ReadOnlyAdmin):
     exclude = ("text", "embedding")
 
 
+class NodeForm(forms.ModelForm):
+    class Meta:
+        model = Node
+        fields = ("owner", "partition", "type", "label", "summary", "scope")
+
+    def clean(self) -> dict[str, Any]:
+        """Every row carries its owner and lives in one of that owner's partitions: never mix two users."""
+        data = super().clean()
+        owner, partition = data.get("owner"), data.get("partition")
+        if owner is not None and partition is not None and partition.owner_id != owner.pk:
+            self.add_error("partition", f"This partition belongs to {partition.owner}, not to {owner}.")
+        return data
+
+
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
     """Browse the graph; add a node by hand. A Task added here gets its candidate `pending` status at once
@@ -289,6 +303,7 @@ class NodeAdmin(admin.ModelAdmin):
     list_filter = ("type", "scope")
     search_fields = ("label", "owner__username")
     list_select_related = ("owner", "partition")
+    form = NodeForm
     fields = ("owner", "partition", "type", "label", "summary", "scope")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:

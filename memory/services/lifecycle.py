@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -33,13 +33,20 @@ class MaintenanceResult:
         return {"expired": self.expired, "flaggedForReverification": self.flagged}
 
 
-def expire_due_claims(now: datetime | None = None, owner_id: int | None = None) -> int:
+def _within(claims: QuerySet[Claim], owner_id: int | None, partition_ids: list[str] | None) -> QuerySet[Claim]:
+    """Everyone's claims for beat; one owner's, and only the partitions a token may reach, for /cleanup."""
+    claims = claims.filter(owner_id=owner_id) if owner_id is not None else claims
+    return claims.filter(partition_id__in=partition_ids) if partition_ids is not None else claims
+
+
+def expire_due_claims(
+    now: datetime | None = None, owner_id: int | None = None, partition_ids: list[str] | None = None
+) -> int:
     """Current claims whose `expires_at` has passed become `expired` (valid_until = expires_at)."""
     now = now or timezone.now()
     current = [ClaimStatus.ACTIVE, ClaimStatus.SUGGESTED]
     due = Claim.objects.filter(status__in=current, expires_at__lte=now, pinned=False)
-    due = due.filter(owner_id=owner_id) if owner_id is not None else due
-    due = due.select_related("owner", "partition")
+    due = _within(due, owner_id, partition_ids).select_related("owner", "partition")
     changed = 0
     for claim in due.order_by("expires_at")[:BATCH]:
         with transaction.atomic():
@@ -68,14 +75,16 @@ def decayed_inference(now: datetime) -> Q:
     )
 
 
-def flag_stale_inferences(now: datetime | None = None, owner_id: int | None = None) -> int:
+def flag_stale_inferences(
+    now: datetime | None = None, owner_id: int | None = None, partition_ids: list[str] | None = None
+) -> int:
     """Active inferred claims with no evidence newer than `REVERIFY_AFTER_DAYS` get `needs_reverification`;
     new evidence lifts it again (reconcile)."""
     now = now or timezone.now()
     stale = Claim.objects.filter(decayed_inference(now), needs_reverification=False).select_related(
         "owner", "partition"
     )
-    stale = stale.filter(owner_id=owner_id) if owner_id is not None else stale
+    stale = _within(stale, owner_id, partition_ids)
     changed = 0
     for claim in stale.order_by("id")[:BATCH]:
         with transaction.atomic():
@@ -91,11 +100,13 @@ def flag_stale_inferences(now: datetime | None = None, owner_id: int | None = No
     return changed
 
 
-def run_maintenance(now: datetime | None = None, owner_id: int | None = None) -> MaintenanceResult:
-    """Both sweeps (for everyone, or one owner), batch after batch until nothing is left to do."""
+def run_maintenance(
+    now: datetime | None = None, owner_id: int | None = None, partition_ids: list[str] | None = None
+) -> MaintenanceResult:
+    """Both sweeps (for everyone, or one owner's given partitions), batch after batch until nothing is left."""
     expired = flagged = 0
-    while (done := expire_due_claims(now, owner_id)) > 0:
+    while (done := expire_due_claims(now, owner_id, partition_ids)) > 0:
         expired += done
-    while (done := flag_stale_inferences(now, owner_id)) > 0:
+    while (done := flag_stale_inferences(now, owner_id, partition_ids)) > 0:
         flagged += done
     return MaintenanceResult(expired=expired, flagged=flagged)

@@ -759,3 +759,25 @@ def test_two_concurrent_set_status_calls_leave_one_active_status(alice: User) ->
     assert current in [("completed", "manual"), ("abandoned", "manual")]
     history = Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS")
     assert sorted(history.values_list("status", flat=True)) == ["active", "superseded", "superseded"]
+
+
+def test_cleanup_sweeps_only_the_partitions_the_token_may_reach(api: Api, alice: User) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import Partition
+    from tests.factories import ClaimFactory, PartitionFactory
+
+    apollo = PartitionFactory.create(owner=alice, key="project:apollo")
+    past = timezone.now() - timedelta(days=1)
+    mine = ClaimFactory.create(owner=alice, partition=Partition.objects.get(owner=alice, key="memory:personal"),
+                               statement="Meeting on Monday.", expires_at=past)  # fmt: skip
+    theirs = ClaimFactory.create(owner=alice, partition=apollo, statement="Launch on Monday.", expires_at=past)
+    limited = issue(alice, "apollo", scopes=["read", "write", "maintenance"], partition_keys=["project:apollo"],
+                    default_partition_key="project:apollo")  # fmt: skip
+    applied = ok(api.post("/cleanup", limited, {"dryRun": False}))
+    assert applied["lifecycle"]["expired"] == 1
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.status, theirs.status) == ("active", "expired")

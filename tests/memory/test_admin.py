@@ -161,3 +161,17 @@ def test_claims_and_metrics_pages_open(admin_client: Client, alice) -> None:
     assert "Prefers tea." in admin_client.get("/admin/memory/claim/").content.decode()
     assert admin_client.get("/admin/metrics/metricdefinition/").status_code == 200
     assert admin_client.get("/admin/metrics/observation/").status_code == 200
+
+
+def test_a_node_cannot_be_put_in_another_users_partition(admin_client: Client, alice, bob) -> None:
+    from memory.models import Node
+
+    bobs = Partition.objects.get(owner=bob, key="memory:personal")
+    response = admin_client.post(
+        "/admin/memory/node/add/",
+        {"owner": alice.pk, "partition": bobs.pk, "type": "Task", "label": "Renew passport", "summary": "",
+         "scope": "personal"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    assert "belongs to bob" in html.unescape(response.content.decode())
+    assert not Node.objects.exists()
