@@ -36,13 +36,9 @@ def note_access(claim_ids: list[str]) -> None:
         logger.warning("recall.bookkeeping_unavailable")
 
 
-def flush_access() -> int:
-    """Move the pending counts into the claims; returns how many claims were updated."""
-    client = _client()
-    try:
-        client.rename(PENDING, FLUSHING)  # atomic: searches from now on count into a fresh hash
-    except redis.ResponseError:
-        return 0  # nothing pending
+def _apply(client: redis.Redis) -> int:
+    """Add the counts held in FLUSHING to the claims, then drop the hash. If the UPDATE fails the hash stays,
+    and the next flush applies it before taking new counts (a rename onto it would overwrite it)."""
     pending = client.hgetall(FLUSHING).items()
     counts = {key.decode() if isinstance(key, bytes) else key: int(value) for key, value in pending}
     with connection.cursor() as cursor:
@@ -53,5 +49,18 @@ def flush_access() -> int:
         )
         updated = cursor.rowcount
     client.delete(FLUSHING)
+    return updated
+
+
+def flush_access() -> int:
+    """Move the pending counts into the claims (first those of a flush that failed); returns how many claims
+    were updated."""
+    client = _client()
+    updated = _apply(client) if client.exists(FLUSHING) else 0
+    try:
+        client.rename(PENDING, FLUSHING)  # atomic: searches from now on count into a fresh hash
+    except redis.ResponseError:
+        return updated  # nothing pending
+    updated += _apply(client)
     logger.info("recall.access_flushed", extra={"claims": updated, "at": time.time()})
     return updated

@@ -1,0 +1,52 @@
+"""Access counts survive a failed flush (issue 12, item 6): the counts taken out of the pending hash are
+flushed again next time instead of being overwritten by the next batch."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import OperationalError, connection, transaction
+
+from memory.recall.bookkeeping import FLUSHING, PENDING, _client, flush_access, note_access
+from tests.factories import ClaimFactory
+
+
+@pytest.mark.django_db(transaction=True)
+def test_counts_of_a_failed_flush_are_not_lost(alice) -> None:
+    claim = ClaimFactory.create(owner=alice, statement="Prefers tea.")
+    _client().delete(PENDING, FLUSHING)
+    note_access([claim.pk, claim.pk])
+
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:
+        try:
+            with transaction.atomic():
+                list(type(claim).objects.select_for_update().filter(pk=claim.pk))
+                locked.set()
+                release.wait(30)
+        finally:
+            locked.set()
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_row)
+    holder.start()
+    assert locked.wait(30)
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '200ms'")
+    try:
+        with pytest.raises(OperationalError):
+            flush_access()  # the UPDATE cannot get the row: this flush fails
+    finally:
+        release.set()
+        holder.join(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
+
+    note_access([claim.pk])  # a search after the failure
+    flush_access()
+    flush_access()
+    claim.refresh_from_db()
+    assert claim.access_count == 3
+    assert claim.last_accessed_at is not None
