@@ -9,6 +9,7 @@ in the commitments views, where the user confirms or dismisses it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -46,8 +47,20 @@ def _embed(text: str) -> tuple[list[float] | None, str]:
     try:
         embedder = get_embedder()
         return embedder.embed_documents([text])[0], embedder.model_id
-    except EmbedderUnavailable:
+    except EmbedderUnavailable as exc:
+        logger.warning("metrics.embedder_unavailable", extra={"reason": str(exc)})
         return None, ""
+
+
+Embed = Callable[[str], tuple[list[float] | None, str]]
+
+
+def definition_card(*, slug: str, label: str = "", unit: str = "", description: str = "") -> str:
+    """The card a new definition is compared by (`MetricDefinition.card`), before it exists."""
+    slug = normalize_slug(slug)
+    return MetricDefinition(
+        slug=slug, label=label or slug.replace("_", " ").capitalize(), unit=unit, description=description
+    ).card
 
 
 @dataclass(frozen=True)
@@ -66,8 +79,10 @@ def definition_resolve(
     unit: str = "",
     description: str = "",
     aggregation: str = "",
+    embed: Embed = _embed,
 ) -> Resolved:
-    """The definition for `slug`, created if new (flagged for review when it resembles an existing one)."""
+    """The definition for `slug`, created if new (flagged for review when it resembles an existing one).
+    `embed` gives the card's vector; the pipeline passes vectors it embedded before taking its locks."""
     slug = normalize_slug(slug)
     if not slug:
         raise ValidationFailed("A metric needs a slug.", details={"slug": ["Letters, digits and underscores."]})
@@ -78,7 +93,7 @@ def definition_resolve(
         owner=owner, partition=partition, slug=slug, label=label or slug.replace("_", " ").capitalize(), unit=unit,
         description=description, aggregation=aggregation or default_aggregation(slug),
     )  # fmt: skip
-    definition.embedding, definition.embedding_model = _embed(definition.card)
+    definition.embedding, definition.embedding_model = embed(definition.card)
     similar = _most_similar(definition)
     try:
         with transaction.atomic():
@@ -191,12 +206,21 @@ def observations_bulk(access: Access, rows: list[dict[str, Any]]) -> BulkOutcome
 
 
 def reading_record(
-    *, source: Source, claim: Claim, metric: str, value: float, unit: str, occurred_at: datetime
+    *,
+    source: Source,
+    claim: Claim,
+    metric: str,
+    value: float,
+    unit: str,
+    occurred_at: datetime,
+    embed: Embed = _embed,
 ) -> Observation:
     """A reading extracted from a source (pipeline): stored once, linked to the source, its reading claim and
     an Event node for the moment it happened."""
     actor = Actor.system()
-    resolved = definition_resolve(owner=source.owner, partition=source.partition, slug=metric, actor=actor, unit=unit)
+    resolved = definition_resolve(
+        owner=source.owner, partition=source.partition, slug=metric, actor=actor, unit=unit, embed=embed
+    )
     event, _ = Node.objects.get_or_create(
         owner=source.owner, partition=source.partition, type=NodeType.EVENT,
         label=f"{resolved.definition.label} {value:g} {unit} on {occurred_at:%Y-%m-%d}".replace("  ", " "),

@@ -192,13 +192,14 @@ class Reconcile(Step):
     def run(self, job: Job) -> dict[str, int]:
         from django.utils import timezone
 
-        from memory.services.reconcile import reconcile
+        from memory.services.reconcile import reconcile, reconcile_vectors
 
         if job.extraction is None:
             return {}
+        vectors = reconcile_vectors(job.extraction)  # before the lock: the embedder may be slow or down
         with transaction.atomic():
             job.lock_source()
-            counts = reconcile(source=job.source, extraction=job.extraction, extractor=job.extractor)
+            counts = reconcile(source=job.source, extraction=job.extraction, extractor=job.extractor, vectors=vectors)
             Source.objects.filter(pk__in=[source.pk for source in job.pending]).update(extracted_at=timezone.now())
         return counts
 

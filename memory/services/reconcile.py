@@ -88,7 +88,6 @@ class Reconciler:
         return self.source.partition
 
     def run(self, extraction: Extraction) -> dict[str, int]:
-        self._embed_all([sanitize_text(candidate.statement) for candidate in extraction.claims])  # one batch
         for person in extraction.people:
             self._node(person)
         for candidate in extraction.claims:
@@ -154,12 +153,10 @@ class Reconciler:
     def reading(self, candidate: ReadingCandidate) -> Claim | None:
         """A `reading` claim about the owner (so recall finds it) and an observation of the metric, linked to
         its source, the claim and an Event node; the same reading stated again only adds evidence."""
-        when = candidate.occurred_at or candidate.evidence.authored_at or timezone.now()
-        day = timezone.localtime(when, ZoneInfo(settings.EXTRACTION_TIME_ZONE)).date().isoformat()
-        name = candidate.metric.replace("_", " ").capitalize()
+        when = _reading_time(candidate)
         value = {"metric": candidate.metric, "value": candidate.value, "unit": candidate.unit}
         value["occurredAt"] = when.isoformat()
-        statement = f"{name}: {candidate.value:g} {candidate.unit} on {day}."
+        statement = _reading_statement(candidate)
         claim_candidate = ClaimCandidate(
             statement, ClaimKind.READING, SELF, candidate.evidence, "MEASURED", object_value=value, importance=2
         )
@@ -172,7 +169,7 @@ class Reconciler:
                 source = Source.objects.get(pk=candidate.evidence.source_id)
                 reading_record(
                     source=source, claim=claim, metric=candidate.metric, value=candidate.value,
-                    unit=candidate.unit, occurred_at=when,
+                    unit=candidate.unit, occurred_at=when, embed=self._embed,
                 )  # fmt: skip
                 self.counts["observations"] += 1
         return claim
@@ -186,21 +183,8 @@ class Reconciler:
             .exists()
         )
 
-    def _embed_all(self, texts: list[str]) -> None:
-        from memory.embeddings import EmbedderUnavailable, get_embedder
-
-        wanted = [text for text in dict.fromkeys(texts) if text not in self.vectors]
-        if not wanted:
-            return
-        try:
-            embedder = get_embedder()
-            self.vectors.update(zip(wanted, embedder.embed_documents(wanted), strict=True))
-            self.model_id = embedder.model_id
-        except EmbedderUnavailable:
-            return  # claims are stored without vectors; reindex fills them later
-
     def _embed(self, text: str) -> tuple[list[float] | None, str]:
-        self._embed_all([text])
+        """The vector embedded before the job took its locks (`reconcile_vectors`); never a call from here."""
         vector = self.vectors.get(text)
         return (vector, self.model_id) if vector is not None else (None, "")
 
@@ -376,9 +360,53 @@ class Reconciler:
                              object_value=candidate.due_on.isoformat())  # fmt: skip
 
 
+def _reading_time(candidate: ReadingCandidate) -> Any:
+    return candidate.occurred_at or candidate.evidence.authored_at or timezone.now()
+
+
+def _reading_statement(candidate: ReadingCandidate) -> str:
+    day = timezone.localtime(_reading_time(candidate), ZoneInfo(settings.EXTRACTION_TIME_ZONE)).date().isoformat()
+    name = candidate.metric.replace("_", " ").capitalize()
+    return sanitize_text(f"{name}: {candidate.value:g} {candidate.unit} on {day}.")
+
+
+@dataclass(frozen=True)
+class Vectors:
+    by_text: dict[str, list[float]]
+    model_id: str
+
+
+def reconcile_vectors(extraction: Extraction) -> Vectors:
+    """Every vector reconcile will want (claim statements, reading statements, the cards of metrics a reading
+    may create), embedded in one batch. Call it before taking the source lock: a slow or down embedder then
+    holds no lock, and costs one call per job, not one per claim. Unavailable: logged, and claims are stored
+    without vectors (the sweep and `embeddings reindex` fill them later)."""
+    from memory.embeddings import EmbedderUnavailable, get_embedder
+    from metrics.services import definition_card
+
+    texts = [sanitize_text(candidate.statement) for candidate in extraction.claims]
+    texts += [_reading_statement(reading) for reading in extraction.readings]
+    texts += [definition_card(slug=reading.metric, unit=reading.unit) for reading in extraction.readings]
+    texts = list(dict.fromkeys(texts))
+    if not texts:
+        return Vectors({}, "")
+    try:
+        embedder = get_embedder()
+        return Vectors(dict(zip(texts, embedder.embed_documents(texts), strict=True)), embedder.model_id)
+    except EmbedderUnavailable as exc:
+        logger.warning("reconcile.embedder_unavailable", extra={"reason": str(exc), "texts": len(texts)})
+        return Vectors({}, "")
+
+
 @transaction.atomic
-def reconcile(*, source: Source, extraction: Extraction, extractor: str) -> dict[str, int]:
-    """Store what the policy admits from one source's extraction. Returns counts for the receipt."""
-    counts = Reconciler(source=source, extractor=extractor, counts=Counter()).run(extraction)
+def reconcile(
+    *, source: Source, extraction: Extraction, extractor: str, vectors: Vectors | None = None
+) -> dict[str, int]:
+    """Store what the policy admits from one source's extraction. Returns counts for the receipt. Pass the
+    `vectors` embedded before the caller took its locks; without them they are embedded here."""
+    vectors = vectors if vectors is not None else reconcile_vectors(extraction)
+    counts = Reconciler(
+        source=source, extractor=extractor, counts=Counter(), vectors=vectors.by_text, model_id=vectors.model_id
+    ).run(extraction)
     counts.pop("writes", None)
     return counts
