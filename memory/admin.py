@@ -287,7 +287,7 @@ class NodeForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         """Every row carries its owner and lives in one of that owner's partitions: never mix two users."""
-        data = super().clean()
+        data = super().clean() or {}
         owner, partition = data.get("owner"), data.get("partition")
         if owner is not None and partition is not None and partition.owner_id != owner.pk:
             self.add_error("partition", f"This partition belongs to {partition.owner}, not to {owner}.")

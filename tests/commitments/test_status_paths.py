@@ -86,7 +86,7 @@ def _wait_until_blocked(timeout_s: float = 10.0) -> bool:
     return False
 
 
-def _race(holder: Callable[[], None], contender: Callable[[], None]) -> None:
+def _race(holder: Callable[[], object], contender: Callable[[], object]) -> None:
     """`holder` runs in a transaction that stays open until `contender`, on another connection, waits for a
     lock (or has finished without waiting: the bug); then both complete."""
     errors: list[BaseException] = []
@@ -145,7 +145,7 @@ def test_two_jobs_setting_a_due_date_leave_one_current_date(api: Api, owner: Per
     task = NodeFactory.create(owner=alice, partition=source.partition, type="Task", label="Send the spec")
     status_set(task, "pending", actor=Actor.system(), origin="user_stated")
 
-    def due(day: int) -> Callable[[], None]:
+    def due(day: int) -> Callable[[], object]:
         evidence = EvidenceRef(source_id=source_id, excerpt="Send the spec", message_id=f"m{day}")
         candidate = TaskCandidate(label="Send the spec", evidence=evidence, due_on=date(2026, 5, day))
         return lambda: Counter(reconcile(source=source, extraction=Extraction(tasks=[candidate]), extractor="rules"))
