@@ -12,7 +12,7 @@ from memory.errors import NotFound
 from memory.models import Operation, Scope, Source
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
-from memory.services.claims import claims_erase_derived
+from memory.services.claim_erasure import claims_erase_derived
 
 
 @dataclass(frozen=True)

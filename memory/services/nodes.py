@@ -13,8 +13,9 @@ from memory.access import Access
 from memory.errors import Conflict, ValidationFailed
 from memory.models import Alias, Claim, ClaimStatus, Evidence, Node, Scope
 from memory.names import normalize_name
-from memory.selectors import claim_revisions, node_for_access
+from memory.selectors import node_for_access
 from memory.services.audit import audit_erase_target, audit_record
+from memory.services.claim_erasure import claim_lineage, claims_erase
 from memory.services.embeddings import vectors_follow
 
 
@@ -61,25 +62,21 @@ def _claims_touching(node: Node) -> list[Claim]:
 
 @transaction.atomic
 def node_delete(*, access: Access, node_id: str) -> int:
-    """Erase a node with the claims about it (every revision) and their audit content. Returns claims erased.
+    """Erase a node with the claims about it (every revision) and their audit content; claims about other
+    nodes that superseded them stay (`claims_erase`). Returns claims erased.
     The user's self node cannot be deleted."""
     node = _write_access(access, node_id, Scope.EDIT)
     if node.is_self:
         raise Conflict("The self node cannot be deleted.", details={"nodeId": node_id})
-    erased: set[str] = set()
-    for claim in _claims_touching(node):
-        for revision in claim_revisions(claim):
-            erased.add(revision.pk)
-    for claim_id in erased:
-        audit_erase_target(owner=access.user, target_type="claim", target_id=claim_id)
-    Claim.objects.filter(pk__in=erased).delete()
+    touching = {claim.pk for claim in _claims_touching(node)}
+    erased = claims_erase(owner=access.user, claim_ids=claim_lineage(touching))
     audit_erase_target(owner=access.user, target_type="node", target_id=node.pk)
     node.delete()
     audit_record(
         actor=access.actor, owner=access.user, action="node.delete", target=node, partition=node.partition,
-        after={"claims": len(erased)},
+        after={"claims": erased},
     )  # fmt: skip
-    return len(erased)
+    return erased
 
 
 @dataclass(frozen=True)

@@ -106,3 +106,29 @@ def test_a_task_known_only_from_the_erased_source_goes_with_it(api: Api, owner: 
     erase(api, owner, first)
     assert not Node.objects.filter(type="Task").exists()
     assert recover_statusless(access_for_user(user=alice), dry_run=True).found == 0
+
+
+def test_erasing_a_claim_keeps_the_newer_claim_that_superseded_it(api: Api, owner: Persona) -> None:
+    said(api, owner, "a", "I work at Acme.", 1)
+    said(api, owner, "b", "I work at Globex.", 2)
+    acme = Claim.objects.get(statement="Works at Acme.")
+    answer = api.post("/claim/delete", owner, {"claimId": acme.pk}).json()
+    assert answer == {"claimId": acme.pk, "erasedRevisions": 1}
+    assert employers() == {"Works at Globex.": ("active", None)}
+
+
+def test_erasing_the_current_claim_makes_the_one_it_superseded_current(api: Api, owner: Persona) -> None:
+    said(api, owner, "a", "I work at Acme.", 1)
+    said(api, owner, "b", "I work at Globex.", 2)
+    globex = Claim.objects.get(statement="Works at Globex.")
+    api.post("/claim/delete", owner, {"claimId": globex.pk})
+    assert employers() == {"Works at Acme.": ("active", None)}
+
+
+def test_deleting_an_entity_keeps_claims_about_others_that_superseded_its_claims(api: Api, owner: Persona) -> None:
+    said(api, owner, "a", "I work at Acme.", 1)
+    said(api, owner, "b", "I work at Globex.", 2)
+    acme = Node.objects.get(label="Acme")
+    response = api.post("/node/delete", owner, {"nodeId": acme.pk})
+    assert response.status_code == 200, response.json()
+    assert employers() == {"Works at Globex.": ("active", None)}
