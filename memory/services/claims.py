@@ -93,6 +93,11 @@ def claim_confirm(*, access: Access, claim_id: str) -> Claim:
             f"A {claim.status} claim cannot be confirmed; save a new one instead.",
             details={"claimId": claim_id, "status": claim.status},
         )
+    if claim.key and claim.status != ClaimStatus.ACTIVE:
+        # A keyed memory has one current value (claim_one_current_value_per_key): the confirmed one replaces it.
+        Claim.objects.filter(
+            owner=claim.owner, partition=claim.partition, key=claim.key, status=ClaimStatus.ACTIVE
+        ).update(status=ClaimStatus.SUPERSEDED, superseded_by=claim, valid_until=timezone.now())
     changes = {"status": ClaimStatus.ACTIVE, "needs_reverification": False}
     return _change(access, claim_id, "claim.confirm", Scope.EDIT, changes)
 
@@ -112,6 +117,9 @@ def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any =
     if not statement:
         raise ValidationFailed("The corrected statement is empty.", details={"statement": ["Required."]})
     now = timezone.now()
+    # Superseded before the new revision exists: partial unique indexes allow one active value per key.
+    old.status, old.valid_until = ClaimStatus.SUPERSEDED, now
+    old.save(update_fields=["status", "valid_until", "updated_at"])
     new = Claim.objects.create(
         owner=old.owner,
         partition=old.partition,
@@ -133,8 +141,8 @@ def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any =
         valid_from=now,
         stated_at=now,
     )
-    old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, new, now
-    old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
+    old.superseded_by = new
+    old.save(update_fields=["superseded_by", "updated_at"])
     audit_record(
         actor=access.actor,
         owner=access.user,
