@@ -189,26 +189,52 @@ class _Revision:
 
 
 @transaction.atomic
-def memory_delete(*, access: Access, key: str, event_id: str = "") -> dict[str, Any]:
-    """Erase every revision of a key (needs `edit`). With `event_id`, a replay answers deduplicated."""
+def memory_delete(*, access: Access, key: str, event_id: str = "", erase_history: bool = False) -> dict[str, Any]:
+    """Retire a key (needs `edit`): its current value (and any quarantined one) expires, `memory_get` answers
+    NOT_FOUND, the history stays readable, and a new save starts a new current value. Only with
+    `erase_history` are every revision and the content of its audit rows erased. With `event_id`, a replay
+    answers deduplicated."""
     access.require_scope(Scope.EDIT)
     partition = access.write_partition()
+    _lock_key(access, partition, key)
+    target_id = f"{partition.pk}:{key}"
     if (
         event_id
         and MemoryEvent.objects.filter(
-            owner=access.user, action="memory.delete", target_id=f"{partition.pk}:{key}", after__eventId=event_id
+            owner=access.user, action="memory.delete", target_id=target_id, after__eventId=event_id
         ).exists()
     ):
-        return {"key": key, "erasedRevisions": 0, "deduplicated": True}
-    revisions = list(Claim.objects.filter(owner=access.user, partition=partition, key=key))
-    if not revisions:
-        raise NotFound("No memory with this key.", details={"key": key})
-    for revision in revisions:
-        audit_erase_target(owner=access.user, target_type="claim", target_id=revision.pk)
-    Claim.objects.filter(pk__in=[revision.pk for revision in revisions]).delete()
+        return _deleted(key, retired=0, erased=0, history_kept=not erase_history, deduplicated=True)
+    revisions = Claim.objects.filter(owner=access.user, partition=partition, key=key)
+    if erase_history:
+        erased = list(revisions.values_list("pk", flat=True))
+        retired = 0
+        if not erased:
+            raise NotFound("No memory with this key.", details={"key": key})
+        for claim_id in erased:
+            audit_erase_target(owner=access.user, target_type="claim", target_id=claim_id)
+        revisions.delete()
+    else:
+        erased = []
+        now = timezone.now()
+        retired = revisions.filter(status__in=[ClaimStatus.ACTIVE, ClaimStatus.QUARANTINED]).update(
+            status=ClaimStatus.EXPIRED, expires_at=now, valid_until=now, updated_at=now
+        )
+        if not retired:
+            raise NotFound("No current memory with this key.", details={"key": key})
     audit_record(
         actor=access.actor, owner=access.user, action="memory.delete", partition=partition,
-        target_type="memory", target_id=f"{partition.pk}:{key}",
-        after={"eventId": event_id, "revisions": len(revisions)},
+        target_type="memory", target_id=target_id,
+        after={"eventId": event_id, "retired": retired, "erased": len(erased), "eraseHistory": erase_history},
     )  # fmt: skip
-    return {"key": key, "erasedRevisions": len(revisions), "deduplicated": False}
+    return _deleted(key, retired=retired, erased=len(erased), history_kept=not erase_history, deduplicated=False)
+
+
+def _deleted(key: str, *, retired: int, erased: int, history_kept: bool, deduplicated: bool) -> dict[str, Any]:
+    return {
+        "key": key,
+        "retiredRevisions": retired,
+        "erasedRevisions": erased,
+        "historyKept": history_kept,
+        "deduplicated": deduplicated,
+    }
