@@ -119,11 +119,11 @@ def artifacts_for_access(
     access.require_scope(Scope.READ)
     blobs = Blob.objects.filter(owner=access.user, is_artifact=True)
     if cursor:
-        (last_id,) = decode_cursor(cursor, 1)
-        if not isinstance(last_id, str):
-            raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
-        blobs = blobs.filter(id__lt=last_id)
-    return keyset_page(blobs.order_by("-id"), limit, lambda last: (last.pk,))
+        moment, last_id = decode_time_cursor(cursor)
+        blobs = blobs.filter(Q(created_at__lt=moment) | Q(created_at=moment, id__lt=last_id))
+    # Newest first by time, not by id: a ULID orders only to the millisecond (its tail is random).
+    newest_first = blobs.order_by("-created_at", "-id")
+    return keyset_page(newest_first, limit, lambda last: (last.created_at.isoformat(), last.pk))
 
 
 def claim_for_access(access: Access, claim_id: str, *, for_update: bool = False) -> Claim:
