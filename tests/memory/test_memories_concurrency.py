@@ -60,7 +60,8 @@ def _assert_one_linear_history(key: str, values: set[Any]) -> None:
     revisions = {claim.pk: claim for claim in _history(key)}
     active = [claim for claim in revisions.values() if claim.status == ClaimStatus.ACTIVE]
     assert len(active) == 1, [(c.pk, c.value, c.status) for c in revisions.values()]
-    chain, current = [], active[0]
+    chain: list[Claim] = []
+    current: Claim | None = active[0]
     while current is not None:
         chain.append(current)
         current = revisions[current.derived_from_id] if current.derived_from_id else None
@@ -106,8 +107,14 @@ def test_a_save_racing_another_writer_of_the_key_retries_and_supersedes_it(owner
     writer.start()
     assert inserted.wait(timeout=60)
     saved: list[Any] = []
-    saver = threading.Thread(target=lambda: (saved.append(memory_save(access=access, key="k", value="mine")),
-                                             connection.close()))  # fmt: skip
+
+    def save_mine() -> None:
+        try:
+            saved.append(memory_save(access=access, key="k", value="mine"))
+        finally:
+            connection.close()
+
+    saver = threading.Thread(target=save_mine)
     saver.start()
     _wait_until_blocked_on_a_lock()
     release.set()
