@@ -1,5 +1,6 @@
-"""Keyed memories (seeds/004): addressable claims saved by key, exactly once per `event_id`, screened on
-write, read back before the acknowledgement, every save a revision (history kept)."""
+"""Keyed memories (seeds/004): addressable claims saved by key, one current value per key, exactly once per
+`event_id`, screened on write, read back after the commit for the acknowledgement, every save a revision
+(history kept; retiring a key keeps it too, erasing it is a separate choice)."""
 
 from __future__ import annotations
 
