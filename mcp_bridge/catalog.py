@@ -310,8 +310,9 @@ def _agent_tools() -> list[ToolSpec]:
             memories.MemorySave,
             """
             Save a value under a key in a namespace (decisions, facts, conventions, notes). event_id makes the
-            write exactly-once: a retry with the same event_id changes nothing and answers deduplicated. The
-            answer is read back from storage (verified_persisted); instruction-shaped values from an assistant
+            write exactly-once: a retry with the same event_id changes nothing and answers deduplicated. A key
+            has one current value; saving a new one keeps the old in its history. After the write commits the
+            answer reads it back from storage (verified_persisted); instruction-shaped values from an assistant
             are quarantined and say so.""",
         ),
         _bound(
@@ -337,7 +338,8 @@ def _agent_tools() -> list[ToolSpec]:
             AGENT,
             memories.MemoryHistory,
             """
-            Every value a key has had, newest first, with what superseded what.""",
+            Every value a key has had, oldest first, with what superseded what (a retired key keeps its
+            history).""",
             read_only=True,
         ),
         _bound(
@@ -345,8 +347,10 @@ def _agent_tools() -> list[ToolSpec]:
             AGENT,
             memories.MemoryDelete,
             """
-            Retire a key (its history is kept). Needs the edit scope and confirm: true; event_id makes it
-            exactly-once.""",
+            Retire a key: it has no current value any more (memory_get answers NOT_FOUND), its history stays
+            readable with memory_history, and a later memory_save starts a new current value. erase_history:
+            true instead erases every value the key ever had, for good. Needs the edit scope and confirm:
+            true; event_id makes it exactly-once.""",
             destructive=True,
         ),
         _bound(
@@ -354,8 +358,9 @@ def _agent_tools() -> list[ToolSpec]:
             AGENT,
             memories.MemorySearch,
             """
-            Find keyed memories of a namespace by meaning and by words. For the user's personal memory use
-            search_memory instead.""",
+            Find keyed memories of a namespace by meaning first, then by words (values saved moments ago may
+            match by words only until they are embedded). For the user's personal memory use search_memory
+            instead.""",
             read_only=True,
         ),
         _bound(

@@ -14,6 +14,8 @@ from memory.errors import NotFound, ValidationFailed
 from memory.models import AccessToken, Blob, Claim, ClaimStatus, Evidence, Node, Partition, Scope, Source
 from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
+from memory.recall.legs import KEYED_MEMORIES, vector_hits
+from memory.recall.search import query_vector
 
 
 def partitions_for_access(access: Access, *, active_only: bool = False) -> QuerySet[Partition]:
@@ -117,11 +119,11 @@ def artifacts_for_access(
     access.require_scope(Scope.READ)
     blobs = Blob.objects.filter(owner=access.user, is_artifact=True)
     if cursor:
-        (last_id,) = decode_cursor(cursor, 1)
-        if not isinstance(last_id, str):
-            raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
-        blobs = blobs.filter(id__lt=last_id)
-    return keyset_page(blobs.order_by("-id"), limit, lambda last: (last.pk,))
+        moment, last_id = decode_time_cursor(cursor)
+        blobs = blobs.filter(Q(created_at__lt=moment) | Q(created_at=moment, id__lt=last_id))
+    # Newest first by time, not by id: a ULID orders only to the millisecond (its tail is random).
+    newest_first = blobs.order_by("-created_at", "-id")
+    return keyset_page(newest_first, limit, lambda last: (last.created_at.isoformat(), last.pk))
 
 
 def claim_for_access(access: Access, claim_id: str, *, for_update: bool = False) -> Claim:
@@ -299,15 +301,36 @@ def memory_history(access: Access, key: str) -> list[Claim]:
 
 
 def memories_matching(access: Access, query: str, *, include_quarantined: bool = False, limit: int = 10) -> list[Claim]:
-    """Keyword search over keyed memories: full-text matches first, then substring matches."""
+    """Keyed memories by meaning first: the nearest vectors of the active embedder above the similarity floor
+    (recall's own vector leg); then keyword matches (full text, then substring) fill up to `limit`. Rows
+    without a vector of the active model still match by keyword; with no embedder the search is keyword only."""
     memories = memories_in_reach(access, include_quarantined)
-    ranked = list(
-        memories.filter(search_vector=SearchQuery(query, search_type="websearch", config="simple")).order_by(
-            "-recorded_at"
-        )[:limit]
-    )
+    ranked = _memories_by_meaning(access, memories, query, include_quarantined, limit)
+    if len(ranked) < limit:
+        words = SearchQuery(query, search_type="websearch", config="simple")
+        ranked += list(
+            memories.filter(search_vector=words)
+            .exclude(pk__in=[m.pk for m in ranked])
+            .order_by("-recorded_at")[: limit - len(ranked)]
+        )
     if len(ranked) < limit:
         ranked += list(
             memories.filter(statement__icontains=query).exclude(pk__in=[m.pk for m in ranked])[: limit - len(ranked)]
         )
     return ranked
+
+
+def _memories_by_meaning(
+    access: Access, memories: QuerySet[Claim], query: str, include_quarantined: bool, limit: int
+) -> list[Claim]:
+    vector, model_id = query_vector(query)
+    if vector is None:
+        return []
+    params = {
+        "owner": access.user.pk,
+        "partitions": [partition.pk for partition in access.read_partitions],
+        "statuses": [ClaimStatus.ACTIVE, *([ClaimStatus.QUARANTINED] if include_quarantined else [])],
+    }
+    hits = vector_hits((KEYED_MEMORIES,), vector, model_id, params, None, limit)
+    found = memories.in_bulk([hit.id for hit in hits])
+    return [found[hit.id] for hit in hits if hit.id in found]

@@ -119,8 +119,8 @@ class CoordHealth(Endpoint):
 
 
 class CoordDriftScan(Endpoint):
-    """What has drifted: contradicting claims about one subject, keys with several current values, and claims
-    flagged for reverification, each with why."""
+    """What has drifted: contradicting claims about one subject and claims flagged for reverification, each
+    with why."""
 
     tool = "coord.drift-scan"
     request_serializer = DriftScanIn

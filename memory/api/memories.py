@@ -52,6 +52,9 @@ class SaveIn(KeyIn):
 
 class DeleteIn(KeyIn):
     eventId = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+    eraseHistory = serializers.BooleanField(
+        default=False, help_text="Erase every value the key ever had (and its audit content) instead of retiring it."
+    )
 
 
 class ListIn(RequestSerializer):
@@ -121,18 +124,22 @@ class MemoryHistory(Endpoint):
 
 
 class MemoryDelete(Endpoint):
-    """Erase every revision of a key (needs `edit`); `eventId` makes a replay answer deduplicated."""
+    """Retire a key (needs `edit`): it has no current value any more, its history is kept and a new save starts
+    over. `eraseHistory: true` erases every revision instead. `eventId` makes a replay answer deduplicated."""
 
     tool = "memory.delete"
     request_serializer = DeleteIn
     example_request = {"key": "project.apollo.db"}
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        return memory_delete(access=access, key=data["key"], event_id=data["eventId"])
+        return memory_delete(
+            access=access, key=data["key"], event_id=data["eventId"], erase_history=data["eraseHistory"]
+        )
 
 
 class MemorySearch(Endpoint):
-    """Keyword search over keyed memories (semantic ranking arrives with recall)."""
+    """Keyed memories by meaning first (the active embedder's vectors), then by words (full text, then
+    substring) up to `limit`."""
 
     tool = "memory.search"
     request_serializer = SearchIn

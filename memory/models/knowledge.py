@@ -181,8 +181,17 @@ class Claim(models.Model):
 
     class Meta:
         constraints = [
+            # Exactly-once per client write id, within the partition it was written to.
             models.UniqueConstraint(
-                fields=["owner", "event_id"], condition=~models.Q(event_id=""), name="claim_unique_event_id"
+                fields=["owner", "partition", "event_id"],
+                condition=~models.Q(event_id=""),
+                name="claim_unique_event_id",
+            ),
+            # A keyed memory has one current value (memory.services.memories.memory_save supersedes the old one).
+            models.UniqueConstraint(
+                fields=["owner", "partition", "key"],
+                condition=models.Q(status="active") & ~models.Q(key=""),
+                name="claim_one_current_value_per_key",
             ),
             models.CheckConstraint(
                 condition=models.Q(importance__gte=1, importance__lte=5), name="claim_importance_1_to_5"

@@ -102,6 +102,17 @@ NODES = Corpus(
     time="COALESCE(c.last_seen_at, c.created_at)",
 )
 CORPORA = (CLAIMS, CHUNKS, NODES)
+# Keyed memories (seeds/004 memory_search): the current values of keys, quarantined ones only when asked for.
+KEYED_MEMORIES = Corpus(
+    name="claim",
+    table="memory_claim c",
+    reach=(
+        "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.status = ANY(%(statuses)s)"
+        " AND c.key <> ''"
+    ),
+    narrowing="TRUE",
+    time="c.recorded_at",
+)
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,8 @@ def node_results(ids: list[str]) -> dict[str, SearchResult]:
 HYDRATORS = {"claim": claim_results, "chunk": chunk_results, "node": node_results}
 
 
-def _embed(query: str) -> tuple[list[float] | None, str]:
+def query_vector(query: str) -> tuple[list[float] | None, str]:
+    """The query's vector by the active embedder and its model id; (None, "") when it is unavailable."""
     from memory.embeddings import EmbedderUnavailable, get_embedder
 
     try:
@@ -251,7 +252,7 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     for corpus in CORPORA:
         keyword += keyword_hits(corpus, terms, params, since, depth)
     semantic: list[Hit] = []
-    vector, model_id = _embed(request.query) if request.use_vector else (None, "")
+    vector, model_id = query_vector(request.query) if request.use_vector else (None, "")
     if vector is not None:
         semantic = vector_hits(CORPORA, vector, model_id, params, since, depth)
     weights = {"keyword": settings.SEARCH_KEYWORD_WEIGHT, "vector": settings.SEARCH_VECTOR_WEIGHT}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from commitments.services import STATUSES, status_claim_revise, status_word
@@ -46,6 +47,15 @@ def _change(access: Access, claim_id: str, action: str, scope: str, changes: dic
         after={key: str(getattr(claim, key)) for key in changed},
     )
     return claim
+
+
+def _active_value_of_key(claim: Claim) -> QuerySet[Claim]:
+    """The current value of the key `claim` is a revision of, other than `claim` itself (at most one)."""
+    return (
+        Claim.objects.select_for_update()
+        .filter(owner=claim.owner, partition=claim.partition, key=claim.key, status=ClaimStatus.ACTIVE)
+        .exclude(pk=claim.pk)
+    )
 
 
 @transaction.atomic
@@ -98,6 +108,11 @@ def claim_confirm(*, access: Access, claim_id: str) -> Claim:
     if claim.predicate == "HAS_TASK_STATUS" and claim.status != ClaimStatus.ACTIVE:
         access.check_write(claim.partition)
         return status_claim_revise(actor=access.actor, claim=claim, status=str(claim.object_value), confirm=True)
+    if claim.key and claim.status != ClaimStatus.ACTIVE:
+        # A keyed memory has one current value (claim_one_current_value_per_key): the confirmed one replaces it.
+        _active_value_of_key(claim).update(
+            status=ClaimStatus.SUPERSEDED, superseded_by=claim, valid_until=timezone.now()
+        )
     changes = {"status": ClaimStatus.ACTIVE, "needs_reverification": False}
     return _change(access, claim_id, "claim.confirm", Scope.EDIT, changes)
 
@@ -119,6 +134,12 @@ def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any =
     if old.predicate == "HAS_TASK_STATUS":
         return _status_correct(access, old, statement, value)
     now = timezone.now()
+    # Superseded before the new revision exists: partial unique indexes allow one active value per key (a
+    # corrected quarantined value also replaces the key's active one).
+    replaced = [old, *(_active_value_of_key(old) if old.key else [])]
+    for previous in replaced:
+        previous.status, previous.valid_until = ClaimStatus.SUPERSEDED, now
+        previous.save(update_fields=["status", "valid_until", "updated_at"])
     new = Claim.objects.create(
         owner=old.owner,
         partition=old.partition,
@@ -140,8 +161,9 @@ def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any =
         valid_from=now,
         stated_at=now,
     )
-    old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, new, now
-    old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
+    for previous in replaced:
+        previous.superseded_by = new
+        previous.save(update_fields=["superseded_by", "updated_at"])
     audit_record(
         actor=access.actor,
         owner=access.user,

@@ -138,21 +138,19 @@ def _grouped(rows: Any) -> defaultdict[str, tuple[dict[str, int], dict[str, int]
 class Drift:
     """Something a reviewer should look at: what kind of drift, the claims involved, and why."""
 
-    kind: str  # contradiction | duplicate_key | needs_reverification
+    kind: str  # contradiction | needs_reverification
     claims: list[Claim]
     why: str
 
 
 def drift_scan(access: Access, *, limit: int = 50) -> list[Drift]:
-    """Contradictions (active claims giving a one-valued predicate of one subject different values), keys
-    with more than one active revision (two first saves of a key racing), and claims flagged for
-    reverification, in that order, at most `limit` items. Six queries at most."""
+    """Contradictions (active claims giving a one-valued predicate of one subject different values) and claims
+    flagged for reverification, in that order, at most `limit` items. Four queries at most. (A key with two
+    current values cannot happen: the database allows one, see claim_one_current_value_per_key.)"""
     access.require_scope(Scope.READ)
     active = Claim.objects.filter(owner=access.user, partition__in=access.read_partitions, status=ClaimStatus.ACTIVE)
     active = active.select_related("subject", "partition").defer("embedding", "search_vector")
     found = _contradictions(active, limit)
-    if len(found) < limit:
-        found += _duplicate_keys(active, limit - len(found))
     if len(found) < limit:
         found += _flagged(access, active, limit - len(found))
     return found
@@ -184,26 +182,6 @@ def _contradictions(active: Any, limit: int) -> list[Drift]:
             why = f"{predicate} takes one value, but {len(claims)} active claims about this subject give {len(values)}."
             found.append(Drift("contradiction", claims, why))
     return found
-
-
-def _duplicate_keys(active: Any, limit: int) -> list[Drift]:
-    groups = list(
-        active.exclude(key="")
-        .values_list("partition_id", "key")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .order_by("partition_id", "key")[:limit]
-    )
-    if not groups:
-        return []
-    members: dict[tuple[str, str], list[Claim]] = defaultdict(list)
-    rows = active.filter(partition_id__in={p for p, _, _ in groups}, key__in={k for _, k, _ in groups})
-    for claim in rows.order_by("recorded_at", "id"):
-        members[(claim.partition_id, claim.key)].append(claim)
-    return [
-        Drift("duplicate_key", members[(p, k)], f"Key {k!r} has {n} active revisions; only one should be current.")
-        for p, k, n in groups
-    ]
 
 
 def _flagged(access: Access, active: Any, limit: int) -> list[Drift]:

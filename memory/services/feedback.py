@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from memory.access import Access
 from memory.errors import ValidationFailed
@@ -33,12 +33,14 @@ class FeedbackAck:
 
 
 def _ack(feedback: Feedback, *, deduplicated: bool) -> FeedbackAck:
-    stored = Feedback.objects.filter(pk=feedback.pk).values("note", "kind").first()
+    """Read the row back outside the write's transaction. When the caller still holds a transaction around the
+    write nothing is committed yet, and the ack says so instead of reading its own uncommitted write."""
+    found = Feedback.objects.filter(pk=feedback.pk).values("note", "kind")
+    stored = None if connection.in_atomic_block else found.first()
     persisted = stored is not None and (stored["note"], stored["kind"]) == (feedback.note, feedback.kind)
     return FeedbackAck(feedback=feedback, deduplicated=deduplicated, verified_persisted=persisted)
 
 
-@transaction.atomic
 def feedback_log(
     *,
     access: Access,
@@ -50,7 +52,18 @@ def feedback_log(
     event_id: str = "",
 ) -> FeedbackAck:
     """Record one report in the strict partition (needs `write`). The claim or source it is about must be in
-    reach (else NOT_FOUND). The same `event_id` again answers the first report, deduplicated."""
+    reach (else NOT_FOUND). The same `event_id` again answers the first report, deduplicated. Not atomic
+    itself: the report commits in its own transaction, then the ack reads it back."""
+    feedback, deduplicated = _feedback_write(
+        access=access, kind=kind, note=note, tool=tool, claim_id=claim_id, source_id=source_id, event_id=event_id
+    )
+    return _ack(feedback, deduplicated=deduplicated)
+
+
+@transaction.atomic
+def _feedback_write(
+    *, access: Access, kind: str, note: str, tool: str, claim_id: str, source_id: str, event_id: str
+) -> tuple[Feedback, bool]:
     access.require_scope(Scope.WRITE)
     partition = access.write_partition()
     if kind not in FeedbackKind.values:
@@ -63,7 +76,7 @@ def feedback_log(
         )
     note = sanitize_text(note)  # escaping may lengthen it a little; the limit is on what was sent
     if event_id and (earlier := Feedback.objects.filter(owner=access.user, event_id=event_id).first()):
-        return _ack(earlier, deduplicated=True)
+        return earlier, True
     claim = claim_for_access(access, claim_id) if claim_id else None
     source = source_for_access(access, source_id) if source_id else None
     try:
@@ -73,5 +86,5 @@ def feedback_log(
                 claim=claim, source=source, event_id=event_id,
             )  # fmt: skip
     except IntegrityError:  # the same event_id was logged concurrently: that first report is the answer
-        return _ack(Feedback.objects.get(owner=access.user, event_id=event_id), deduplicated=True)
-    return _ack(feedback, deduplicated=False)
+        return Feedback.objects.get(owner=access.user, event_id=event_id), True
+    return feedback, False

@@ -138,8 +138,15 @@ def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_own
     piece = use("artifact_get", {"sha256": artifact["sha256"], "offset": 6, "length": 4})
     assert piece["content"] == "arti" and piece["next_offset"] == 10
     assert [item["sha256"] for item in use("artifact_list")["artifacts"]] == [artifact["sha256"]]
-    assert use("memory_delete", {"key": "coord/db", "event_id": "ev-2", "confirm": True})
-    assert not Claim.objects.filter(owner=alice, key="coord/db", status="active").exists()
+    retired = use("memory_delete", {"key": "coord/db", "event_id": "ev-2", "confirm": True})
+    assert (retired["retiredRevisions"], retired["historyKept"]) == (1, True)
+    assert call(mcp_service, mcp_owner, "memory_get", {"key": "coord/db"}).code == "NOT_FOUND"
+    assert [item["status"] for item in use("memory_history", {"key": "coord/db"})["revisions"]] == ["expired"]
+    unconfirmed = call(mcp_service, mcp_owner, "memory_delete", {"key": "coord/db", "erase_history": True})
+    assert unconfirmed.is_error and Claim.objects.filter(owner=alice, key="coord/db").exists()
+    erased = use("memory_delete", {"key": "coord/db", "erase_history": True, "confirm": True})
+    assert (erased["erasedRevisions"], erased["historyKept"]) == (1, False)
+    assert not Claim.objects.filter(owner=alice, key="coord/db").exists()
 
     assert use("coord_health")["namespaces"][0]["namespace"] == "memory:personal"
     assert use("coord_drift_scan")["items"] == []

@@ -6,21 +6,19 @@ from typing import Any
 
 import pytest
 
-from memory.models import Claim, Evidence, Node
+from memory.models import Claim, Evidence, Node, Source
 from memory.pipeline.runner import run_operation
 from tests.conftest import Api, Persona
 
 pytestmark = pytest.mark.django_db
 
-_turn = 0
-
 
 def say(api: Api, persona: Persona, text: str, *, role: str = "user", day: str = "2026-04-22") -> dict[str, Any]:
-    """One more turn of the same conversation, processed at once."""
-    global _turn
-    _turn += 1
+    """One more turn of the same conversation, processed at once. Turns are numbered within the test (from the
+    messages stored so far), so ids and times never depend on which tests ran before."""
+    turn = Source.objects.filter(kind="message").count() + 1
     body = {"conversation": {"id": "chat", "messages": [
-        {"id": f"m{_turn}", "role": role, "content": text, "timestamp": f"{day}T10:00:{_turn % 60:02d}Z"},
+        {"id": f"m{turn}", "role": role, "content": text, "timestamp": f"{day}T10:{turn // 60:02d}:{turn % 60:02d}Z"},
     ]}}  # fmt: skip
     receipt = api.post("/ingest/conversation", persona, body).json()
     run_operation(receipt["operationId"])
@@ -47,7 +45,7 @@ def test_a_preference_becomes_a_claim_about_the_user_with_evidence(api: Api, own
     )  # fmt: skip
     assert claim.subject is not None and claim.subject.is_self
     evidence = claim.evidence.get()
-    assert (evidence.excerpt, evidence.message_id) == ("I prefer morning meetings.", f"m{_turn}")
+    assert (evidence.excerpt, evidence.message_id) == ("I prefer morning meetings.", "m1")
     assert claim.embedding is not None
 
 

@@ -29,6 +29,7 @@ def test_events_are_numbered_in_order_and_paged(api: Api, owner: Persona) -> Non
     assert [s["sessionId"] for s in api.post("/session/list", owner).json()["sessions"]] == [session]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_handoffs_are_saved_loaded_and_listed(api: Api, owner: Persona) -> None:
     body = {"topic": "apollo", "summary": "Schema done.", "nextSteps": ["Copy data"], "eventId": "h1"}
     ack = api.post("/handoff/save", owner, body).json()

@@ -20,7 +20,17 @@ from tests.factories import PartitionFactory
 
 pytestmark = pytest.mark.django_db
 
-NOW = datetime.now(UTC).replace(microsecond=0)
+NOW = datetime.now(UTC).replace(microsecond=0)  # read again as each test starts (below)
+
+
+@pytest.fixture(autouse=True)
+def _now() -> None:
+    """The clock as this test starts. Read once at import it was minutes or hours old by the time a test ran
+    (a whole suite), so "yesterday" and "today" could fall on other days than the server's."""
+    global NOW
+    NOW = datetime.now(UTC).replace(microsecond=0)
+
+
 ENDPOINTS: dict[str, dict[str, Any]] = {
     "/metrics/observations": {"slug": "body_weight", "value": 80.0},
     "/metrics/observations/bulk": {
