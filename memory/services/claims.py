@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -49,8 +49,18 @@ def _change(access: Access, claim_id: str, action: str, scope: str, changes: dic
     return claim
 
 
+def key_lock(*, owner_id: int, partition_id: str, key: str) -> None:
+    """Inside a transaction: serialise every write of one keyed memory (saves, deletes, corrections and
+    confirmations) until the transaction ends, so none of them runs into the one-current-value index."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memory:{owner_id}:{partition_id}:{key}"]
+        )
+
+
 def _active_value_of_key(claim: Claim) -> QuerySet[Claim]:
     """The current value of the key `claim` is a revision of, other than `claim` itself (at most one)."""
+    key_lock(owner_id=claim.owner_id, partition_id=claim.partition_id, key=claim.key)
     return (
         Claim.objects.select_for_update()
         .filter(owner=claim.owner, partition=claim.partition, key=claim.key, status=ClaimStatus.ACTIVE)
@@ -121,6 +131,9 @@ def claim_confirm(*, access: Access, claim_id: str) -> Claim:
 def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any = None) -> Claim:
     """A new revision with the corrected statement; the old one becomes `superseded` and stays in history."""
     access.require_scope(Scope.EDIT)
+    old = claim_for_access(access, claim_id)
+    if old.key:  # the key first, then the row: the order memory_save takes them in
+        key_lock(owner_id=old.owner_id, partition_id=old.partition_id, key=old.key)
     old = claim_for_access(access, claim_id, for_update=True)
     access.check_write(old.partition)
     if old.status not in _CURRENT:

@@ -17,6 +17,7 @@ from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, MemoryEven
 from memory.screening import quarantines, sanitize_text, sanitize_value
 from memory.services.audit import audit_record
 from memory.services.claim_erasure import claims_erase
+from memory.services.claims import key_lock
 from memory.services.embeddings import vectors_follow
 
 MAX_VALUE_BYTES = 64 * 1024
@@ -52,14 +53,6 @@ EVENT_ID_CONSTRAINT = "claim_unique_event_id"
 # Saves of one key queue on an advisory lock, so a conflict needs another writer of keyed claims (a correction
 # or confirmation in the review UI) racing the save; a few attempts are plenty.
 SAVE_ATTEMPTS = 5
-
-
-def _lock_key(access: Access, partition: Partition, key: str) -> None:
-    """Serialise the saves and deletes of one key until the end of the transaction."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memory:{access.user.pk}:{partition.pk}:{key}"]
-        )
 
 
 def _violated(exc: IntegrityError) -> str:
@@ -116,7 +109,7 @@ def _memory_write(
     statement = statement_for(value)
     if len(statement.encode()) > MAX_VALUE_BYTES:
         raise ValidationFailed("The value is too large.", details={"value": [f"At most {MAX_VALUE_BYTES} bytes."]})
-    _lock_key(access, partition, key)
+    key_lock(owner_id=access.user.pk, partition_id=partition.pk, key=key)
     if event_id and (earlier := _replayed(access, partition, event_id)):
         return earlier, True
     revision = _Revision(access, partition, key, value, kind, meta, origin, event_id, statement)
@@ -198,7 +191,7 @@ def memory_delete(*, access: Access, key: str, event_id: str = "", erase_history
     answers deduplicated."""
     access.require_scope(Scope.EDIT)
     partition = access.write_partition()
-    _lock_key(access, partition, key)
+    key_lock(owner_id=access.user.pk, partition_id=partition.pk, key=key)
     target_id = f"{partition.pk}:{key}"
     if (
         event_id

@@ -4,14 +4,12 @@ by two jobs at once."""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import date
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
 
 from commitments.services import commitment_confirm, commitment_set_status, status_set
 from memory.access import Actor, access_for_user
@@ -20,6 +18,7 @@ from memory.models import Claim, MemoryEvent, Node, Source
 from memory.services.reconcile import reconcile
 from tests.conftest import Api, Persona, error_code
 from tests.factories import NodeFactory
+from tests.races import race
 
 pytestmark = pytest.mark.django_db
 
@@ -70,67 +69,12 @@ def test_confirming_a_quarantined_status_supersedes_the_active_one(api: Api, own
     assert held.status == "superseded"
 
 
-def _wait_until_blocked(timeout_s: float = 10.0) -> bool:
-    """Whether another connection is waiting for a row lock (polled; a sync aid, not a timing assertion)."""
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                return True
-            time.sleep(0.02)
-    return False
-
-
-def _race(holder: Callable[[], object], contender: Callable[[], object]) -> None:
-    """`holder` runs in a transaction that stays open until `contender`, on another connection, waits for a
-    lock (or has finished without waiting: the bug); then both complete."""
-    errors: list[BaseException] = []
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                holder()
-                held.set()
-                release.wait(30)
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            held.set()
-            connection.close()
-
-    def contend() -> None:
-        try:
-            contender()
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    first = threading.Thread(target=hold)
-    first.start()
-    assert held.wait(30)
-    second = threading.Thread(target=contend)
-    second.start()
-    second.join(timeout=0.0)
-    _wait_until_blocked(timeout_s=3.0)
-    release.set()
-    first.join(30)
-    second.join(30)
-    assert not errors, errors
-
-
 @pytest.mark.django_db(transaction=True)
 def test_confirm_racing_set_status_never_brings_back_the_old_status(alice) -> None:
     task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
     status_set(task, "pending", actor=Actor.system(), origin="assistant_inferred")
     access = access_for_user(user=alice)
-    _race(
+    race(
         holder=lambda: commitment_set_status(access, task.pk, "completed"),
         contender=lambda: commitment_confirm(access, task.pk),
     )
@@ -150,5 +94,5 @@ def test_two_jobs_setting_a_due_date_leave_one_current_date(api: Api, owner: Per
         candidate = TaskCandidate(label="Send the spec", evidence=evidence, due_on=date(2026, 5, day))
         return lambda: Counter(reconcile(source=source, extraction=Extraction(tasks=[candidate]), extractor="rules"))
 
-    _race(holder=due(4), contender=due(5))
+    race(holder=due(4), contender=due(5))
     assert active(task, "DUE_ON") == ["2026-05-05"]

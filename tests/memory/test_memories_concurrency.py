@@ -9,12 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from memory.access import access_for_token
 from memory.models import Claim, ClaimStatus, Partition
 from memory.services.memories import memory_save
 from tests.conftest import Persona
+from tests.races import race, wait_until_blocked
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -116,25 +117,12 @@ def test_a_save_racing_another_writer_of_the_key_retries_and_supersedes_it(owner
 
     saver = threading.Thread(target=save_mine)
     saver.start()
-    _wait_until_blocked_on_a_lock()
+    assert wait_until_blocked(), "the save never waited for the other writer"
     release.set()
     writer.join()
     saver.join()
     assert saved and saved[0].claim.value == "mine"
     _assert_one_linear_history("k", {"theirs", "mine"})
-
-
-def _wait_until_blocked_on_a_lock() -> None:
-    """Until another backend of this database waits for a lock (the save's insert on the other's index entry)."""
-    with connections["default"].cursor() as cursor:
-        for _ in range(6000):
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )
-            if cursor.fetchone()[0]:
-                return
-            threading.Event().wait(0.01)
-    raise AssertionError("the save never waited for the other writer")
 
 
 def test_an_event_id_is_replayed_only_within_its_partition(owner: Persona, alice: Any) -> None:
@@ -145,3 +133,20 @@ def test_an_event_id_is_replayed_only_within_its_partition(owner: Persona, alice
     assert apollo.claim.partition.key == "project:apollo"
     again = memory_save(access=_access(owner, "project:apollo"), key="k", value="other", event_id="ev-1")
     assert again.deduplicated is True and again.claim.pk == apollo.claim.pk
+
+
+def test_confirming_a_quarantined_value_while_a_save_of_its_key_is_in_flight(owner: Persona, alice: Any) -> None:
+    """The confirmation waits for the save (one lock per key for every writer), then replaces its value."""
+    personal = Partition.objects.get(owner=alice, key="memory:personal")
+    access = _access(owner)
+    memory_save(access=access, key="k", value="first")
+    held = Claim.objects.create(
+        owner=alice, partition=personal, statement="k: held", key="k", value="held", kind="note", status="quarantined"
+    )
+    from memory.services.claims import claim_confirm
+
+    race(
+        holder=lambda: memory_save(access=access, key="k", value="second"),
+        contender=lambda: claim_confirm(access=access, claim_id=held.pk),
+    )
+    assert list(Claim.objects.filter(key="k", status=ClaimStatus.ACTIVE).values_list("value", flat=True)) == ["held"]
