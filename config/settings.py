@@ -188,6 +188,8 @@ WHITENOISE_USE_FINDERS = True
 # Request size: JSON bodies are parsed by memory.api.parsers.LimitedJSONParser against this cap.
 MAX_JSON_BODY_BYTES = env_int("MAX_JSON_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_JSON_BODY_BYTES
+# Deeper JSON is refused (VALIDATION_ERROR, details.maxDepth) before any code recurses through it.
+MAX_JSON_DEPTH = env_int("MAX_JSON_DEPTH", 64)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.authentication.BearerTokenAuthentication"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,6 +15,8 @@ from memory.errors import NotFound, ValidationFailed
 from memory.models import AccessToken, Blob, Claim, ClaimStatus, Evidence, Node, Partition, Scope, Source
 from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
+
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def partitions_for_access(access: Access, *, active_only: bool = False) -> QuerySet[Partition]:
@@ -100,6 +103,8 @@ def blob_for_access(access: Access, sha256: str) -> Blob:
     """An artifact of this user's, or the original of a file source in the partitions this request reads.
     Other users' hashes, and originals outside the request's partitions, are not found."""
     access.require_scope(Scope.READ)
+    if not SHA256.fullmatch(sha256):  # checked first: a NUL or other junk must never reach the query
+        raise ValidationFailed("That is not a SHA-256 digest.", details={"sha256": ["Give 64 hexadecimal digits."]})
     blob = (
         Blob.objects.filter(owner=access.user, sha256=sha256.lower())
         .filter(Q(is_artifact=True) | Q(sources__partition__in=access.read_partitions))
