@@ -37,12 +37,14 @@ class NestedTooDeep(exceptions.ValidationError):
 
 
 class BodyRequest(Request):
-    """DRF takes a request without Content-Length as bodiless; a chunked body has none, so read it anyway."""
+    """DRF takes a request without Content-Length as bodiless; a chunked body has none, so read it anyway.
+    (A POST with neither, `curl -X POST` without data, stays an empty body, as before.)"""
 
     def _load_stream(self) -> None:
         super()._load_stream()  # type: ignore[misc]
         raw = self._request
-        if self._stream is None and "CONTENT_LENGTH" not in raw.META and not raw._read_started:
+        chunked = "chunked" in raw.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if self._stream is None and chunked and "CONTENT_LENGTH" not in raw.META and not raw._read_started:
             self._stream = raw  # the parser reads at most the cap + 1 byte of it
 
 

@@ -4,6 +4,7 @@ through MCP as well (issue 12, item 9)."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -42,6 +43,20 @@ def test_an_empty_chunked_body_means_an_empty_object(mcp_service: McpService, mc
     response = post_chunked(mcp_service, mcp_owner, "/partitions/list", b"")
 
     assert response.status_code == 200, response.text
+
+
+def test_a_post_without_body_or_content_type_is_an_empty_object(mcp_service: McpService, mcp_owner: Persona) -> None:
+    """`curl -X POST -H "Authorization: …" …/whoami`, as the README and the first-start banner show it: no
+    Content-Length, no Transfer-Encoding, no Content-Type (httpx would add a length, so the bytes are written)."""
+    request = (
+        f"POST /whoami HTTP/1.1\r\nHost: 127.0.0.1:{mcp_service.port}\r\n"
+        f"Authorization: Bearer {mcp_owner.secret}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", mcp_service.port), timeout=60) as connection:
+        connection.sendall(request.encode())
+        answer = b"".join(iter(lambda: connection.recv(65536), b""))
+
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
 
 
 def test_a_chunked_body_over_the_cap_is_payload_too_large(mcp_service: McpService, mcp_owner: Persona) -> None:
