@@ -37,7 +37,8 @@ def get(api: Api, persona: Persona, sha: str, query: str = "", **headers: str) -
     return api.client.get(f"/artifact/{sha}{query}", headers={**persona.headers, **headers})
 
 
-def listed(api: Api, persona: Persona, body: dict[str, Any] | None = None, **headers: str) -> list[str]:
+def listed(api: Api, persona: Persona, body: dict[str, Any] | None = None, *, workspace: bool = False) -> list[str]:
+    headers = {"x-memory-access-scope": "workspace"} if workspace else {}
     response = api.post("/artifact/list", persona, body or {}, headers=headers)
     assert response.status_code == 200, response.content
     return [artifact["sha256"] for artifact in response.json()["artifacts"]]
@@ -61,7 +62,7 @@ def test_a_strict_read_sees_only_its_own_partitions_artifacts(api: Api, owner: P
 
     assert listed(api, owner) == []  # the token's default: memory:personal
     assert listed(api, owner, {"partitionKey": "project:a"}) == [SHA]
-    assert listed(api, owner, **{"x-memory-access-scope": "workspace"}) == [SHA]
+    assert listed(api, owner, workspace=True) == [SHA]
     assert get(api, owner, SHA).status_code == 404
     assert get(api, owner, SHA, "?partitionKey=project:a").status_code == 200
 

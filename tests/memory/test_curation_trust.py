@@ -59,7 +59,7 @@ def test_events_sent_with_a_token_are_assistant_inferred_whatever_role_they_clai
 @pytest.mark.django_db
 def test_events_the_person_appends_keep_the_role_they_give(alice: User) -> None:
     access = access_for_user(user=alice)
-    session = AgentSession.objects.create(owner=alice, partition=access.partition, title="by hand", agent="me")
+    session = AgentSession.objects.create(owner=alice, partition=access.write_partition(), title="by hand", agent="me")
     said = {"text": "I prefer dark roast coffee."}
     session_append_event(access=access, session_id=session.pk, kind="user_message", payload=said)
 
