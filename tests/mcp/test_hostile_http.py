@@ -89,3 +89,16 @@ def test_a_malformed_digest_over_mcp_is_a_validation_error(mcp_service: McpServi
 
     assert answer.is_error
     assert answer.code == "VALIDATION_ERROR"
+
+
+def test_a_tool_call_nested_past_the_depth_limit_is_a_validation_error(
+    mcp_service: McpService, mcp_owner: Persona
+) -> None:
+    value: object = "bottom"
+    for _ in range(70):  # past MAX_JSON_DEPTH (64), within what the SDK's JSON-RPC parser reads
+        value = [value]
+    answer = call(mcp_service, mcp_owner, "memory_save", {"key": "deep", "value": value})
+
+    assert (answer.is_error, answer.code) == (True, "VALIDATION_ERROR")
+    assert answer.payload["error"]["details"]["maxDepth"] == 64
+    assert not Claim.objects.filter(key="deep").exists()
