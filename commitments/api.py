@@ -18,6 +18,7 @@ from commitments.services import (
 )
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.fields import plausible_time
 from memory.models import Claim, Scope
 from memory.recall.render import render_memory
 from memory.services.lifecycle import run_maintenance
@@ -27,7 +28,9 @@ TASK_EXAMPLE = {"taskId": "node_01kq5509kfe4a94mj5k20j5z6y"}
 
 class OpenIn(RequestSerializer):
     ownedBy = serializers.CharField(max_length=40, required=False, help_text="A Person node id.")
-    dueBefore = serializers.DateField(required=False, help_text="Inclusive; undated tasks are left out.")
+    dueBefore = serializers.DateField(
+        required=False, validators=[plausible_time], help_text="Inclusive; undated tasks are left out."
+    )
     includeFormattedResult = serializers.BooleanField(default=False)
 
 

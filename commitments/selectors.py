@@ -5,12 +5,13 @@ many tasks there are."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
 from django.db.models import Prefetch
 
 from memory.access import Access
 from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope
+from memory.moments import days_after
 
 OPEN_STATUSES = ("pending", "in_progress")
 # Trusted: the owner's own words or a person's decision. Candidate: an inference, an import or a default.
@@ -96,7 +97,7 @@ def open_commitments(
 def due_buckets(tasks: list[OpenTask], today: date, within_days: int) -> dict[str, list[OpenTask]]:
     """Open dated tasks by due date relative to `today` (the digest); undated ones and those due after the
     horizon are left out."""
-    horizon = today + timedelta(days=within_days)
+    horizon = days_after(today, within_days)
     buckets: dict[str, list[OpenTask]] = {"overdue": [], "dueToday": [], "upcoming": []}
     for item in tasks:
         due = item.due_on

@@ -8,6 +8,7 @@ ASGI app, Celery, the test session) start it through `config.embedded.ensure_sta
 from __future__ import annotations
 
 import secrets
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from config.embedded import Runtime
 from config.env import env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The one version number (pyproject.toml), reported to MCP clients and in the OpenAPI document.
+PROJECT_VERSION = str(tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"])
 DATA_DIR = Path(env_str("MEMORY_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 
 DEBUG = env_bool("DEBUG", False)
@@ -188,6 +191,8 @@ WHITENOISE_USE_FINDERS = True
 # Request size: JSON bodies are parsed by memory.api.parsers.LimitedJSONParser against this cap.
 MAX_JSON_BODY_BYTES = env_int("MAX_JSON_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_JSON_BODY_BYTES
+# Deeper JSON is refused (VALIDATION_ERROR, details.maxDepth) before any code recurses through it.
+MAX_JSON_DEPTH = env_int("MAX_JSON_DEPTH", 64)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.authentication.BearerTokenAuthentication"],
@@ -207,7 +212,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Memory service API",
     "DESCRIPTION": "Long-term memory shared by AI assistants. All calls are POST with JSON bodies "
     "and a Bearer token; errors share one shape: {error: {code, message, remedy, details}}.",
-    "VERSION": "0.1.0",
+    "VERSION": PROJECT_VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI from the vendored sidecar package: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -14,12 +14,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections
 from rest_framework.utils.encoders import JSONEncoder
 
 from mcp_bridge.catalog import ToolSpec, tools_for_profile
 from memory.access import Access, access_for_token, workspace_requested
 from memory.api.errors import describe_exception
+from memory.api.parsers import refuse_hostile_json
 from memory.api.throttling import token_call_wait
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, Scope
@@ -60,6 +62,7 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
             raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
         if (wait := token_call_wait(token)) is not None:
             raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": wait})
+        refuse_hostile_json(arguments, max_depth=settings.MAX_JSON_DEPTH)  # as REST's parser does
         data = spec.validated(arguments)
         if spec.destructive:
             _require_confirmation(token, data)

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
@@ -84,7 +85,9 @@ class ToolGate:
 
 
 def build_server() -> MCPServer:
-    return MCPServer(name="memory", instructions=INSTRUCTIONS, middleware=[ToolGate()])
+    return MCPServer(
+        name="memory", version=settings.PROJECT_VERSION, instructions=INSTRUCTIONS, middleware=[ToolGate()]
+    )
 
 
 mcp_server = build_server()

@@ -114,6 +114,7 @@ class AccessTokenForm(forms.ModelForm):
                 partition_keys=data.get("partition_keys", []),
                 default_partition_key=data.get("default_partition_key", ""),
                 acts_for_count=len(data.get("acts_for") or []),
+                expires_at=data.get("expires_at"),
             )
         except ValidationFailed as exc:
             for problems in exc.details.values():

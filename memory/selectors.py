@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,8 @@ from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
 from memory.recall.legs import KEYED_MEMORIES, vector_hits
 from memory.recall.search import query_vector
+
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def partitions_for_access(access: Access, *, active_only: bool = False) -> QuerySet[Partition]:
@@ -99,12 +102,14 @@ def sources_for_access(
 
 
 def blob_for_access(access: Access, sha256: str) -> Blob:
-    """An artifact of this user's, or the original of a file source in the partitions this request reads.
-    Other users' hashes, and originals outside the request's partitions, are not found."""
+    """An artifact put through, or the original of a file source in, the partitions this request reads.
+    Other users' hashes, and bytes kept only for partitions the request does not read, are not found."""
     access.require_scope(Scope.READ)
+    if not SHA256.fullmatch(sha256):  # checked first: a NUL or other junk must never reach the query
+        raise ValidationFailed("That is not a SHA-256 digest.", details={"sha256": ["Give 64 hexadecimal digits."]})
     blob = (
         Blob.objects.filter(owner=access.user, sha256=sha256.lower())
-        .filter(Q(is_artifact=True) | Q(sources__partition__in=access.read_partitions))
+        .filter(Q(placements__partition__in=access.read_partitions) | Q(sources__partition__in=access.read_partitions))
         .distinct()
         .first()
     )
@@ -117,7 +122,7 @@ def artifacts_for_access(
     access: Access, *, cursor: str | None = None, limit: int = 50
 ) -> tuple[list[Blob], str | None]:
     access.require_scope(Scope.READ)
-    blobs = Blob.objects.filter(owner=access.user, is_artifact=True)
+    blobs = Blob.objects.filter(owner=access.user, placements__partition__in=access.read_partitions).distinct()
     if cursor:
         moment, last_id = decode_time_cursor(cursor)
         blobs = blobs.filter(Q(created_at__lt=moment) | Q(created_at=moment, id__lt=last_id))

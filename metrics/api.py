@@ -3,7 +3,6 @@ a series raw or bucketed in a time zone, and summaries of one or many metrics.""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -12,20 +11,14 @@ from rest_framework import serializers
 
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.fields import plausible_time
 from memory.api.recall import TimeZoneField
 from metrics.models import Aggregation, MetricDefinition
 from metrics.selectors import definition_for_access, definitions_in_reach, definitions_with_stats, series, summaries
 from metrics.services import observation_record, observations_bulk
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
-# Readings outside these years are typos, and past them a day in a time zone cannot be represented.
-FIRST_YEAR, LAST_YEAR = 1900, 2999
 LARGEST = 1e15  # sums of many readings must stay finite
-
-
-def plausible_time(value: datetime) -> None:
-    if not FIRST_YEAR <= value.year <= LAST_YEAR:
-        raise serializers.ValidationError(f"Times from {FIRST_YEAR} to {LAST_YEAR} are accepted.")
 
 
 def plausible_value(value: float) -> None:
@@ -144,8 +137,8 @@ class MetricRefIn(RequestSerializer):
 class SeriesIn(MetricRefIn):
     bucket = serializers.ChoiceField(choices=["raw", "day", "week", "month"], default="raw")
     timeZone = TimeZoneField(max_length=64, required=False, default=settings.TIME_ZONE)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
+    since = serializers.DateTimeField(required=False, validators=[plausible_time])
+    until = serializers.DateTimeField(required=False, validators=[plausible_time])
     aggregation = serializers.ChoiceField(choices=Aggregation.values, required=False)
 
 

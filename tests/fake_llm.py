@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +29,8 @@ class FakeLLM:
     replies: list[Reply] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    # Called on the server's thread while a request is open, before it is answered (one per request).
+    during: list[Callable[[], None]] = field(default_factory=list)
 
     def answer(self, payload: dict[str, Any]) -> None:
         self.replies.append(Reply(content=json.dumps(payload)))
@@ -55,6 +57,8 @@ def fake_llm() -> Iterator[FakeLLM]:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             state.requests.append(json.loads(body))
             state.headers.append(dict(self.headers))
+            if state.during:
+                state.during.pop(0)()
             reply = state.replies.pop(0) if state.replies else Reply(content='{"claims": []}', status=500)
             time.sleep(reply.delay_s)
             data = reply.raw if reply.raw is not None else completion(reply.content, reply.finish_reason)

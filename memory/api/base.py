@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
+from memory.api.parsers import BodyRequest
 from memory.errors import AuthenticationError
 from memory.models import AccessToken
 from memory.services.telemetry import tool_event_record
@@ -81,6 +83,15 @@ class Endpoint(APIView):
 
     access: Access | None = None
     _started: float = 0.0
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        return BodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+        )
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         self._started = time.perf_counter()

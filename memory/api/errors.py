@@ -6,13 +6,14 @@ import logging
 import math
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from memory.api.parsers import PayloadTooLarge
+from memory.api.parsers import NestedTooDeep, PayloadTooLarge
 from memory.errors import ERROR_KINDS, ServiceError, error_body
 
 logger = logging.getLogger("memory.api")
@@ -50,8 +51,9 @@ def describe_exception(exc: Exception, context: dict[str, Any]) -> tuple[str, st
         return exc.code, exc.message, exc.details
     if isinstance(exc, Http404):
         return "NOT_FOUND", "Not found.", {}
-    if isinstance(exc, RequestDataTooBig):
-        return "PAYLOAD_TOO_LARGE", "The request body is too large.", {}
+    if isinstance(exc, RequestDataTooBig):  # Django's own cap, checked first also for bodies without a length
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return "PAYLOAD_TOO_LARGE", f"The request body is larger than {limit} bytes.", {"maxBytes": limit}
     if isinstance(exc, DjangoPermissionDenied):
         return "SCOPE_REQUIRED", "Permission denied.", {}
     if isinstance(exc, exceptions.AuthenticationFailed):
@@ -69,6 +71,8 @@ def _describe_api_exception(exc: exceptions.APIException, context: dict[str, Any
     code = next((code for kind, code in _DRF_CODES if isinstance(exc, kind)), None)
     if code is None:
         code = "INTERNAL_ERROR" if exc.status_code >= 500 else "VALIDATION_ERROR"
+    if isinstance(exc, NestedTooDeep):
+        return code, "The request is invalid.", {**exc.detail, "maxDepth": exc.max_depth}  # type: ignore[dict-item]
     if isinstance(exc, exceptions.ValidationError):
         details = exc.detail if isinstance(exc.detail, dict) else {"body": exc.detail}
         return code, "The request is invalid.", details

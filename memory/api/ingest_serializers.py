@@ -9,6 +9,7 @@ from typing import Any
 from rest_framework import serializers
 
 from memory.api.base import RequestSerializer, StrictSerializer
+from memory.api.fields import plausible_time
 from memory.models import SourceKind, SourceScope
 
 MAX_CONTEXT_BYTES = 32 * 1024
@@ -33,7 +34,7 @@ class MessageIn(StrictSerializer):
     id = serializers.CharField(max_length=200)
     role = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
     content = serializers.CharField(trim_whitespace=False)
-    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None, validators=[plausible_time])
     speaker = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
@@ -75,12 +76,12 @@ class DocumentMetaIn(StrictSerializer):
     id = serializers.CharField(max_length=300)
     title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     scope = serializers.ChoiceField(choices=SourceScope.values, default=SourceScope.PERSONAL)
-    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None, validators=[plausible_time])
     sourceContext = SourceContextField(required=False, default=dict)
     sourceKind = serializers.ChoiceField(choices=[SourceKind.DOCUMENT, SourceKind.MESSAGE], default=SourceKind.DOCUMENT)
     messageId = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
     threadId = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
-    authoredAt = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    authoredAt = serializers.DateTimeField(required=False, allow_null=True, default=None, validators=[plausible_time])
     participants = ParticipantIn(many=True, required=False, default=list, max_length=500)  # type: ignore[call-arg]
     parentId = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
 
@@ -103,14 +104,14 @@ class SegmentIn(StrictSerializer):
     speaker = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     text = serializers.CharField(trim_whitespace=False)
     start = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0)
-    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None, validators=[plausible_time])
 
 
 class TranscriptIn(StrictSerializer):
     id = serializers.CharField(max_length=300)
     title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     scope = serializers.ChoiceField(choices=SourceScope.values, default=SourceScope.PERSONAL)
-    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None, validators=[plausible_time])
     sourceContext = SourceContextField(required=False, default=dict)
     sourceKind = serializers.CharField(
         max_length=64, required=False, allow_blank=True, default="", help_text="Origin, e.g. meeting or call."
@@ -166,8 +167,8 @@ class SourceGetIn(RequestSerializer):
 class SourceListIn(RequestSerializer):
     kind = serializers.ChoiceField(choices=SourceKind.values, required=False)
     scope = serializers.ChoiceField(choices=SourceScope.values, required=False)
-    since = serializers.DateTimeField(required=False)
-    until = serializers.DateTimeField(required=False)
+    since = serializers.DateTimeField(required=False, validators=[plausible_time])
+    until = serializers.DateTimeField(required=False, validators=[plausible_time])
     includeTombstoned = serializers.BooleanField(default=False)
     cursor = serializers.CharField(required=False, max_length=500)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)

@@ -3,7 +3,7 @@ bootstrap and digest. `formattedResult` is the prompt contract (memory.recall.re
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -15,6 +15,7 @@ from commitments.presenters import commitment_json, commitment_line
 from commitments.selectors import OpenTask, due_buckets, open_commitments
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.fields import plausible_time
 from memory.api.presenters import node_ref
 from memory.models import Claim, SourceScope
 from memory.recall.atlas import atlas, atlas_sections
@@ -40,22 +41,13 @@ class RecallIn(RequestSerializer):
     assistantId = serializers.CharField(max_length=200, required=False, help_text="Which assistant asks.")
 
 
-# Far enough from date.max that a day's end and a digest's horizon still exist.
-LAST_DAY = date(9999, 9, 30)
-
-
-def a_day(value: date) -> None:
-    if value > LAST_DAY:
-        raise serializers.ValidationError(f"Dates after {LAST_DAY.isoformat()} are not supported.")
-
-
 class SearchIn(RecallIn):
     query = serializers.CharField(max_length=4000, trim_whitespace=True)
     limit = serializers.IntegerField(default=8, min_value=1, max_value=MAX_LIMIT)
     excludeNodeTypes = serializers.ListField(
         child=serializers.CharField(max_length=64), required=False, default=list, max_length=50
     )
-    since = serializers.DateTimeField(required=False)
+    since = serializers.DateTimeField(required=False, validators=[plausible_time])
     recentOnly = serializers.BooleanField(default=False, help_text="Only the last 7 days.")
     conversationId = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
     includeFormattedResult = serializers.BooleanField(default=True)
@@ -143,7 +135,7 @@ class QueryAtlas(Endpoint):
 
 
 class DayIn(RecallIn):
-    date = serializers.DateField(validators=[a_day])
+    date = serializers.DateField(validators=[plausible_time])
     timeZone = TimeZoneField(max_length=64, required=False, default=settings.TIME_ZONE)
     includeFormattedResult = serializers.BooleanField(default=False)
 
@@ -172,7 +164,7 @@ class QueryDay(Endpoint):
 
 
 class ChangesIn(RecallIn):
-    since = serializers.DateTimeField(required=False)
+    since = serializers.DateTimeField(required=False, validators=[plausible_time])
     cursor = serializers.CharField(max_length=500, required=False)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)
 
@@ -248,9 +240,9 @@ class ContextBootstrap(Endpoint):
 
 
 class DigestIn(RecallIn):
-    date = serializers.DateField(validators=[a_day])
+    date = serializers.DateField(validators=[plausible_time])
     timeZone = TimeZoneField(max_length=64)
-    since = serializers.DateTimeField(required=False)
+    since = serializers.DateTimeField(required=False, validators=[plausible_time])
     upcomingWithinDays = serializers.IntegerField(default=7, min_value=0, max_value=90)
     metricMoverLimit = serializers.IntegerField(default=10, min_value=0, max_value=100)
     whatsNewLimit = serializers.IntegerField(default=50, min_value=0, max_value=200)

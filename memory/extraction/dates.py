@@ -8,7 +8,9 @@ no deadline now", "Er is geen deadline meer") clears an inferred deadline.
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import date
+
+from memory.moments import days_after
 
 WEEKDAYS = {
     "monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6,
@@ -55,14 +57,14 @@ def resolve_day(phrase: str, today: date) -> date | None:
         except ValueError:
             return None
     if phrase in RELATIVE:
-        return today + timedelta(days=RELATIVE[phrase])
+        return days_after(today, RELATIVE[phrase])
     if phrase.startswith(("end of", "end of the")):
-        return today + timedelta(days=(4 - today.weekday()) % 7)
+        return days_after(today, (4 - today.weekday()) % 7)
     words = phrase.split()
     if words[-1] in WEEKDAYS:
         # The next such day after today ("by Friday" said on a Friday means a week later).
         ahead = (WEEKDAYS[words[-1]] - today.weekday()) % 7 or 7
-        return today + timedelta(days=ahead)
+        return days_after(today, ahead)
     match = re.fullmatch(r"(\d{1,2}) (\w+)|(\w+) (\d{1,2})(?:st|nd|rd|th)?", phrase)
     if match:
         day_text, month_text = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
@@ -71,9 +73,9 @@ def resolve_day(phrase: str, today: date) -> date | None:
             return None
         try:
             candidate = date(today.year, month, int(day_text))
-        except ValueError:
+            return candidate if candidate >= today else date(today.year + 1, month, int(day_text))
+        except ValueError:  # no such day, or the next one falls past the calendar's end
             return None
-        return candidate if candidate >= today else date(today.year + 1, month, int(day_text))
     return None
 
 

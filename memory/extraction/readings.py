@@ -11,6 +11,7 @@ import re
 from datetime import datetime, timedelta
 
 from memory.extraction.base import EvidenceRef, ReadingCandidate
+from memory.moments import moment_after
 
 _N = r"(?P<value>\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:[.,]\d+)?)"
 _ABOUT = (
@@ -84,7 +85,7 @@ def _owned_by_someone_else(prefix: str) -> bool:
 
 
 def find_readings(sentence: str, evidence: EvidenceRef, said_at: datetime | None) -> list[ReadingCandidate]:
-    occurred = said_at - timedelta(days=1) if said_at and YESTERDAY.search(sentence) else said_at
+    occurred = moment_after(said_at, -timedelta(days=1)) if said_at and YESTERDAY.search(sentence) else said_at
     found: list[ReadingCandidate] = []
     taken: list[tuple[int, int]] = []
     for pattern, metric in PATTERNS:

@@ -15,6 +15,7 @@ from memory.models.knowledge import (
 )
 from memory.models.sources import (
     BLOB_MAX_BYTES,
+    ArtifactPlacement,
     Blob,
     Chunk,
     Operation,
@@ -30,6 +31,7 @@ __all__ = [
     "ActorKind",
     "AgentSession",
     "Alias",
+    "ArtifactPlacement",
     "Blob",
     "Chunk",
     "Claim",

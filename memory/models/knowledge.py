@@ -282,6 +282,8 @@ class SessionEvent(models.Model):
     sequence = models.PositiveIntegerField()
     kind = models.CharField(max_length=64)
     payload = models.JSONField(default=dict, blank=True)
+    # Who appended it: through a token it is an agent's account, whatever role it claims (memory.services.curation).
+    appended_by = models.CharField(max_length=16, default="token", help_text="user, token or system (ActorKind).")
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:

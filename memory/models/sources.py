@@ -37,6 +37,24 @@ class Blob(models.Model):
         return f"{self.sha256[:12]} ({self.size} bytes)"
 
 
+class ArtifactPlacement(models.Model):
+    """A partition an artifact was put through. The bytes are kept once per owner (Blob), but an artifact is
+    listed and read only in the partitions that put it, as everything else follows its partition."""
+
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    blob = models.ForeignKey(Blob, on_delete=models.CASCADE, related_name="placements")
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="artifact_placements")
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["blob", "partition"], name="artifact_placement_unique_per_partition")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.blob_id} in {self.partition_id}"
+
+
 class SourceKind(models.TextChoices):
     CONVERSATION = "conversation"
     MESSAGE = "message"

@@ -168,9 +168,15 @@ class Extract(Step):
     name = "extract"
 
     def run(self, job: Job) -> dict[str, int]:
+        job.pending = [source for source in job.text_sources() if source.extracted_at is None]
+        return self.read(job)
+
+    @staticmethod
+    def read(job: Job) -> dict[str, int]:
+        """Extract from `job.pending` as it is. No database writes and no locks: the extractor may be a
+        remote model that takes seconds (coord_curate calls this before it takes the session lock)."""
         from memory.extraction.registry import get_extractor, text_units
 
-        job.pending = [source for source in job.text_sources() if source.extracted_at is None]
         extractor = get_extractor()
         job.extractor = f"{extractor.name}@{extractor.version}"
         job.extraction = extractor.extract(

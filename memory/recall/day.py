@@ -4,12 +4,13 @@ and the open tasks due that day."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time
 from zoneinfo import ZoneInfo
 
 from commitments.selectors import OpenTask, open_commitments
 from memory.access import Access
 from memory.models import Scope, Source, SourceKind, SourceScope
+from memory.moments import days_after
 from memory.recall.atlas import current_claims
 from memory.recall.fusion import Candidate
 from memory.recall.search import SearchResult, claim_results
@@ -30,7 +31,7 @@ class DayView:
 def day_bounds(day: date, zone: ZoneInfo) -> tuple[datetime, datetime]:
     """Start and end of a calendar day in a time zone (23 or 25 hours long across a DST change)."""
     start = datetime.combine(day, time.min, zone)
-    return start, datetime.combine(day + timedelta(days=1), time.min, zone)
+    return start, datetime.combine(days_after(day, 1), time.min, zone)
 
 
 def _source_result(source: Source) -> SearchResult:

@@ -294,7 +294,8 @@ def memory_stats(access: Access, *, now: datetime | None = None) -> dict[str, An
     sources = Source.objects.filter(**mine, tombstoned_at__isnull=True, identity_retired_at__isnull=True)
     nodes = Node.objects.filter(**mine, merged_into__isnull=True)
     tasks = open_commitments(access, provenance="all")
-    artifacts = Blob.objects.filter(owner=access.user, is_artifact=True).aggregate(n=Count("id"), size=Sum("size"))
+    placed = Blob.objects.filter(owner=access.user, placements__partition__in=access.read_partitions)
+    artifacts = Blob.objects.filter(pk__in=placed.values("pk")).aggregate(n=Count("id"), size=Sum("size"))
     keys = [partition.key for partition in access.read_partitions]
     calls = ToolEvent.objects.filter(owner=access.user, partition_key__in=keys, created_at__gte=now - timedelta(days=1))
     return {

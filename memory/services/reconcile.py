@@ -42,6 +42,7 @@ from memory.extraction.base import (
     TaskCandidate,
 )
 from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Source
+from memory.moments import moment_after
 from memory.names import normalize_name
 from memory.screening import quarantines, sanitize_text
 from memory.services.audit import audit_record
@@ -218,7 +219,7 @@ class Reconciler:
             importance=candidate.importance,
             valid_from=stated,
             stated_at=stated,
-            expires_at=stated + timedelta(days=lifetime) if lifetime else None,
+            expires_at=moment_after(stated, timedelta(days=lifetime)) if lifetime else None,
             embedding=vector,
             embedding_model=model_id,
         )

@@ -58,8 +58,9 @@ def session_append_event(*, access: Access, session_id: str, kind: str, payload:
     session.last_sequence += 1
     session.save(update_fields=["last_sequence", "updated_at"])
     return SessionEvent.objects.create(
-        owner=access.user, session=session, sequence=session.last_sequence, kind=sanitize_text(kind), payload=payload
-    )
+        owner=access.user, session=session, sequence=session.last_sequence, kind=sanitize_text(kind), payload=payload,
+        appended_by=access.actor.kind,
+    )  # fmt: skip
 
 
 def session_events(access: Access, session_id: str, *, after_sequence: int = 0, limit: int = 100) -> list[SessionEvent]:

@@ -59,9 +59,12 @@ def token_settings_validate(
     partition_keys: list[str],
     default_partition_key: str,
     acts_for_count: int,
+    expires_at: datetime | None = None,
 ) -> None:
     """Raise ValidationFailed (details per field) unless these settings make a usable token."""
     errors: dict[str, list[str]] = {}
+    if expires_at is not None and expires_at <= timezone.now():
+        errors["expiresAt"] = ["The expiry must be in the future (leave it empty for a token that does not expire)."]
     unknown = sorted(set(scopes) - set(Scope.values))
     if unknown or not scopes:
         errors["scopes"] = [f"Scopes must be a non-empty subset of {', '.join(Scope.values)}; got {scopes}."]
@@ -107,6 +110,7 @@ def token_issue(
         partition_keys=partition_keys,
         default_partition_key=default_partition_key,
         acts_for_count=len(acts_for),
+        expires_at=expires_at,
     )
     secret = _new_secret()
     token = AccessToken.objects.create(

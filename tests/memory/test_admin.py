@@ -175,3 +175,16 @@ def test_a_node_cannot_be_put_in_another_users_partition(admin_client: Client, a
     assert response.status_code == 200
     assert "belongs to bob" in html.unescape(response.content.decode())
     assert not Node.objects.exists()
+
+
+def test_a_token_expiring_in_the_past_is_a_form_error(admin_client: Client, alice) -> None:
+    response = admin_client.post(
+        "/admin/memory/accesstoken/add/",
+        {
+            "owner": alice.pk, "label": "stale", "surface": "rest", "scopes": ["read"], "profile": "assistant",
+            "partition_keys": "", "default_partition_key": "", "expires_at_0": "2000-01-01", "expires_at_1": "00:00:00",
+        },
+    )  # fmt: skip
+    assert response.status_code == 200
+    assert "must be in the future" in response.content.decode()
+    assert not AccessToken.objects.filter(label="stale").exists()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import random
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from memory.models import BLOB_MAX_BYTES, Blob, Scope
 from tests import sample_files
@@ -217,11 +219,12 @@ def test_owner_lists_artifacts_newest_first_in_pages(api: Api, owner: Persona) -
     shas = []
     for index in range(3):
         shas.append(put(api, owner, f"artifact {index}".encode(), content_type="text/plain").json()["sha256"])
-    newest_first = list(reversed(shas))
-    # Ids are ULIDs: within one millisecond their random tail orders them. Give the newest the smallest id, as
-    # can happen there, so only an order by time passes.
-    for rank, sha in enumerate(newest_first):
-        Blob.objects.filter(sha256=sha).update(id=f"blb_{rank:026d}")
+    # Ids are ULIDs: within one millisecond their random tail orders them, so id order can disagree with time
+    # order. Make it disagree on purpose (the first stored is the newest by time): only an order by time passes.
+    now = timezone.now()
+    for age, sha in enumerate(shas):
+        Blob.objects.filter(sha256=sha).update(created_at=now - timedelta(seconds=age))
+    newest_first = shas
 
     everything = api.post("/artifact/list", owner, {}).json()
     assert [a["sha256"] for a in everything["artifacts"]] == newest_first

@@ -77,7 +77,8 @@ def test_rotation_revokes_the_old_secret_and_keeps_the_settings(api: Api, alice)
 
 
 def test_expired_token_gets_token_expired(api: Api, alice) -> None:
-    persona = issue(alice, "old", expires_at=timezone.now() - timedelta(seconds=1))
+    persona = issue(alice, "old", expires_at=timezone.now() + timedelta(days=1))
+    AccessToken.objects.filter(pk=persona.token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))  # type: ignore[union-attr]
     response = api.post("/whoami", persona)
     assert response.status_code == 401
     assert error_code(response) == "TOKEN_EXPIRED"

@@ -389,8 +389,9 @@ def test_a_dry_run_answers_what_would_be_stored_and_stores_nothing(api: Api, own
     assert (body["sourceId"], body["operationId"]) == (None, None)
     (claim,) = body["claims"]
     assert claim["statement"] == wrapped("Prefers dark roast coffee.")
-    assert (claim["id"], claim["kind"], claim["origin"], claim["action"]) == (None, "preference", "user_stated",
-                                                                              "created")  # fmt: skip
+    # Sent with a token: the agent's account of the user's words, so assistant-inferred (issue 12).
+    assert (claim["id"], claim["kind"], claim["action"]) == (None, "preference", "created")
+    assert claim["origin"] == "assistant_inferred"
     assert claim["eventSequences"] == [1]
     statuses = [task for task in body["tasks"] if task["predicate"] == "HAS_TASK_STATUS"]
     assert [(task["statement"], task["value"]) for task in statuses] == [(wrapped("Send the budget: pending"),
@@ -404,7 +405,9 @@ def test_applying_stores_claims_with_the_session_as_provenance_once(api: Api, ow
     body = ok(api.post("/coord/curate", owner, {"sessionId": session, "dryRun": False}))
     (claim,) = body["claims"]
     stored = Claim.objects.get(pk=claim["id"])
-    assert (stored.statement, stored.status, stored.origin) == ("Prefers dark roast coffee.", "active", "user_stated")
+    assert (stored.statement, stored.status, stored.origin) == (
+        "Prefers dark roast coffee.", "active", "assistant_inferred",
+    )  # fmt: skip
     evidence = Evidence.objects.get(claim=stored)
     assert evidence.message_id == f"{session}#1"
     assert evidence.source.parent is not None and evidence.source.parent.pk == body["sourceId"]

@@ -78,3 +78,25 @@ def test_rotating_a_revoked_token_is_refused(revoked: Persona) -> None:
 def test_unknown_token_reference_is_refused(db: None) -> None:
     with pytest.raises(CommandError):
         run("revoke_token", "tok_nothing")
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "-365", "100000000"])
+def test_issue_token_refuses_an_expiry_that_is_not_in_the_future(alice, days: str) -> None:
+    with pytest.raises(CommandError, match="expires-in-days"):
+        run("issue_token", "--user", "alice", "--label", "x", "--expires-in-days", days)
+    assert not AccessToken.objects.filter(label="x").exists()
+
+
+def test_a_token_cannot_be_issued_already_expired(alice) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.access import Actor
+    from memory.errors import ValidationFailed
+    from memory.services.tokens import token_issue
+
+    with pytest.raises(ValidationFailed) as refused:
+        token_issue(actor=Actor.system(), owner=alice, label="x", expires_at=timezone.now() - timedelta(seconds=1))
+    assert "expiresAt" in refused.value.details
+    assert not AccessToken.objects.filter(label="x").exists()

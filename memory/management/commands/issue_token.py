@@ -14,6 +14,8 @@ from memory.management.commands._tokens import user_by_name
 from memory.models import Scope, Surface, ToolProfile
 from memory.services.tokens import token_issue
 
+MAX_DAYS = 36500  # a hundred years; beyond it the date overflows long before it would matter
+
 
 class Command(BaseCommand):
     help = "Issue an access token for a user and print its secret (shown only this once)."
@@ -34,11 +36,19 @@ class Command(BaseCommand):
             "--acts-for", action="append", default=[],
             help="For a chat host token (--surface host): a user it may act for (repeatable).",
         )  # fmt: skip
-        parser.add_argument("--expires-in-days", type=int, default=None)
+        parser.add_argument(
+            "--expires-in-days", type=int, default=None,
+            help=f"Days until the token stops working (1 to {MAX_DAYS}). Default: it does not expire.",
+        )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = user_by_name(options["user"])
         days = options["expires_in_days"]
+        if days is not None and not 1 <= days <= MAX_DAYS:
+            # 0 used to mean "never": a token meant to be short-lived must not silently live forever.
+            raise CommandError(
+                f"--expires-in-days must be 1 to {MAX_DAYS}; leave it out for a token that does not expire."
+            )
         try:
             issued = token_issue(
                 actor=Actor.system(),
@@ -51,7 +61,7 @@ class Command(BaseCommand):
                 default_partition_key=options["default_partition"],
                 allow_query_token=options["allow_query_token"],
                 acts_for=[user_by_name(name) for name in options["acts_for"]],
-                expires_at=timezone.now() + timedelta(days=days) if days else None,
+                expires_at=timezone.now() + timedelta(days=days) if days is not None else None,
             )
         except ValidationFailed as exc:
             raise CommandError(f"{exc.message} {exc.details}") from exc
