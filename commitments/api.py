@@ -48,7 +48,7 @@ class CommitmentsOpen(Endpoint):
         return answer
 
 
-class ListIn(OpenIn):
+class CommitmentListIn(OpenIn):
     provenance = serializers.ChoiceField(choices=list(PROVENANCE), default="all")
     status = serializers.ListField(
         child=serializers.ChoiceField(choices=STATUSES), required=False, default=list(OPEN_STATUSES), max_length=4
@@ -60,7 +60,7 @@ class CommitmentsList(Endpoint):
     Candidates are possible follow-ups, such as tentative requests: confirm or dismiss them."""
 
     tool = "commitments.list"
-    request_serializer = ListIn
+    request_serializer = CommitmentListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         tasks = open_commitments(

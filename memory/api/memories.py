@@ -54,14 +54,14 @@ class DeleteIn(KeyIn):
     eventId = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
 
 
-class ListIn(RequestSerializer):
+class MemoryListIn(RequestSerializer):
     kind = serializers.ChoiceField(choices=ClaimKind.values, required=False)
     prefix = serializers.CharField(max_length=300, required=False, default="")
     includeQuarantined = serializers.BooleanField(default=False)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)
 
 
-class SearchIn(RequestSerializer):
+class MemorySearchIn(RequestSerializer):
     query = serializers.CharField(max_length=1000)
     includeQuarantined = serializers.BooleanField(default=False)
     limit = serializers.IntegerField(default=10, min_value=1, max_value=100)
@@ -99,7 +99,7 @@ class MemoryList(Endpoint):
     """Current keyed memories, by key; filter by kind and key prefix."""
 
     tool = "memory.list"
-    request_serializer = ListIn
+    request_serializer = MemoryListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         found = selectors.memories_for_access(
@@ -135,7 +135,7 @@ class MemorySearch(Endpoint):
     """Keyword search over keyed memories (semantic ranking arrives with recall)."""
 
     tool = "memory.search"
-    request_serializer = SearchIn
+    request_serializer = MemorySearchIn
     example_request = {"query": "apollo database"}
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:

@@ -58,7 +58,7 @@ class EventsIn(SessionIdIn):
     limit = serializers.IntegerField(default=100, min_value=1, max_value=500)
 
 
-class ListIn(RequestSerializer):
+class SessionListIn(RequestSerializer):
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)
 
 
@@ -118,7 +118,7 @@ class SessionList(Endpoint):
     """Sessions, newest first."""
 
     tool = "session.list"
-    request_serializer = ListIn
+    request_serializer = SessionListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return {"sessions": [session_json(s) for s in sessions.sessions_for_access(access, limit=data["limit"])]}
@@ -167,7 +167,7 @@ class HandoffList(Endpoint):
     """Current handoffs by topic."""
 
     tool = "handoff.list"
-    request_serializer = ListIn
+    request_serializer = SessionListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         found = sessions.handoffs_for_access(access, limit=data["limit"])
