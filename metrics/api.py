@@ -11,7 +11,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from memory.access import Access
-from memory.api.base import Endpoint, RequestSerializer
+from memory.api.base import Endpoint, RequestSerializer, StrictSerializer
 from memory.api.recall import TimeZoneField
 from metrics.models import Aggregation, MetricDefinition
 from metrics.selectors import definition_for_access, definitions_in_reach, definitions_with_stats, series, summaries
@@ -33,6 +33,12 @@ def plausible_value(value: float) -> None:
         raise serializers.ValidationError(f"Values up to {LARGEST:g} in size are accepted.")
 
 
+# seeds/000 spells the mean "avg" in `aggregationHint`; the other hints are spelt as stored.
+HINT_TO_AGGREGATION = {"avg": Aggregation.MEAN}
+AGGREGATION_TO_HINT = {Aggregation.MEAN: "avg"}
+HINTS = ["avg", *Aggregation.values]
+
+
 def definition_json(definition: MetricDefinition) -> dict[str, Any]:
     return {
         "metricId": definition.pk,
@@ -41,6 +47,7 @@ def definition_json(definition: MetricDefinition) -> dict[str, Any]:
         "unit": definition.unit,
         "description": definition.description,
         "aggregation": definition.aggregation,
+        "aggregationHint": AGGREGATION_TO_HINT.get(definition.aggregation, definition.aggregation),
         "needsReview": definition.needs_review,
         "resembles": definition.resembles_id,
         "reviewTaskId": definition.review_task_id,
@@ -48,8 +55,25 @@ def definition_json(definition: MetricDefinition) -> dict[str, Any]:
     }
 
 
-class ObservationIn(RequestSerializer):
+class MetricIn(StrictSerializer):
+    """The metric of an observation as seeds/000 writes it."""
+
     slug = serializers.RegexField(SLUG, max_length=64)
+    label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)  # type: ignore[assignment]
+    description = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
+    unit = serializers.CharField(max_length=20, required=False, default="", allow_blank=True)
+    aggregationHint = serializers.ChoiceField(choices=HINTS, required=False, help_text="avg is the mean.")
+
+
+# The fields `metric` carries, in the flat form of the same request.
+METRIC_FIELDS = ("slug", "label", "unit", "description", "aggregation")
+
+
+class ObservationIn(RequestSerializer):
+    """Either seeds/000's `metric` object or the flat `slug` (+ label, unit, description, aggregation)."""
+
+    metric = MetricIn(required=False, help_text="The metric, as seeds/000 writes it; or give `slug` instead.")
+    slug = serializers.RegexField(SLUG, max_length=64, required=False, help_text="Required unless `metric` is given.")
     value = serializers.FloatField(validators=[plausible_value])
     occurredAt = serializers.DateTimeField(required=False, validators=[plausible_time])
     note = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
@@ -58,10 +82,27 @@ class ObservationIn(RequestSerializer):
     description = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
     aggregation = serializers.ChoiceField(choices=Aggregation.values, required=False)
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        metric = attrs.pop("metric", None)
+        if metric is None:
+            if "slug" not in attrs:
+                raise serializers.ValidationError({"slug": ["This field is required."]})
+            return attrs
+        doubled = [name for name in METRIC_FIELDS if name in self.initial_data]
+        if doubled:
+            where = "metric" if doubled == ["slug"] else doubled[0]
+            raise serializers.ValidationError({where: ["Give the metric either as `metric` or as flat fields."]})
+        hint = metric.pop("aggregationHint", None)
+        if hint is not None:
+            metric["aggregation"] = HINT_TO_AGGREGATION.get(hint, hint)
+        return {**attrs, **metric}
+
 
 class MetricsObservations(Endpoint):
-    """Record one observation (needs `write`); the metric is created on first use. A new metric that looks
-    like an existing one is created with `needsReview` and a review task among the candidate commitments."""
+    """Record one observation (needs `write`); the metric is created on first use. The metric is seeds/000's
+    `metric` object (slug, label, description, unit, aggregationHint) or the flat `slug` with label, unit,
+    description and aggregation. A new metric that looks like an existing one is created with `needsReview`
+    and a review task among the candidate commitments."""
 
     tool = "metrics.observations"
     request_serializer = ObservationIn
