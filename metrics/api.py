@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer, StrictSerializer
+from memory.api.openapi import count, flag, many, mapping, maybe_text, maybe_when, number, one, shape, text, texts, when
 from memory.api.recall import TimeZoneField
 from metrics.models import Aggregation, MetricDefinition
 from metrics.selectors import definition_for_access, definitions_in_reach, definitions_with_stats, series, summaries
@@ -53,6 +54,25 @@ def definition_json(definition: MetricDefinition) -> dict[str, Any]:
         "reviewTaskId": definition.review_task_id,
         "partitionKey": definition.partition.key,
     }
+
+
+DefinitionOut = shape(
+    "MetricDefinitionOut",
+    metricId=text(), slug=text(), label=text(allow_blank=True), unit=text(allow_blank=True),
+    description=text(allow_blank=True), aggregation=serializers.ChoiceField(choices=Aggregation.values),
+    aggregationHint=serializers.ChoiceField(choices=HINTS, help_text="seeds/000's spelling: avg is the mean."),
+    needsReview=flag(), resembles=maybe_text(), reviewTaskId=maybe_text(), partitionKey=text(),
+)  # fmt: skip
+WindowOut = shape(
+    "MetricWindowOut", count=count(), mean=number(allow_null=True), min=number(allow_null=True),
+    max=number(allow_null=True),
+)  # fmt: skip
+SummaryOut = shape(
+    "MetricSummaryOut",
+    metric=one(DefinitionOut), latest=one(shape("LatestOut", value=number(), occurredAt=when()), allow_null=True),
+    windows=serializers.DictField(child=WindowOut(), help_text="7d, 30d, 90d."), trend=text(),
+    meanBefore=number(allow_null=True),
+)  # fmt: skip
 
 
 class MetricIn(StrictSerializer):
@@ -105,6 +125,10 @@ class MetricsObservations(Endpoint):
     and a review task among the candidate commitments."""
 
     tool = "metrics.observations"
+    response_schema = shape(
+        "ObservationOut", observationId=text(), value=number(), occurredAt=when(), metric=one(DefinitionOut),
+        metricCreated=flag(),
+    )  # fmt: skip
     request_serializer = ObservationIn
     example_request = {"slug": "body_weight", "value": 78.2, "unit": "kg"}
     success_status = 201
@@ -140,6 +164,9 @@ class MetricsObservationsBulk(Endpoint):
     the rest is stored."""
 
     tool = "metrics.observations_bulk"
+    response_schema = shape(
+        "BulkOut", stored=count(), observationIds=texts(), errors=serializers.ListField(child=mapping()),
+    )  # fmt: skip
     request_serializer = BulkIn
     example_request = {"observations": [{"slug": "body_weight", "value": 78.2, "occurredAt": "2026-04-22T07:00:00Z"}]}
 
@@ -156,6 +183,13 @@ class MetricsList(Endpoint):
     """Every metric with its unit, review state and light stats (count, first and last time, latest value)."""
 
     tool = "metrics.list"
+    response_schema = shape(
+        "MetricsOut",
+        metrics=many(type("MetricStatsOut", (DefinitionOut,), {
+            "__module__": __name__, "count": count(), "firstAt": maybe_when(), "lastAt": maybe_when(),
+            "latestValue": number(allow_null=True),
+        })),
+    )  # fmt: skip
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -195,6 +229,10 @@ class MetricsSeries(Endpoint):
     metric's hint (mean, sum, last, min, max) unless `aggregation` says otherwise."""
 
     tool = "metrics.series"
+    response_schema = shape(
+        "SeriesOut", metric=one(DefinitionOut), bucket=text(), timeZone=text(), aggregation=text(),
+        points=many(shape("PointOut", at=when(), value=number(), count=count())),
+    )  # fmt: skip
     request_serializer = SeriesIn
     example_request = {"slug": "body_weight", "bucket": "week"}
 
@@ -219,6 +257,7 @@ class MetricsSummary(Endpoint):
     trend (last 7 days against the 23 before)."""
 
     tool = "metrics.summary"
+    response_schema = SummaryOut
     request_serializer = MetricRefIn
     example_request = {"slug": "body_weight"}
 
@@ -236,6 +275,7 @@ class MetricsSummaries(Endpoint):
     """Summaries of many metrics in one round trip (all of them when none are named)."""
 
     tool = "metrics.summaries"
+    response_schema = shape("SummariesOut", summaries=many(SummaryOut))
     request_serializer = SummariesIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:

@@ -52,7 +52,11 @@ class EndpointSchema(AutoSchema):
     """OpenAPI from the endpoint's declared serializers and its tool name."""
 
     def get_request_serializer(self) -> Any:
-        return getattr(self.view, "request_serializer", None)
+        return getattr(self.view, "request_schema", None) or getattr(self.view, "request_serializer", None)
+
+    def get_override_parameters(self) -> list[Any]:
+        query = getattr(self.view, "query_serializer", None)
+        return [query] if query is not None else []
 
     def get_response_serializers(self) -> Any:
         """The answer under each success status the endpoint gives, and the one error shape under every
@@ -62,7 +66,8 @@ class EndpointSchema(AutoSchema):
         view = self.view
         answer = getattr(view, "response_serializer", None) or getattr(view, "response_schema", None)
         statuses = getattr(view, "success_statuses", None) or (view.success_status,)
-        responses: dict[int, Any] = dict.fromkeys(statuses, answer)
+        media_type = getattr(view, "answer_media_type", "")
+        responses: dict[Any, Any] = {(status, media_type) if media_type else status: answer for status in statuses}
         for status in (*ERROR_STATUSES, *getattr(view, "more_error_statuses", ())):
             responses[status] = OpenApiResponse(ErrorSerializer, description="The one error shape.")
         return responses
@@ -85,8 +90,12 @@ class Endpoint(APIView):
     tool: ClassVar[str]
     request_serializer: ClassVar[type[serializers.Serializer]] = RequestSerializer
     response_serializer: ClassVar[type[serializers.Serializer] | None] = None
-    # Documents the answer when `handle()` builds it itself (never used to render it).
+    # Documents the answer when `handle()` builds it itself (never used to render it), a body that is not
+    # the request serializer's JSON (multipart, raw bytes), query parameters, and an answer that is not JSON.
     response_schema: ClassVar[Any] = None
+    request_schema: ClassVar[Any] = None
+    query_serializer: ClassVar[type[serializers.Serializer] | None] = None
+    answer_media_type: ClassVar[str] = ""
     # A minimal valid body: shown in the OpenAPI document and sent by the contract tests.
     example_request: ClassVar[dict[str, Any]] = {}
     success_status: int = 200

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from memory import selectors
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.openapi import count, flag, many, mapping, maybe_text, one, shape, text, when
 from memory.models import Claim, ClaimKind, ClaimOrigin
 from memory.screening import wrap_untrusted
 from memory.services.memories import memory_delete, memory_save, statement_for
@@ -29,6 +30,19 @@ def memory_json(claim: Claim) -> dict[str, Any]:
         "derivedFrom": claim.derived_from_id,
         "recordedAt": claim.recorded_at,
     }
+
+
+MemoryOut = shape(
+    "MemoryOut",
+    id=text(), key=text(), value=text(help_text="Wrapped in UNTRUSTED_DATA markers."), kind=text(), meta=mapping(),
+    origin=text(), status=text(), quarantined=flag(), partitionKey=text(), derivedFrom=maybe_text(),
+    recordedAt=when(allow_null=True),
+)  # fmt: skip
+# What a keyed write answers (services.memories.SaveAck): the row as read back.
+WriteAckOut = shape(
+    "WriteAckOut", id=text(), key=text(), verified_persisted=flag(), deduplicated=flag(), quarantined=flag()
+)
+MemoriesOut = shape("MemoriesOut", memories=many(MemoryOut))
 
 
 class KeyIn(RequestSerializer):
@@ -72,6 +86,7 @@ class MemorySave(Endpoint):
     from an assistant or an import are quarantined (see `quarantined` in the answer)."""
 
     tool = "memory.save"
+    response_schema = WriteAckOut
     request_serializer = SaveIn
     example_request = {"key": "project.apollo.db", "value": "PostgreSQL 18", "kind": "decision", "eventId": "ev-1"}
 
@@ -87,6 +102,7 @@ class MemoryGet(Endpoint):
     """The current value of a key."""
 
     tool = "memory.get"
+    response_schema = shape("OneMemoryOut", memory=one(MemoryOut))
     request_serializer = ReadIn
     example_request = {"key": "project.apollo.db"}
 
@@ -99,6 +115,7 @@ class MemoryList(Endpoint):
     """Current keyed memories, by key; filter by kind and key prefix."""
 
     tool = "memory.list"
+    response_schema = MemoriesOut
     request_serializer = MemoryListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +130,7 @@ class MemoryHistory(Endpoint):
     """Every revision saved under a key, oldest first."""
 
     tool = "memory.history"
+    response_schema = shape("MemoryHistoryOut", revisions=many(MemoryOut))
     request_serializer = KeyIn
     example_request = {"key": "project.apollo.db"}
 
@@ -124,6 +142,7 @@ class MemoryDelete(Endpoint):
     """Erase every revision of a key (needs `edit`); `eventId` makes a replay answer deduplicated."""
 
     tool = "memory.delete"
+    response_schema = shape("MemoryErasedOut", key=text(), erasedRevisions=count(), deduplicated=flag())
     request_serializer = DeleteIn
     example_request = {"key": "project.apollo.db"}
 
@@ -135,6 +154,7 @@ class MemorySearch(Endpoint):
     """Keyword search over keyed memories (semantic ranking arrives with recall)."""
 
     tool = "memory.search"
+    response_schema = MemoriesOut
     request_serializer = MemorySearchIn
     example_request = {"query": "apollo database"}
 
