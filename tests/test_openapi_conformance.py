@@ -31,7 +31,7 @@ from tests.conftest import Persona
 from tests.mcp.conftest import McpService
 from tests.process import child_env, free_port
 
-EXAMPLES_PER_OPERATION = 4
+EXAMPLES_PER_OPERATION = 3
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
