@@ -35,8 +35,8 @@ def plausible_value(value: float) -> None:
 
 
 # seeds/000 spells the mean "avg" in `aggregationHint`; the other hints are spelt as stored.
-HINT_TO_AGGREGATION = {"avg": Aggregation.MEAN}
-AGGREGATION_TO_HINT = {Aggregation.MEAN: "avg"}
+HINT_TO_AGGREGATION: dict[str, str] = {"avg": Aggregation.MEAN}
+AGGREGATION_TO_HINT: dict[str, str] = {Aggregation.MEAN: "avg"}
 HINTS = ["avg", *Aggregation.values]
 
 

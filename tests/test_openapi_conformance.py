@@ -31,11 +31,13 @@ from tests.conftest import Persona
 from tests.mcp.conftest import McpService
 from tests.process import child_env, free_port
 
+pytestmark = pytest.mark.server
+
 EXAMPLES_PER_OPERATION = 3
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def api_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[McpService]:
     env = child_env(settings.DATABASES["default"]["NAME"], RATE_LIMIT_PER_MINUTE="1000000")
     env.pop("GITHUB_TOKEN", None)  # coord/reconcile must not reach a real resolver
@@ -48,7 +50,8 @@ def api_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[McpSer
         service.stop()
         from config.celery import app
 
-        app.control.purge()  # the jobs ingestion queued: no worker ran them, and their rows are gone
+        app.control.purge()  # the jobs ingestion queued: no worker ran them, their rows are gone, and a
+        # real worker started by a later test must not meet them
 
 
 def _document() -> dict[str, Any]:

@@ -65,7 +65,7 @@ class EndpointSchema(AutoSchema):
 
         view = self.view
         answer = getattr(view, "response_serializer", None) or getattr(view, "response_schema", None)
-        statuses = getattr(view, "success_statuses", None) or (view.success_status,)
+        statuses = getattr(view, "success_statuses", None) or (getattr(view, "success_status", 200),)
         media_type = getattr(view, "answer_media_type", "")
         responses: dict[Any, Any] = {(status, media_type) if media_type else status: answer for status in statuses}
         for status in (*ERROR_STATUSES, *getattr(view, "more_error_statuses", ())):
