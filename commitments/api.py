@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from commitments.presenters import commitment_json, commitment_line
+from commitments.presenters import CommitmentOut, commitment_json, commitment_line
 from commitments.selectors import OPEN_STATUSES, PROVENANCE, open_commitments
 from commitments.services import (
     STATUSES,
@@ -19,11 +19,25 @@ from commitments.services import (
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
 from memory.api.fields import plausible_time
+from memory.api.openapi import count, flag, many, one, shape, text
 from memory.models import Claim, Scope
 from memory.recall.render import render_memory
 from memory.services.lifecycle import run_maintenance
 
 TASK_EXAMPLE = {"taskId": "node_01kq5509kfe4a94mj5k20j5z6y"}
+
+
+CommitmentsOut = shape(
+    "CommitmentsOut", commitments=many(CommitmentOut), formattedResult=text(required=False, help_text="On request.")
+)
+TaskStatusOut = shape(
+    "TaskStatusOut", taskId=text(), status=text(), provenance=text(help_text="trusted or candidate"),
+    statusClaimId=text(),
+)  # fmt: skip
+RecoveryOut = shape(
+    "RecoveryOut", dryRun=flag(), found=count(), recovered=count(),
+    sample=many(shape("TaskSampleOut", taskId=text(), label=text())),
+)  # fmt: skip
 
 
 class OpenIn(RequestSerializer):
@@ -41,6 +55,7 @@ class CommitmentsOpen(Endpoint):
     or abandoned work; never infer pending work from search results."""
 
     tool = "commitments.open"
+    response_schema = CommitmentsOut
     request_serializer = OpenIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +66,7 @@ class CommitmentsOpen(Endpoint):
         return answer
 
 
-class ListIn(OpenIn):
+class CommitmentListIn(OpenIn):
     provenance = serializers.ChoiceField(choices=list(PROVENANCE), default="all")
     status = serializers.ListField(
         child=serializers.ChoiceField(choices=STATUSES), required=False, default=list(OPEN_STATUSES), max_length=4
@@ -63,7 +78,8 @@ class CommitmentsList(Endpoint):
     Candidates are possible follow-ups, such as tentative requests: confirm or dismiss them."""
 
     tool = "commitments.list"
-    request_serializer = ListIn
+    response_schema = CommitmentsOut
+    request_serializer = CommitmentListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         tasks = open_commitments(
@@ -93,6 +109,7 @@ class CommitmentsConfirm(Endpoint):
     """Confirm a candidate (needs `write`): its current status becomes the user's decision (trusted band)."""
 
     tool = "commitments.confirm"
+    response_schema = TaskStatusOut
     request_serializer = TaskIn
     example_request = TASK_EXAMPLE
 
@@ -105,6 +122,7 @@ class CommitmentsDismiss(Endpoint):
     set-status brings it back."""
 
     tool = "commitments.dismiss"
+    response_schema = shape("TaskDismissedOut", taskId=text(), dismissed=flag())
     request_serializer = TaskIn
     example_request = TASK_EXAMPLE
 
@@ -121,6 +139,7 @@ class CommitmentsSetStatus(Endpoint):
     """Set a task's status (needs `write`): completed, abandoned, in_progress or pending, as the user's decision."""
 
     tool = "commitments.set_status"
+    response_schema = TaskStatusOut
     request_serializer = SetStatusIn
     example_request = {**TASK_EXAMPLE, "status": "completed"}
 
@@ -148,6 +167,7 @@ class RecoverStatuslessCommitments(Endpoint):
     `maintenance`. Dismissed tasks are left alone. Additive and idempotent."""
 
     tool = "maintenance.recover_statusless_commitments"
+    response_schema = RecoveryOut
     request_serializer = RecoverIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -163,6 +183,10 @@ class Cleanup(Endpoint):
     A dry run by default; applying needs `maintenance` and also runs the claim expiry and trust-decay sweep."""
 
     tool = "cleanup"
+    response_schema = shape(
+        "CleanupOut", dryRun=flag(), recoverStatuslessCommitments=one(RecoveryOut, required=False),
+        lifecycle=one(shape("LifecycleOut", expired=count(), flaggedForReverification=count()), required=False),
+    )  # fmt: skip
     request_serializer = CleanupIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from rest_framework import serializers
+
 from commitments.selectors import OpenTask
+from memory.api.openapi import maybe_text, maybe_when, one, shape, text
 from memory.recall.render import CommitmentLine
+
+CommitmentOut = shape(
+    "CommitmentOut",
+    taskId=text(), label=text(), status=text(),
+    owner=one(shape("TaskOwnerOut", nodeId=text(), label=text()), allow_null=True),
+    dueOn=serializers.DateField(allow_null=True), statedAt=maybe_when(), sourceId=maybe_text(),
+    provenance=text(help_text="trusted or candidate"), origin=text(), statusClaimId=text(),
+    partitionKey=text(),
+)  # fmt: skip
 
 
 def commitment_json(item: OpenTask) -> dict[str, Any]:

@@ -218,6 +218,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Enums several fields share, named once (else drf-spectacular warns and invents hashed names).
+    "ENUM_NAME_OVERRIDES": {
+        "ClaimKindEnum": "memory.api.openapi.CLAIM_KINDS",
+        "ClaimStatusEnum": "memory.api.openapi.CLAIM_STATUSES",
+        "TaskStatusEnum": "commitments.services.STATUSES",
+        "ErrorCodeEnum": "memory.api.openapi.ERROR_CODES",
+    },
 }
 
 # Access tokens

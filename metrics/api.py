@@ -10,8 +10,9 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from memory.access import Access
-from memory.api.base import Endpoint, RequestSerializer
+from memory.api.base import Endpoint, RequestSerializer, StrictSerializer
 from memory.api.fields import plausible_time
+from memory.api.openapi import count, flag, many, mapping, maybe_text, maybe_when, number, one, shape, text, texts, when
 from memory.api.recall import TimeZoneField
 from metrics.models import Aggregation, MetricDefinition
 from metrics.selectors import definition_for_access, definitions_in_reach, definitions_with_stats, series, summaries
@@ -26,6 +27,12 @@ def plausible_value(value: float) -> None:
         raise serializers.ValidationError(f"Values up to {LARGEST:g} in size are accepted.")
 
 
+# seeds/000 spells the mean "avg" in `aggregationHint`; the other hints are spelt as stored.
+HINT_TO_AGGREGATION: dict[str, str] = {"avg": Aggregation.MEAN}
+AGGREGATION_TO_HINT: dict[str, str] = {Aggregation.MEAN: "avg"}
+HINTS = ["avg", *Aggregation.values]
+
+
 def definition_json(definition: MetricDefinition) -> dict[str, Any]:
     return {
         "metricId": definition.pk,
@@ -34,6 +41,7 @@ def definition_json(definition: MetricDefinition) -> dict[str, Any]:
         "unit": definition.unit,
         "description": definition.description,
         "aggregation": definition.aggregation,
+        "aggregationHint": AGGREGATION_TO_HINT.get(definition.aggregation, definition.aggregation),
         "needsReview": definition.needs_review,
         "resembles": definition.resembles_id,
         "reviewTaskId": definition.review_task_id,
@@ -41,8 +49,44 @@ def definition_json(definition: MetricDefinition) -> dict[str, Any]:
     }
 
 
-class ObservationIn(RequestSerializer):
+DefinitionOut = shape(
+    "MetricDefinitionOut",
+    metricId=text(), slug=text(), label=text(allow_blank=True), unit=text(allow_blank=True),
+    description=text(allow_blank=True), aggregation=serializers.ChoiceField(choices=Aggregation.values),
+    aggregationHint=serializers.ChoiceField(choices=HINTS, help_text="seeds/000's spelling: avg is the mean."),
+    needsReview=flag(), resembles=maybe_text(), reviewTaskId=maybe_text(), partitionKey=text(),
+)  # fmt: skip
+WindowOut = shape(
+    "MetricWindowOut", count=count(), mean=number(allow_null=True), min=number(allow_null=True),
+    max=number(allow_null=True),
+)  # fmt: skip
+SummaryOut = shape(
+    "MetricSummaryOut",
+    metric=one(DefinitionOut), latest=one(shape("LatestOut", value=number(), occurredAt=when()), allow_null=True),
+    windows=serializers.DictField(child=WindowOut(), help_text="7d, 30d, 90d."), trend=text(),
+    meanBefore=number(allow_null=True),
+)  # fmt: skip
+
+
+class MetricIn(StrictSerializer):
+    """The metric of an observation as seeds/000 writes it."""
+
     slug = serializers.RegexField(SLUG, max_length=64)
+    label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)  # type: ignore[assignment]
+    description = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
+    unit = serializers.CharField(max_length=20, required=False, default="", allow_blank=True)
+    aggregationHint = serializers.ChoiceField(choices=HINTS, required=False, help_text="avg is the mean.")
+
+
+# The fields `metric` carries, in the flat form of the same request.
+METRIC_FIELDS = ("slug", "label", "unit", "description", "aggregation")
+
+
+class ObservationIn(RequestSerializer):
+    """Either seeds/000's `metric` object or the flat `slug` (+ label, unit, description, aggregation)."""
+
+    metric = MetricIn(required=False, help_text="The metric, as seeds/000 writes it; or give `slug` instead.")
+    slug = serializers.RegexField(SLUG, max_length=64, required=False, help_text="Required unless `metric` is given.")
     value = serializers.FloatField(validators=[plausible_value])
     occurredAt = serializers.DateTimeField(required=False, validators=[plausible_time])
     note = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
@@ -51,12 +95,33 @@ class ObservationIn(RequestSerializer):
     description = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
     aggregation = serializers.ChoiceField(choices=Aggregation.values, required=False)
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        metric = attrs.pop("metric", None)
+        if metric is None:
+            if "slug" not in attrs:
+                raise serializers.ValidationError({"slug": ["This field is required."]})
+            return attrs
+        doubled = [name for name in METRIC_FIELDS if name in self.initial_data]
+        if doubled:
+            where = "metric" if doubled == ["slug"] else doubled[0]
+            raise serializers.ValidationError({where: ["Give the metric either as `metric` or as flat fields."]})
+        hint = metric.pop("aggregationHint", None)
+        if hint is not None:
+            metric["aggregation"] = HINT_TO_AGGREGATION.get(hint, hint)
+        return {**attrs, **metric}
+
 
 class MetricsObservations(Endpoint):
-    """Record one observation (needs `write`); the metric is created on first use. A new metric that looks
-    like an existing one is created with `needsReview` and a review task among the candidate commitments."""
+    """Record one observation (needs `write`); the metric is created on first use. The metric is seeds/000's
+    `metric` object (slug, label, description, unit, aggregationHint) or the flat `slug` with label, unit,
+    description and aggregation. A new metric that looks like an existing one is created with `needsReview`
+    and a review task among the candidate commitments."""
 
     tool = "metrics.observations"
+    response_schema = shape(
+        "ObservationOut", observationId=text(), value=number(), occurredAt=when(), metric=one(DefinitionOut),
+        metricCreated=flag(),
+    )  # fmt: skip
     request_serializer = ObservationIn
     example_request = {"slug": "body_weight", "value": 78.2, "unit": "kg"}
     success_status = 201
@@ -92,6 +157,9 @@ class MetricsObservationsBulk(Endpoint):
     the rest is stored."""
 
     tool = "metrics.observations_bulk"
+    response_schema = shape(
+        "BulkOut", stored=count(), observationIds=texts(), errors=serializers.ListField(child=mapping()),
+    )  # fmt: skip
     request_serializer = BulkIn
     example_request = {"observations": [{"slug": "body_weight", "value": 78.2, "occurredAt": "2026-04-22T07:00:00Z"}]}
 
@@ -108,6 +176,13 @@ class MetricsList(Endpoint):
     """Every metric with its unit, review state and light stats (count, first and last time, latest value)."""
 
     tool = "metrics.list"
+    response_schema = shape(
+        "MetricsOut",
+        metrics=many(type("MetricStatsOut", (DefinitionOut,), {
+            "__module__": __name__, "count": count(), "firstAt": maybe_when(), "lastAt": maybe_when(),
+            "latestValue": number(allow_null=True),
+        })),
+    )  # fmt: skip
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -147,6 +222,10 @@ class MetricsSeries(Endpoint):
     metric's hint (mean, sum, last, min, max) unless `aggregation` says otherwise."""
 
     tool = "metrics.series"
+    response_schema = shape(
+        "SeriesOut", metric=one(DefinitionOut), bucket=text(), timeZone=text(), aggregation=text(),
+        points=many(shape("PointOut", at=when(), value=number(), count=count())),
+    )  # fmt: skip
     request_serializer = SeriesIn
     example_request = {"slug": "body_weight", "bucket": "week"}
 
@@ -171,6 +250,7 @@ class MetricsSummary(Endpoint):
     trend (last 7 days against the 23 before)."""
 
     tool = "metrics.summary"
+    response_schema = SummaryOut
     request_serializer = MetricRefIn
     example_request = {"slug": "body_weight"}
 
@@ -188,6 +268,7 @@ class MetricsSummaries(Endpoint):
     """Summaries of many metrics in one round trip (all of them when none are named)."""
 
     tool = "metrics.summaries"
+    response_schema = shape("SummariesOut", summaries=many(SummaryOut))
     request_serializer = SummariesIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:

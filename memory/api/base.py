@@ -1,7 +1,8 @@
 """The base of every REST endpoint: validate strictly, build the Access, call one service, record a ToolEvent.
 
-An endpoint declares `tool`, `request_serializer`, `response_serializer` and implements `handle()`; it never
-looks at the token or filters by owner itself.
+An endpoint declares `tool`, `request_serializer`, `response_serializer` (or, when `handle()` returns a
+ready dict, a documentation-only `response_schema`) and implements `handle()`; it never looks at the token
+or filters by owner itself. The OpenAPI operation of every endpoint is derived here from those attributes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
+from memory.api.openapi import ERROR_STATUSES, ErrorSerializer
 from memory.api.parsers import BodyRequest
 from memory.errors import AuthenticationError
 from memory.models import AccessToken
@@ -52,10 +54,25 @@ class EndpointSchema(AutoSchema):
     """OpenAPI from the endpoint's declared serializers and its tool name."""
 
     def get_request_serializer(self) -> Any:
-        return getattr(self.view, "request_serializer", None)
+        return getattr(self.view, "request_schema", None) or getattr(self.view, "request_serializer", None)
+
+    def get_override_parameters(self) -> list[Any]:
+        query = getattr(self.view, "query_serializer", None)
+        return [query] if query is not None else []
 
     def get_response_serializers(self) -> Any:
-        return getattr(self.view, "response_serializer", None)
+        """The answer under each success status the endpoint gives, and the one error shape under every
+        error status it can give."""
+        from drf_spectacular.utils import OpenApiResponse
+
+        view = self.view
+        answer = getattr(view, "response_serializer", None) or getattr(view, "response_schema", None)
+        statuses = getattr(view, "success_statuses", None) or (getattr(view, "success_status", 200),)
+        media_type = getattr(view, "answer_media_type", "")
+        responses: dict[Any, Any] = {(status, media_type) if media_type else status: answer for status in statuses}
+        for status in (*ERROR_STATUSES, *getattr(view, "more_error_statuses", ())):
+            responses[status] = OpenApiResponse(ErrorSerializer, description="The one error shape.")
+        return responses
 
     def get_examples(self) -> list[Any]:
         from drf_spectacular.utils import OpenApiExample
@@ -75,9 +92,19 @@ class Endpoint(APIView):
     tool: ClassVar[str]
     request_serializer: ClassVar[type[serializers.Serializer]] = RequestSerializer
     response_serializer: ClassVar[type[serializers.Serializer] | None] = None
+    # Documents the answer when `handle()` builds it itself (never used to render it), a body that is not
+    # the request serializer's JSON (multipart, raw bytes), query parameters, and an answer that is not JSON.
+    response_schema: ClassVar[Any] = None
+    request_schema: ClassVar[Any] = None
+    query_serializer: ClassVar[type[serializers.Serializer] | None] = None
+    answer_media_type: ClassVar[str] = ""
     # A minimal valid body: shown in the OpenAPI document and sent by the contract tests.
     example_request: ClassVar[dict[str, Any]] = {}
     success_status: int = 200
+    # Where an endpoint answers more than one success status (else `success_status`), and the error
+    # statuses it gives beyond the ones every endpoint can (memory.api.openapi.ERROR_STATUSES).
+    success_statuses: ClassVar[tuple[int, ...]] = ()
+    more_error_statuses: ClassVar[tuple[int, ...]] = ()
     http_method_names = ["post", "options"]
     schema = EndpointSchema()
 

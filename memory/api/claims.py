@@ -9,11 +9,14 @@ from rest_framework import serializers
 from memory import selectors
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.openapi import ClaimOut, count, many, maybe_text, one, shape, text
 from memory.api.presenters import claim_json
 from memory.models import ClaimKind, ClaimOrigin, ClaimStatus
 from memory.services import claims
 
 EXAMPLE = {"claimId": "claim_01kq54zhdye4a94mjmw0wev9jx"}
+ClaimPageOut = shape("ClaimPageOut", claims=many(ClaimOut), nextCursor=maybe_text())
+OneClaimOut = shape("OneClaimOut", claim=one(ClaimOut))
 
 
 class ClaimIdIn(RequestSerializer):
@@ -46,6 +49,7 @@ class ClaimList(Endpoint):
     subjectId, text."""
 
     tool = "claim.list"
+    response_schema = ClaimPageOut
     request_serializer = ClaimListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -68,6 +72,7 @@ class ClaimGet(Endpoint):
     """One claim with its evidence (source, excerpt, message id, authored time)."""
 
     tool = "claim.get"
+    response_schema = OneClaimOut
     request_serializer = ClaimIdIn
     example_request = EXAMPLE
 
@@ -79,6 +84,7 @@ class ClaimHistory(Endpoint):
     """Every revision of a claim, oldest first."""
 
     tool = "claim.history"
+    response_schema = shape("ClaimHistoryOut", revisions=many(ClaimOut))
     request_serializer = ClaimIdIn
     example_request = EXAMPLE
 
@@ -91,6 +97,7 @@ class ClaimLifecycle(Endpoint):
     """Base of the one-claim lifecycle calls: claimId in, the claim as it is now out."""
 
     request_serializer = ClaimIdIn
+    response_schema = OneClaimOut
     example_request = EXAMPLE
 
     def change(self, access: Access, data: dict[str, Any]) -> Any:
@@ -163,6 +170,7 @@ class ClaimDelete(Endpoint):
     """Erase a claim with all its revisions (needs `edit`)."""
 
     tool = "claim.delete"
+    response_schema = shape("ClaimErasedOut", claimId=text(), erasedRevisions=count())
     request_serializer = ClaimIdIn
     example_request = EXAMPLE
 

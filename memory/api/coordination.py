@@ -9,6 +9,20 @@ from rest_framework import serializers
 
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.openapi import (
+    anything,
+    count,
+    flag,
+    many,
+    mapping,
+    maybe_text,
+    maybe_when,
+    one,
+    shape,
+    text,
+    texts,
+    when,
+)
 from memory.models import Claim, FeedbackKind, Node
 from memory.screening import wrap_untrusted
 from memory.services import coordination
@@ -85,6 +99,35 @@ def curation_json(curation: Curation) -> dict[str, Any]:
     }
 
 
+CountsOut = serializers.DictField(child=serializers.IntegerField())
+RefOut = shape("CoordNodeRefOut", nodeId=maybe_text(), type=text(), label=text())
+NamespaceHealthOut = shape(
+    "NamespaceHealthOut",
+    namespace=text(), label=text(allow_blank=True), isActive=flag(),
+    claims=one(shape("HealthClaimsOut", active=count(), byKind=mapping(), byOrigin=mapping())),
+    keyedMemories=count(), handoffs=count(), quarantined=count(), needsReverification=count(),
+    sessions=one(shape("HealthSessionsOut", total=count(), uncurated=count(), activeLast24h=count())),
+    staleness=one(shape(
+        "StalenessOut", lastWriteAt=maybe_when(), daysSinceLastWrite=count(allow_null=True),
+        staleInferences=count(), reverifyAfterDays=count(),
+    )),
+)  # fmt: skip
+DriftOut = shape(
+    "DriftOut", type=text(), namespace=text(), claimIds=texts(), statements=texts(),
+    subject=one(RefOut, allow_null=True), predicate=maybe_text(), key=maybe_text(), why=text(),
+)  # fmt: skip
+VerdictOut = shape(
+    "VerdictOut", claimId=text(), statement=text(), repo=anything(allow_null=True), pr=anything(allow_null=True),
+    branch=anything(allow_null=True), verdict=text(), detail=text(allow_blank=True), resolver=text(),
+    needsReverification=flag(), eventId=text(), checkedAt=when(),
+)  # fmt: skip
+CuratedOut = shape(
+    "CuratedOut", id=maybe_text(), statement=text(), kind=text(), status=text(), origin=text(),
+    predicate=maybe_text(), value=anything(allow_null=True), subject=one(RefOut, allow_null=True),
+    action=serializers.ChoiceField(choices=["created", "evidenceAdded"]), eventSequences=anything(),
+)  # fmt: skip
+
+
 class DriftScanIn(RequestSerializer):
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)
 
@@ -113,6 +156,7 @@ class CoordHealth(Endpoint):
     claims, sessions, handoffs, and staleness (last write, old inferences without newer evidence)."""
 
     tool = "coord.health"
+    response_schema = shape("HealthOut", namespaces=many(NamespaceHealthOut), asOf=when())
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return coordination.coordination_health(access)
@@ -123,6 +167,7 @@ class CoordDriftScan(Endpoint):
     with why."""
 
     tool = "coord.drift-scan"
+    response_schema = shape("DriftScanOut", items=many(DriftOut))
     request_serializer = DriftScanIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +180,7 @@ class CoordReconcile(Endpoint):
     nothing to go on). Without `claimId`, the least recently checked claims of the partition first."""
 
     tool = "coord.reconcile"
+    response_schema = shape("ReconcileOut", verdicts=many(VerdictOut))
     request_serializer = ReconcileIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +194,10 @@ class CoordCurate(Endpoint):
     again adds nothing, and later events are curated by the next run."""
 
     tool = "coord.curate"
+    response_schema = shape(
+        "CurationOut", sessionId=text(), dryRun=flag(), extractor=maybe_text(), eventsRead=count(), counts=mapping(),
+        claims=many(CuratedOut), tasks=many(CuratedOut), sourceId=maybe_text(), operationId=maybe_text(),
+    )  # fmt: skip
     request_serializer = CurateIn
     example_request = {"sessionId": "ses_01kq54zhdye4a94mjmw0wev9jx"}
 
@@ -160,6 +210,7 @@ class ObservationLog(Endpoint):
     `write`). `eventId` makes it exactly-once."""
 
     tool = "observation.log"
+    response_schema = shape("FeedbackAckOut", id=text(), verified_persisted=flag(), deduplicated=flag())
     request_serializer = ObservationLogIn
     example_request = {"kind": "missing_memory", "note": "The user's new office address was not remembered."}
 
@@ -176,6 +227,13 @@ class Stats(Endpoint):
     of the last 24 hours by surface."""
 
     tool = "stats"
+    response_schema = shape(
+        "StatsOut", namespaces=texts(), sources=CountsOut, claims=CountsOut, nodes=CountsOut,
+        openCommitments=one(shape("OpenCountsOut", total=count(), trusted=count(), candidate=count())),
+        metrics=one(shape("MetricCountsOut", definitions=count(), observations=count())),
+        artifacts=one(shape("ArtifactCountsOut", count=count(), bytes=count())), toolEventsLast24h=CountsOut,
+        asOf=when(),
+    )  # fmt: skip
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return coordination.memory_stats(access)

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from memory import selectors
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.openapi import count, flag, many, mapping, maybe_text, one, shape, text, when
 from memory.models import Claim, ClaimKind, ClaimOrigin
 from memory.screening import wrap_untrusted
 from memory.services.memories import memory_delete, memory_save, statement_for
@@ -29,6 +30,19 @@ def memory_json(claim: Claim) -> dict[str, Any]:
         "derivedFrom": claim.derived_from_id,
         "recordedAt": claim.recorded_at,
     }
+
+
+MemoryOut = shape(
+    "MemoryOut",
+    id=text(), key=text(), value=text(help_text="Wrapped in UNTRUSTED_DATA markers."), kind=text(), meta=mapping(),
+    origin=text(), status=text(), quarantined=flag(), partitionKey=text(), derivedFrom=maybe_text(),
+    recordedAt=when(allow_null=True),
+)  # fmt: skip
+# What a keyed write answers (services.memories.SaveAck): the row as read back.
+WriteAckOut = shape(
+    "WriteAckOut", id=text(), key=text(), verified_persisted=flag(), deduplicated=flag(), quarantined=flag()
+)
+MemoriesOut = shape("MemoriesOut", memories=many(MemoryOut))
 
 
 class KeyIn(RequestSerializer):
@@ -57,14 +71,14 @@ class DeleteIn(KeyIn):
     )
 
 
-class ListIn(RequestSerializer):
+class MemoryListIn(RequestSerializer):
     kind = serializers.ChoiceField(choices=ClaimKind.values, required=False)
     prefix = serializers.CharField(max_length=300, required=False, default="")
     includeQuarantined = serializers.BooleanField(default=False)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)
 
 
-class SearchIn(RequestSerializer):
+class MemorySearchIn(RequestSerializer):
     query = serializers.CharField(max_length=1000)
     includeQuarantined = serializers.BooleanField(default=False)
     limit = serializers.IntegerField(default=10, min_value=1, max_value=100)
@@ -75,6 +89,7 @@ class MemorySave(Endpoint):
     from an assistant or an import are quarantined (see `quarantined` in the answer)."""
 
     tool = "memory.save"
+    response_schema = WriteAckOut
     request_serializer = SaveIn
     example_request = {"key": "project.apollo.db", "value": "PostgreSQL 18", "kind": "decision", "eventId": "ev-1"}
 
@@ -90,6 +105,7 @@ class MemoryGet(Endpoint):
     """The current value of a key."""
 
     tool = "memory.get"
+    response_schema = shape("OneMemoryOut", memory=one(MemoryOut))
     request_serializer = ReadIn
     example_request = {"key": "project.apollo.db"}
 
@@ -102,7 +118,8 @@ class MemoryList(Endpoint):
     """Current keyed memories, by key; filter by kind and key prefix."""
 
     tool = "memory.list"
-    request_serializer = ListIn
+    response_schema = MemoriesOut
+    request_serializer = MemoryListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         found = selectors.memories_for_access(
@@ -116,6 +133,7 @@ class MemoryHistory(Endpoint):
     """Every revision saved under a key, oldest first."""
 
     tool = "memory.history"
+    response_schema = shape("MemoryHistoryOut", revisions=many(MemoryOut))
     request_serializer = KeyIn
     example_request = {"key": "project.apollo.db"}
 
@@ -128,6 +146,7 @@ class MemoryDelete(Endpoint):
     over. `eraseHistory: true` erases every revision instead. `eventId` makes a replay answer deduplicated."""
 
     tool = "memory.delete"
+    response_schema = shape("MemoryErasedOut", key=text(), erasedRevisions=count(), deduplicated=flag())
     request_serializer = DeleteIn
     example_request = {"key": "project.apollo.db"}
 
@@ -142,7 +161,8 @@ class MemorySearch(Endpoint):
     substring) up to `limit`."""
 
     tool = "memory.search"
-    request_serializer = SearchIn
+    response_schema = MemoriesOut
+    request_serializer = MemorySearchIn
     example_request = {"query": "apollo database"}
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:

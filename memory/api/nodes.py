@@ -9,11 +9,13 @@ from rest_framework import serializers
 from memory import selectors
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.openapi import ClaimOut, NodeOut, SourceOut, count, flag, many, maybe_text, one, shape, text
 from memory.api.presenters import claim_json, node_json, source_json
 from memory.models import NodeType
 from memory.services import nodes
 
 EXAMPLE = {"nodeId": "node_01kq54zhdwe4a94mj9nrrnne4h"}
+NodeSourceOut = type("NodeSourceOut", (SourceOut,), {"__module__": __name__, "evidenceCount": count()})
 
 
 class NodeIdIn(RequestSerializer):
@@ -52,6 +54,7 @@ class NodeList(Endpoint):
     """Nodes in stable id order; filter by type and by label or alias."""
 
     tool = "node.list"
+    response_schema = shape("NodePageOut", nodes=many(NodeOut), nextCursor=maybe_text())
     request_serializer = NodeListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +73,7 @@ class NodeGet(Endpoint):
     """One node with its aliases and its current claims (as subject)."""
 
     tool = "node.get"
+    response_schema = shape("NodeWithClaimsOut", node=one(NodeOut), claims=many(ClaimOut))
     request_serializer = NodeIdIn
     example_request = EXAMPLE
 
@@ -83,6 +87,7 @@ class NodeNeighborhood(Endpoint):
     """The nodes one claim away and the claims that link them."""
 
     tool = "node.neighborhood"
+    response_schema = shape("NeighborhoodOut", node=one(NodeOut), neighbors=many(NodeOut), claims=many(ClaimOut))
     request_serializer = LimitIn
     example_request = EXAMPLE
 
@@ -100,6 +105,7 @@ class NodeSources(Endpoint):
     """The sources behind the claims about a node."""
 
     tool = "node.sources"
+    response_schema = shape("NodeSourcesOut", sources=many(NodeSourceOut))
     request_serializer = LimitIn
     example_request = EXAMPLE
 
@@ -113,6 +119,7 @@ class NodeUpdate(Endpoint):
     """Rename or describe a node (needs `write`); an old label stays as an alias."""
 
     tool = "node.update"
+    response_schema = shape("OneNodeOut", node=one(NodeOut))
     request_serializer = NodeUpdateIn
     example_request = {**EXAMPLE, "label": "Marcel de Vries"}
 
@@ -131,6 +138,7 @@ class NodeDelete(Endpoint):
     """Erase a node and the claims about it (needs `edit`). The self node stays."""
 
     tool = "node.delete"
+    response_schema = shape("NodeErasedOut", nodeId=text(), erasedClaims=count())
     request_serializer = NodeIdIn
     example_request = EXAMPLE
 
@@ -142,6 +150,10 @@ class NodeMerge(Endpoint):
     """Merge one node into another: preview by default (`dryRun`), apply with `dryRun: false` (needs `edit`)."""
 
     tool = "node.merge"
+    response_schema = shape(
+        "NodeMergeOut", sourceNodeId=text(), targetNodeId=text(), claims=count(), aliases=count(), evidence=count(),
+        superseded=count(), applied=flag(),
+    )  # fmt: skip
     request_serializer = NodeMergeIn
     example_request = {
         "sourceNodeId": "node_01kq54zhdwe4a94mj9nrrnne4h",
@@ -159,6 +171,7 @@ class AliasAdd(Endpoint):
     """Teach a node another name (needs `write`; idempotent)."""
 
     tool = "alias.add"
+    response_schema = shape("AliasAddedOut", nodeId=text(), alias=text())
     request_serializer = AliasIn
     example_request = {**EXAMPLE, "name": "Marc"}
 
@@ -171,6 +184,7 @@ class AliasRemove(Endpoint):
     """Forget a name of a node (needs `write`)."""
 
     tool = "alias.remove"
+    response_schema = shape("AliasRemovedOut", nodeId=text(), removed=flag())
     request_serializer = AliasIn
     example_request = {**EXAMPLE, "name": "Marc"}
 

@@ -11,11 +11,26 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
-from commitments.presenters import commitment_json, commitment_line
+from commitments.presenters import CommitmentOut, commitment_json, commitment_line
 from commitments.selectors import OpenTask, due_buckets, open_commitments
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
 from memory.api.fields import plausible_time
+from memory.api.openapi import (
+    NodeRefOut,
+    anything,
+    flag,
+    many,
+    mapping,
+    maybe_text,
+    maybe_when,
+    number,
+    one,
+    shape,
+    text,
+    texts,
+    when,
+)
 from memory.api.presenters import node_ref
 from memory.models import Claim, SourceScope
 from memory.recall.atlas import atlas, atlas_sections
@@ -53,6 +68,24 @@ class SearchIn(RecallIn):
     includeFormattedResult = serializers.BooleanField(default=True)
 
 
+SearchResultOut = shape(
+    "SearchResultOut",
+    type=serializers.ChoiceField(choices=["claim", "chunk", "node"]), id=text(), text=text(allow_blank=True),
+    kind=text(allow_blank=True), score=number(), legs=mapping(help_text="Rank in each leg."), boosts=mapping(),
+    status=text(), pinned=flag(), node=one(NodeRefOut, allow_null=True), evidence=anything(), time=maybe_when(),
+    partition=text(),
+)  # fmt: skip
+ClaimBriefOut = shape(
+    "ClaimBriefOut", claimId=text(), statement=text(), kind=text(), pinned=flag(),
+    node=one(NodeRefOut, allow_null=True), origin=text(), statedAt=maybe_when(),
+)  # fmt: skip
+ChangeOut = shape(
+    "ChangeOut", type=serializers.ChoiceField(choices=["claim", "node"]), id=text(), changedAt=when(),
+    # The rest depends on the type: a claim's statement, kind, status, node, evidence; a node's label and type.
+)  # fmt: skip
+FORMATTED = {"help_text": "The same, rendered in the prompt contract (<assistant_memory>)."}
+
+
 def claim_brief(claim: Claim) -> dict[str, Any]:
     return {
         "claimId": claim.pk,
@@ -71,6 +104,12 @@ class QuerySearch(Endpoint):
     Reference material never appears here (see /query/reference)."""
 
     tool = "query.search"
+    response_schema = shape(
+        "SearchOut",
+        query=text(),
+        searchResults=many(SearchResultOut),
+        formattedResult=text(required=False, **FORMATTED),
+    )
     request_serializer = SearchIn
     example_request = {"query": "What did I say about morning meetings?"}
     scope = SourceScope.PERSONAL
@@ -110,6 +149,7 @@ class StewardRecall(Endpoint):
     MAX_INJECTED_MEMORIES (8), rendered in the prompt contract."""
 
     tool = "recall"
+    response_schema = shape("RecallOut", memories=many(SearchResultOut), formattedResult=text(**FORMATTED))
     request_serializer = StewardRecallIn
     example_request = {"query": "Plan my week"}
 
@@ -127,6 +167,7 @@ class QueryAtlas(Endpoint):
     `formattedResult` is the same text escaped inside the prompt contract."""
 
     tool = "query.atlas"
+    response_schema = shape("AtlasOut", atlas=text(allow_blank=True), formattedResult=text(**FORMATTED))
     request_serializer = RecallIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +185,10 @@ class QueryDay(Endpoint):
     """One day of memory in the user's time zone: claims stated, sources received and open tasks due."""
 
     tool = "query.day"
+    response_schema = shape(
+        "DayOut", date=serializers.DateField(), timeZone=text(), claims=many(SearchResultOut),
+        sources=many(SearchResultOut), dueTasks=many(CommitmentOut), formattedResult=text(required=False, **FORMATTED),
+    )  # fmt: skip
     request_serializer = DayIn
     example_request = {"date": "2026-04-26"}
 
@@ -178,6 +223,7 @@ class QueryRecentChanges(Endpoint):
     continue with `nextCursor`."""
 
     tool = "query.recent_changes"
+    response_schema = shape("ChangesOut", changes=many(ChangeOut), nextCursor=maybe_text())
     request_serializer = ChangesIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -197,6 +243,15 @@ class QueryGraph(Endpoint):
     Use /node/neighborhood to look further."""
 
     tool = "query.graph"
+    response_schema = shape(
+        "GraphOut",
+        nodes=many(type("GraphNodeOut", (NodeRefOut,), {"__module__": __name__, "summary": text(allow_blank=True)})),
+        claims=many(shape(
+            "GraphClaimOut", claimId=text(), subjectId=maybe_text(), predicate=maybe_text(), objectId=maybe_text(),
+            objectValue=anything(allow_null=True), statement=text(), kind=text(), sourceIds=texts(),
+        )),
+        truncated=flag(),
+    )  # fmt: skip
     request_serializer = GraphIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -226,6 +281,10 @@ class ContextBootstrap(Endpoint):
     and all of it as `formattedResult`."""
 
     tool = "context.bootstrap"
+    response_schema = shape(
+        "BootstrapOut", atlas=text(allow_blank=True), pinned=many(ClaimBriefOut), preferences=many(ClaimBriefOut),
+        openCommitments=many(CommitmentOut), formattedResult=text(**FORMATTED),
+    )  # fmt: skip
     request_serializer = RecallIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -255,6 +314,12 @@ class Digest(Endpoint):
     pinned claims."""
 
     tool = "digest"
+    response_schema = shape(
+        "DigestOut", date=serializers.DateField(), timeZone=text(), generatedAt=when(), since=when(),
+        commitments=serializers.DictField(child=serializers.ListField(child=CommitmentOut()),
+                                          help_text="overdue, dueToday, upcoming (and undated)."),
+        metricMovers=serializers.ListField(child=mapping()), whatsNew=many(ChangeOut), pinned=many(ClaimBriefOut),
+    )  # fmt: skip
     request_serializer = DigestIn
     example_request = {"date": "2026-05-29", "timeZone": "Europe/Amsterdam"}
 

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.openapi import count, shape, text, when
 from memory.models import Scratchpad
 from memory.screening import wrap_untrusted
 from memory.services.scratchpad import scratchpad_edit, scratchpad_read, scratchpad_write
@@ -20,6 +21,15 @@ def scratchpad_json(pad: Scratchpad) -> dict[str, Any]:
         "version": pad.version,
         "updatedAt": pad.updated_at,
     }
+
+
+ScratchpadOut = shape(
+    "ScratchpadOut",
+    partitionKey=text(),
+    content=text(allow_blank=True),
+    version=count(),
+    updatedAt=when(allow_null=True),
+)
 
 
 class WriteIn(RequestSerializer):
@@ -38,6 +48,7 @@ class ScratchpadRead(Endpoint):
     """The partition's scratchpad and its version."""
 
     tool = "scratchpad.read"
+    response_schema = ScratchpadOut
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return scratchpad_json(scratchpad_read(access))
@@ -47,6 +58,7 @@ class ScratchpadWrite(Endpoint):
     """Replace the scratchpad (needs `write`); with `expectedVersion`, CONFLICT if someone wrote since."""
 
     tool = "scratchpad.write"
+    response_schema = ScratchpadOut
     request_serializer = WriteIn
     example_request = {"content": "Plan for today", "expectedVersion": 0}
 
@@ -59,6 +71,7 @@ class ScratchpadEdit(Endpoint):
     """Find and replace (needs `write`) at the version you read; CONFLICT when stale or ambiguous."""
 
     tool = "scratchpad.edit"
+    response_schema = ScratchpadOut
     request_serializer = EditIn
     example_request = {"find": "today", "replace": "tomorrow", "expectedVersion": 1}
 

@@ -8,13 +8,20 @@ from rest_framework import serializers
 
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
-from memory.api.memories import memory_json
+from memory.api.memories import MemoryOut, WriteAckOut, memory_json
+from memory.api.openapi import count, many, mapping, one, shape, text, when
 from memory.models import AgentSession, ClaimOrigin, SessionEvent
 from memory.screening import wrap_untrusted
 from memory.services import sessions
 from memory.services.memories import statement_for
 
 SESSION_EXAMPLE = {"sessionId": "ses_01kq54zhdye4a94mjmw0wev9jx"}
+SessionOut = shape(
+    "SessionOut", sessionId=text(), title=text(allow_blank=True), agent=text(allow_blank=True), meta=mapping(),
+    partitionKey=text(), events=count(), createdAt=when(),
+)  # fmt: skip
+EventOut = shape("EventOut", sequence=count(), kind=text(), payload=text(), createdAt=when())
+OneSessionOut = shape("OneSessionOut", session=one(SessionOut))
 
 
 def session_json(session: AgentSession) -> dict[str, Any]:
@@ -58,7 +65,7 @@ class EventsIn(SessionIdIn):
     limit = serializers.IntegerField(default=100, min_value=1, max_value=500)
 
 
-class ListIn(RequestSerializer):
+class SessionListIn(RequestSerializer):
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)
 
 
@@ -82,6 +89,7 @@ class SessionCreate(Endpoint):
     """Start a session (needs `write`)."""
 
     tool = "session.create"
+    response_schema = OneSessionOut
     request_serializer = SessionCreateIn
     success_status = 201
 
@@ -93,6 +101,7 @@ class SessionAppendEvent(Endpoint):
     """Append an event to a session; it gets the next sequence number (at-least-once on replays)."""
 
     tool = "session.append-event"
+    response_schema = shape("AppendedEventOut", sessionId=text(), event=one(EventOut))
     request_serializer = AppendIn
     example_request = {**SESSION_EXAMPLE, "kind": "tool_call", "payload": {"tool": "search"}}
 
@@ -107,6 +116,7 @@ class SessionGet(Endpoint):
     """A session and how many events it has."""
 
     tool = "session.get"
+    response_schema = OneSessionOut
     request_serializer = SessionIdIn
     example_request = SESSION_EXAMPLE
 
@@ -118,7 +128,8 @@ class SessionList(Endpoint):
     """Sessions, newest first."""
 
     tool = "session.list"
-    request_serializer = ListIn
+    response_schema = shape("SessionsOut", sessions=many(SessionOut))
+    request_serializer = SessionListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return {"sessions": [session_json(s) for s in sessions.sessions_for_access(access, limit=data["limit"])]}
@@ -128,6 +139,7 @@ class SessionEvents(Endpoint):
     """A session's events in order, after `afterSequence`."""
 
     tool = "session.events"
+    response_schema = shape("SessionEventsOut", sessionId=text(), events=many(EventOut))
     request_serializer = EventsIn
     example_request = SESSION_EXAMPLE
 
@@ -142,6 +154,7 @@ class HandoffSave(Endpoint):
     """Leave a handoff (summary and next steps) under a topic; `eventId` makes it exactly-once."""
 
     tool = "handoff.save"
+    response_schema = WriteAckOut
     request_serializer = HandoffSaveIn
     example_request = {"topic": "apollo-migration", "summary": "Schema done; data copy next.", "nextSteps": ["Copy"]}
 
@@ -157,6 +170,7 @@ class HandoffLoad(Endpoint):
     """The current handoff for a topic, or the newest handoff of any topic."""
 
     tool = "handoff.load"
+    response_schema = shape("HandoffOut", handoff=one(MemoryOut))
     request_serializer = HandoffLoadIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -167,7 +181,8 @@ class HandoffList(Endpoint):
     """Current handoffs by topic."""
 
     tool = "handoff.list"
-    request_serializer = ListIn
+    response_schema = shape("HandoffsOut", handoffs=many(MemoryOut))
+    request_serializer = SessionListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         found = sessions.handoffs_for_access(access, limit=data["limit"])

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from django.http.response import HttpResponseBase
+from drf_spectacular.types import OpenApiTypes
+from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 
@@ -13,6 +15,7 @@ from memory import selectors
 from memory.access import Access
 from memory.api import ingest_serializers as s
 from memory.api.base import Endpoint
+from memory.api.openapi import BlobOut, SourceOut, anything, count, flag, many, maybe_text, one, shape, text, when
 from memory.api.presenters import blob_json, operation_json, source_content_json, source_json
 from memory.api.ranges import blob_response
 from memory.errors import PayloadTooLarge, ValidationFailed
@@ -22,6 +25,26 @@ from memory.services.artifacts import artifact_put, clean_mime_type
 from memory.services.blobs import SpooledUpload, read_in_chunks
 from memory.services.erasure import source_erase
 from memory.services.operations import operation_for_access, operation_retry, operation_view
+
+MessageOut = shape(
+    "MessageOut", id=text(), sourceId=text(), role=text(allow_blank=True), speaker=text(allow_blank=True),
+    content=text(allow_blank=True), timestamp=when(allow_null=True),
+)  # fmt: skip
+OriginalOut = type("OriginalOut", (BlobOut,), {"__module__": __name__, "filename": text(allow_blank=True)})
+ContentOut = shape(
+    "SourceContentOut",
+    text=text(allow_blank=True), format=serializers.ChoiceField(choices=["text", "markdown"]),
+    messages=many(MessageOut, required=False, help_text="Conversations only."),
+    segments=anything(required=False, help_text="Transcripts only."),
+    original=one(OriginalOut, required=False, help_text="Where the original file can be read (files only)."),
+)  # fmt: skip
+IngestFileForm = shape(
+    "IngestFileForm",
+    file=serializers.FileField(help_text="The original bytes (50 MB at most)."),
+    document=text(help_text="JSON: the /ingest/document object without content (or the whole body)."),
+    userId=text(required=False), partitionKey=text(required=False), updateExisting=flag(required=False),
+)  # fmt: skip
+StoredBlobOut = type("StoredBlobOut", (BlobOut,), {"__module__": __name__, "deduplicated": flag()})
 
 
 def refuse_oversize(request: Request, *, slack: int) -> None:
@@ -134,6 +157,7 @@ class IngestFile(Endpoint):
     whole body with userId / partitionKey / updateExisting). The original bytes are kept (50 MB at most)."""
 
     tool = "ingest.file"
+    request_schema = {"multipart/form-data": IngestFileForm}
     example_request = {"document": {"id": "notes.txt", "title": "Notes"}}
     parser_classes = [MultiPartParser]
     request_serializer = s.IngestFileFieldsIn
@@ -213,6 +237,7 @@ class SourceGet(Endpoint):
     and where the original file can be read."""
 
     tool = "source.get"
+    response_schema = shape("SourceWithContentOut", source=one(SourceOut), content=one(ContentOut, required=False))
     request_serializer = s.SourceGetIn
     example_request = {"sourceId": "src_01kq54zhdye4a94mjmw0wev9jx", "includeContent": True}
 
@@ -228,6 +253,7 @@ class SourceList(Endpoint):
     """Sources newest first, filtered by kind, scope and time; page on with `cursor`."""
 
     tool = "source.list"
+    response_schema = shape("SourcePageOut", sources=many(SourceOut), nextCursor=maybe_text())
     request_serializer = s.SourceListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -248,6 +274,9 @@ class SourceDelete(Endpoint):
     """Erase a source with everything derived from it (needs `edit`)."""
 
     tool = "source.delete"
+    response_schema = shape(
+        "SourceErasedOut", sourceId=text(), erasedSources=count(), erasedBlobs=count(), identityRetired=flag()
+    )
     request_serializer = s.SourceDeleteIn
     example_request = {"sourceId": "src_01kq54zhdye4a94mjmw0wev9jx"}
 
@@ -261,6 +290,10 @@ class ArtifactPut(Endpoint):
     """PUT the raw bytes (Content-Type is kept); answers the content address. 50 MB at most."""
 
     tool = "artifact.put"
+    response_schema = StoredBlobOut
+    success_statuses = (201, 200)  # stored; already stored (deduplicated)
+    request_schema = {"application/octet-stream": OpenApiTypes.BINARY}
+    query_serializer = s.ArtifactQueryIn
     http_method_names = ["put", "options"]
     parser_classes: list[Any] = []  # the body is streamed straight into a blob, never parsed
 
@@ -287,6 +320,11 @@ class ArtifactGet(Endpoint):
     """GET the bytes of an artifact or of a file source's original, streamed; supports `Range`."""
 
     tool = "artifact.get"
+    response_schema = OpenApiTypes.BINARY
+    answer_media_type = "*/*"  # the artifact's own type
+    success_statuses = (200, 206)  # whole; the asked Range
+    more_error_statuses = (416,)
+    query_serializer = s.ArtifactQueryIn
     http_method_names = ["get", "head", "options"]
 
     def get(self, request: Request, sha256: str = "", **kwargs: Any) -> HttpResponseBase:
@@ -306,6 +344,7 @@ class ArtifactList(Endpoint):
     """Artifacts put by this user, newest first."""
 
     tool = "artifact.list"
+    response_schema = shape("ArtifactPageOut", artifacts=many(BlobOut), nextCursor=maybe_text())
     request_serializer = s.ArtifactListIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:

@@ -114,6 +114,8 @@ def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_own
 
     use("record_metric", {"slug": "body_weight", "value": 78.2, "unit": "kg", "occurredAt": "2026-04-22T07:00:00Z"})
     assert use("get_metric_summary", {"slug": "body_weight"})["metric"]["slug"] == "body_weight"
+    seeds_form = {"metric": {"slug": "sleep_hours", "unit": "h", "aggregationHint": "avg"}, "value": 7.5}
+    assert use("record_metric", seeds_form)["metric"]["aggregationHint"] == "avg"
 
     # Agent tools: snake_case arguments, `namespace` for the partition.
     saved = use("memory_save", {"key": "coord/db", "value": "PostgreSQL 18", "event_id": "ev-1", "kind": "decision"})

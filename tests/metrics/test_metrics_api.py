@@ -90,8 +90,8 @@ def test_a_second_observation_reuses_the_metric_of_its_slug(api: Api, owner: Per
     assert (second["value"], second["occurredAt"]) == (79.5, "2026-03-02T07:00:00Z")
     assert first["metric"] | {"metricId": None} == {
         "metricId": None, "slug": "body_weight", "label": "Body weight", "unit": "kg", "description": "",
-        "aggregation": "mean", "needsReview": False, "resembles": None, "reviewTaskId": None,
-        "partitionKey": "memory:personal",
+        "aggregation": "mean", "aggregationHint": "avg", "needsReview": False, "resembles": None,
+        "reviewTaskId": None, "partitionKey": "memory:personal",
     }  # fmt: skip
     assert MetricDefinition.objects.count() == 1
     assert sorted(Observation.objects.values_list("value", flat=True)) == [79.5, 80.0]
@@ -133,6 +133,54 @@ def test_an_observation_without_occurred_at_is_stamped_now(api: Api, owner: Pers
     answer = ok(api.post("/metrics/observations", owner, {"slug": "body_weight", "value": 80.0}), 201)
     stored = Observation.objects.get(pk=answer["observationId"])
     assert before <= stored.occurred_at <= datetime.now(UTC)
+
+
+def test_the_seeds_body_with_a_metric_object_is_accepted_as_written(api: Api, owner: Persona) -> None:
+    """seeds/000's single write example, verbatim apart from userId (the token's owner here)."""
+    body = {
+        "metric": {"slug": "body_weight", "label": "Body weight", "description": "Morning bathroom scale weight",
+                   "unit": "kg", "aggregationHint": "avg"},
+        "value": 78.2,
+        "occurredAt": "2026-05-03T07:30:00Z",
+        "note": "post-run",
+    }  # fmt: skip
+    answer = ok(api.post("/metrics/observations", owner, body), 201)
+    assert (answer["metricCreated"], answer["value"], answer["occurredAt"]) == (True, 78.2, "2026-05-03T07:30:00Z")
+    metric = answer["metric"]
+    assert (metric["slug"], metric["label"], metric["description"], metric["unit"]) == (
+        "body_weight", "Body weight", "Morning bathroom scale weight", "kg",
+    )  # fmt: skip
+    assert (metric["aggregationHint"], metric["aggregation"]) == ("avg", "mean")
+    assert Observation.objects.get().note == "post-run"
+    flat = record(api, owner, "body_weight", 78.0, "2026-05-04T07:30:00Z")
+    assert (flat["metricCreated"], flat["metric"]["metricId"]) == (False, metric["metricId"])
+
+
+@pytest.mark.parametrize("hint", ["sum", "last", "min", "max", "mean"])
+def test_each_aggregation_hint_is_kept_and_answered(api: Api, owner: Persona, hint: str) -> None:
+    body = {"metric": {"slug": "readiness_score", "aggregationHint": hint}, "value": 1.0}
+    metric = ok(api.post("/metrics/observations", owner, body), 201)["metric"]
+    assert (metric["aggregation"], metric["aggregationHint"]) == (hint, "avg" if hint == "mean" else hint)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"metric": {"label": "Body weight"}, "value": 1.0}, "metric"),
+        ({"metric": {"slug": "body weight"}, "value": 1.0}, "metric"),
+        ({"metric": {"slug": "body_weight", "aggregationHint": "median"}, "value": 1.0}, "metric"),
+        ({"metric": {"slug": "body_weight", "colour": "blue"}, "value": 1.0}, "metric"),
+        ({"metric": "body_weight", "value": 1.0}, "metric"),
+        ({"metric": {"slug": "body_weight"}, "slug": "body_weight", "value": 1.0}, "metric"),
+        ({"metric": {"slug": "body_weight"}, "unit": "kg", "value": 1.0}, "unit"),
+    ],
+)
+def test_a_malformed_metric_object_is_a_validation_error_naming_the_field(
+    api: Api, owner: Persona, body: dict[str, Any], field: str
+) -> None:
+    status, code, details = refused(api.post("/metrics/observations", owner, body))
+    assert (status, code, list(details)) == (400, "VALIDATION_ERROR", [field])
+    assert not MetricDefinition.objects.exists()
 
 
 # Near-duplicates
