@@ -138,9 +138,18 @@ CHANNEL_LAYERS = {
 CELERY_BROKER_URL = REDIS_URL.replace("unix://", "redis+socket://", 1)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
-# A worker that dies mid-job marks the job failed (not redelivered): the receipt then reads as
-# PROCESSING_INTERRUPTED and the owner decides to retry.
+# Periodic tasks lost with a worker simply run at their next beat; the pipeline job (memory.process_operation)
+# sets reject_on_worker_lost itself, so a job whose worker died goes back to the queue and resumes its receipt.
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
+# A job taken by a worker that then died without a word (SIGKILL, power loss) stays unacknowledged in Redis;
+# any worker puts it back on the queue once it is this old (checked every 10 s). A job still running past it is
+# delivered twice; the second copy sees a live heartbeat and does nothing.
+QUEUE_VISIBILITY_TIMEOUT_S = env_int("QUEUE_VISIBILITY_TIMEOUT_S", 300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": QUEUE_VISIBILITY_TIMEOUT_S,
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 1,
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = (
     4  # keeps the pool busy between short jobs; unstarted jobs of a lost worker are redelivered
 )
@@ -272,6 +281,12 @@ CELERY_TASK_TRACK_STARTED = True
 PIPELINE_TIME_LIMIT_S = env_int("PIPELINE_TIME_LIMIT_S", 900)
 CHUNK_TARGET_CHARS = env_int("CHUNK_TARGET_CHARS", 800)
 CELERY_TASK_TIME_LIMIT = PIPELINE_TIME_LIMIT_S
+# A running job touches its receipt every OPERATION_HEARTBEAT_S; a processing receipt whose runner is gone (no
+# heartbeat for OPERATION_STALE_AFTER_S) reads as PROCESSING_INTERRUPTED. A job whose worker died this many
+# times is failed instead of being resumed again.
+OPERATION_HEARTBEAT_S = env_int("OPERATION_HEARTBEAT_S", 10)
+OPERATION_STALE_AFTER_S = env_int("OPERATION_STALE_AFTER_S", 60)
+OPERATION_MAX_ATTEMPTS = env_int("OPERATION_MAX_ATTEMPTS", 3)
 
 # Extraction and the steward's policy (seeds/001).
 EXTRACTOR = env_str("EXTRACTOR", "rules")  # or "llm": an OpenAI-compatible chat endpoint at LLM_URL

@@ -9,10 +9,13 @@ from celery import Task, shared_task
 from memory.pipeline.runner import run_operation
 
 
-@shared_task(name="memory.process_operation", bind=True, ignore_result=False, acks_late=True)
+@shared_task(
+    name="memory.process_operation", bind=True, ignore_result=False, acks_late=True, reject_on_worker_lost=True
+)
 def process_operation(self: Task, operation_id: str) -> None:
-    """Run the pipeline for one receipt. Its final state is kept in the result backend for a day, so a job
-    that died (worker lost, hard time limit) shows through as PROCESSING_INTERRUPTED."""
+    """Run the pipeline for one receipt. A job whose worker died goes back to the queue and resumes the receipt;
+    one killed by the hard time limit is kept as FAILURE in the result backend for a day and reads as
+    PROCESSING_INTERRUPTED (as does a receipt whose runner stopped beating)."""
     run_operation(operation_id, task_id=self.request.id or "")
 
 

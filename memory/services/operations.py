@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from memory.access import Access
 from memory.errors import Conflict, ServiceError
@@ -80,8 +85,41 @@ def _job_state(task_id: str) -> str:
         raise ServiceError("The processing queue cannot be inspected right now.", code="SERVICE_UNAVAILABLE") from exc
 
 
+def runner_id() -> str:
+    """Who runs a job: host and process id (the pool process, where the heartbeat lives)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: leave it to the heartbeat
+    return "\nState:\tZ" not in status  # a killed child not yet reaped is gone too
+
+
+def operation_runner_gone(operation: Operation) -> bool:
+    """A processing receipt nobody runs any more: its runner's process is gone (same host), or it has not
+    touched its heartbeat for OPERATION_STALE_AFTER_S (any host)."""
+    host, _, pid = operation.runner.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit() and not _process_alive(int(pid)):
+        return True
+    last = operation.heartbeat_at or operation.started_at
+    return last is None or timezone.now() - last > timedelta(seconds=settings.OPERATION_STALE_AFTER_S)
+
+
+def _interrupted(operation: Operation) -> bool:
+    if operation.status == OperationStatus.PROCESSING and operation_runner_gone(operation):
+        return True
+    return bool(
+        operation.status in _OPEN and operation.task_id and _job_state(operation.task_id) in {"FAILURE", "REVOKED"}
+    )
+
+
 def operation_view(operation: Operation) -> OperationView:
-    if operation.status in _OPEN and operation.task_id and _job_state(operation.task_id) in {"FAILURE", "REVOKED"}:
+    if _interrupted(operation):
         return OperationView(
             operation=operation,
             status=OperationStatus.FAILED,
