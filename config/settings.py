@@ -75,6 +75,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memory.connectivity.DatabaseOutageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -112,7 +113,11 @@ TEMPLATES = [
 DB_POOL = env_bool("DB_POOL", False)
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 DATABASES: dict[str, Any] = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if DB_POOL else env_int("DB_CONN_MAX_AGE", 60))
+    # Health checks: a kept or pooled connection the server dropped while idle (a restart, an admin's terminate)
+    # is replaced before use, never handed to a request or task.
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=0 if DB_POOL else env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+    )
 }
 if DB_POOL:
     # A short wait: with the database down, /healthz must answer 503 at once, not after psycopg's 30 s.
@@ -155,9 +160,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = (
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 MAINTENANCE_INTERVAL_MINUTES = env_int("MAINTENANCE_INTERVAL_MINUTES", 60)
+VECTOR_SWEEP_INTERVAL_S = env_int("VECTOR_SWEEP_INTERVAL_S", 300)
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     "maintain-claims": {"task": "memory.maintain_claims", "schedule": MAINTENANCE_INTERVAL_MINUTES * 60},
     "flush-access": {"task": "memory.flush_access", "schedule": 60},
+    # What an outage left undone: vectors never made, receipts whose job could not be sent.
+    "sweep-missing-vectors": {"task": "memory.sweep_missing_vectors", "schedule": VECTOR_SWEEP_INTERVAL_S},
+    "requeue-unsent-operations": {"task": "memory.requeue_unsent_operations", "schedule": 60},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -211,6 +220,8 @@ REST_FRAMEWORK = {
 RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 600)
 # MCP: artifacts travel inside JSON-RPC messages, so artifact_put takes less than PUT /artifact (50 MB).
 MCP_ARTIFACT_MAX_BYTES = env_int("MCP_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024)
+# One MCP message (a POST to /mcp or /messages/): room for the largest artifact in base64, plus 1 MiB.
+MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", MCP_ARTIFACT_MAX_BYTES * 4 // 3 + 1024 * 1024)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory service API",

@@ -44,3 +44,23 @@ def embed_pending_vectors(owner_id: int) -> None:
     # If it is unavailable the rows stay findable by keyword, and the next write tries again.
     with suppress(EmbedderUnavailable):
         embed_pending(owner_id, get_embedder())
+
+
+@shared_task(name="memory.sweep_missing_vectors", ignore_result=True)
+def sweep_missing_vectors() -> dict[str, int]:
+    """Vectors for claims, nodes and chunks that lack one of the active model (Celery beat)."""
+    from memory.embeddings import EmbedderUnavailable, get_embedder
+    from memory.services.embeddings import vectors_sweep
+
+    try:
+        return vectors_sweep(get_embedder())
+    except EmbedderUnavailable:  # keyword search still finds the rows; the next sweep tries again
+        return {"claims": 0, "nodes": 0, "chunks": 0}
+
+
+@shared_task(name="memory.requeue_unsent_operations", ignore_result=True)
+def requeue_unsent_operations() -> int:
+    """Send the jobs of receipts whose dispatch failed while the queue was down (Celery beat)."""
+    from memory.services.operations import operations_requeue_unsent
+
+    return operations_requeue_unsent()

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Model, Q
 
@@ -66,11 +67,42 @@ def embed_pending(owner_id: int, embedder: Embedder, *, limit: int = 500) -> dic
     return {"claims": claims_embed(claims, embedder), "nodes": nodes_embed(nodes, embedder)}
 
 
+def vectors_sweep(embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
+    """Vectors of the active model for rows of every owner that lack one: current claims, live nodes, chunks of
+    live sources (written while the queue or the embedder was down, or made by another model). At most `limit`
+    of each per run, in batches; beat runs it every few minutes. Raises EmbedderUnavailable."""
+    stale = stale_vectors(embedder.model_id)
+    claims = Claim.objects.filter(stale, status__in=["active", "suggested", "quarantined"]).only("id", "statement")
+    nodes = Node.objects.filter(stale, merged_into__isnull=True).only("id", "type", "label", "summary")
+    chunks = Chunk.objects.filter(stale, source__tombstoned_at__isnull=True).only("id", "text", "context")
+    size = max(1, settings.EMBEDDING_BATCH_SIZE)
+    done = {"claims": 0, "nodes": 0, "chunks": 0}
+    for name, rows, embed in (
+        ("claims", claims, claims_embed),
+        ("nodes", nodes, nodes_embed),
+        ("chunks", chunks, chunks_embed),
+    ):
+        found = list(rows.order_by("id")[:limit])
+        for start in range(0, len(found), size):
+            done[name] += embed(found[start : start + size], embedder)  # type: ignore[operator]
+    if any(done.values()):
+        logger.info("embeddings.swept", extra=done)
+    return done
+
+
 def vectors_follow(owner_id: int) -> None:
-    """After this transaction commits, a worker embeds what it wrote (the write itself never waits for it)."""
+    """After this transaction commits, a worker embeds what it wrote (the write itself never waits for it).
+    If the queue is down the write still stands: the beat sweep (`vectors_sweep`) embeds it later."""
+    transaction.on_commit(lambda: _send_embed_job(owner_id))
+
+
+def _send_embed_job(owner_id: int) -> None:
     from memory.tasks import embed_pending_vectors
 
-    transaction.on_commit(lambda: embed_pending_vectors.delay(owner_id))
+    try:
+        embed_pending_vectors.delay(owner_id)
+    except Exception:  # the broker is unreachable: the committed write must not turn into an error
+        logger.warning("embeddings.dispatch_failed", extra={"ownerId": owner_id}, exc_info=True)
 
 
 def _literal(vector: list[float]) -> str:

@@ -49,7 +49,26 @@ def operation_dispatch(operation_id: str) -> None:
         # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED.
         process_operation.apply_async(args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
     except Exception:
+        # No job id means "never sent": the beat sweep (operations_requeue_unsent) sends it once the queue is back.
+        Operation.objects.filter(pk=operation_id, task_id=task_id).update(task_id="")
         logger.exception("operation.dispatch_failed", extra={"operationId": operation_id})
+
+
+def operations_requeue_unsent(*, older_than_s: int = 60) -> int:
+    """Send the jobs of queued receipts whose dispatch failed (the queue was down when they were committed).
+    Receipts younger than `older_than_s` are left to their own on-commit dispatch. A job sent twice is harmless:
+    the second delivery finds the receipt no longer queued."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    unsent = list(
+        Operation.objects.filter(status=OperationStatus.QUEUED, task_id="", queued_at__lt=cutoff)
+        .order_by("queued_at")
+        .values_list("pk", flat=True)[:1000]
+    )
+    for operation_id in unsent:
+        operation_dispatch(operation_id)
+    if unsent:
+        logger.info("operation.requeued", extra={"count": len(unsent)})
+    return len(unsent)
 
 
 def operation_restore_if_lost(operation: Operation) -> None:
