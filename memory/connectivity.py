@@ -25,9 +25,26 @@ from memory.errors import error_body
 
 logger = logging.getLogger("memory.connectivity")
 
-_DISCONNECT_STATES = {"57P01", "57P02", "57P03"}  # admin shutdown, crash shutdown, cannot connect now
+# Class 08 (connection exception) and 57P0x (the server ended the session: admin or crash shutdown, cannot
+# connect now, database dropped, idle-session timeout).
+_DISCONNECT_PREFIXES = ("08", "57P0")
 _UNAVAILABLE_STATES = {"53300"}  # too many connections: not a disconnect (no retry), but the service is busy
 PROBE_TIMEOUT_S = 1
+
+# Calls that may run twice without a second effect, so they are retried once on a dropped connection (seeds/004
+# "transparent reconnect"): reads. Writes join them when they carry an eventId (exactly-once); others run once.
+READ_TOOLS = frozenset({
+    "whoami", "partitions.list", "stats", "coord.health",
+    "query.search", "query.reference", "recall", "query.atlas", "query.day", "query.recent_changes", "query.graph",
+    "context.bootstrap", "digest",
+    "node.list", "node.get", "node.neighborhood", "node.sources",
+    "claim.list", "claim.get", "claim.history",
+    "source.get", "source.list", "source.processing.get", "artifact.get", "artifact.list",
+    "memory.get", "memory.list", "memory.history", "memory.search", "scratchpad.read",
+    "session.get", "session.list", "session.events", "handoff.load", "handoff.list",
+    "commitments.open", "commitments.list",
+    "metrics.list", "metrics.series", "metrics.summary", "metrics.summaries",
+})  # fmt: skip
 
 _outage = False
 
@@ -47,7 +64,7 @@ def is_disconnect(exc: BaseException) -> bool:
         return False
     sqlstate = getattr(driver, "sqlstate", None)
     if sqlstate:
-        return sqlstate.startswith("08") or sqlstate in _DISCONNECT_STATES
+        return sqlstate.startswith(_DISCONNECT_PREFIXES)
     return True  # without a SQLSTATE psycopg is reporting the connection itself: closed, failed or lost
 
 
@@ -57,6 +74,19 @@ def is_unavailable(exc: BaseException) -> bool:
         return False
     driver = _driver_error(exc)
     return is_disconnect(exc) or _is_pool_timeout(driver) or getattr(driver, "sqlstate", None) in _UNAVAILABLE_STATES
+
+
+def replay_safe(tool: str, data: object) -> bool:
+    """May this call run again after a dropped connection: a read, or a write with an eventId."""
+    return tool in READ_TOOLS or (isinstance(data, dict) and bool(data.get("eventId") or data.get("event_id")))
+
+
+def reconnect() -> None:
+    """Drop this thread's broken connection; the next query opens a fresh one (from the pool, if any)."""
+    try:
+        connection.close()
+    except DatabaseError:
+        connection.connection = None
 
 
 def _is_pool_timeout(exc: BaseException) -> bool:
