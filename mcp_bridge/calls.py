@@ -21,7 +21,7 @@ from mcp_bridge.catalog import ToolSpec, tools_for_profile
 from memory.access import Access, access_for_token, workspace_requested
 from memory.api.errors import describe_exception
 from memory.api.throttling import token_call_wait
-from memory.connectivity import is_disconnect, reconnect, replay_safe
+from memory.connectivity import is_disconnect, probe, reconnect, replay_safe
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, Scope
 from memory.services.telemetry import tool_event_record
@@ -75,7 +75,8 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
         except Exception as exc:  # every failure leaves in the error shape
             # Transparent reconnect (seeds/004): a read, or a write with an eventId, runs once more on a fresh
             # connection after a genuine disconnect.
-            if attempt == 1 and is_disconnect(exc) and (spec.read_only or replay_safe(spec.name, arguments)):
+            safe = spec.read_only or replay_safe(spec.name, arguments)
+            if attempt == 1 and is_disconnect(exc) and safe and probe():
                 reconnect()
                 continue
             code, message, details = describe_exception(exc, {"view": spec})

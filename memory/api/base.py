@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
-from memory.connectivity import READ_TOOLS, is_disconnect, reconnect, replay_safe
+from memory.connectivity import READ_TOOLS, is_disconnect, probe, reconnect, replay_safe
 from memory.errors import AuthenticationError
 from memory.models import AccessToken
 from memory.services.telemetry import tool_event_record
@@ -96,7 +96,8 @@ class Endpoint(APIView):
     def handle_exception(self, exc: Exception) -> Any:
         """A dropped database connection is retried once on a fresh one when the call may run twice (a read, or
         a write with an eventId: memory.connectivity.replay_safe); anything else is answered as it is."""
-        if not self._reconnected and is_disconnect(exc) and self._replay_safe():
+        # The direct probe first: with the server down, a retry would only wait on the pool again.
+        if not self._reconnected and is_disconnect(exc) and self._replay_safe() and probe():
             self._reconnected = True
             reconnect()
             logger.warning("api.reconnected", extra={"tool": self.tool})

@@ -100,7 +100,8 @@ def _send_embed_job(owner_id: int) -> None:
     from memory.tasks import embed_pending_vectors
 
     try:
-        embed_pending_vectors.delay(owner_id)
+        # No publish retries: with the broker down the answer must not wait; the sweep covers it.
+        embed_pending_vectors.apply_async(args=(owner_id,), retry=False)
     except Exception:  # the broker is unreachable: the committed write must not turn into an error
         logger.warning("embeddings.dispatch_failed", extra={"ownerId": owner_id}, exc_info=True)
 

@@ -47,7 +47,10 @@ def operation_dispatch(operation_id: str) -> None:
     Operation.objects.filter(pk=operation_id).update(task_id=task_id)
     try:
         # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED.
-        process_operation.apply_async(args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
+        # No publish retries: with the broker down the receipt stays queued and the requeue sweep sends it later.
+        process_operation.apply_async(
+            args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S, retry=False
+        )
     except Exception:
         # No job id means "never sent": the beat sweep (operations_requeue_unsent) sends it once the queue is back.
         Operation.objects.filter(pk=operation_id, task_id=task_id).update(task_id="")
