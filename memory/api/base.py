@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
-from memory.connectivity import READ_TOOLS, is_disconnect, probe, reconnect, replay_safe
+from memory.connectivity import READ_TOOLS, is_disconnect, outage_noted, probe, reconnect, replay_safe
 from memory.errors import AuthenticationError
 from memory.models import AccessToken
 from memory.services.telemetry import tool_event_record
@@ -159,6 +159,8 @@ class Endpoint(APIView):
         return response
 
     def _record_tool_event(self, request: Request, response: Any) -> None:
+        if outage_noted():  # also: reading request.auth after a failed authentication would authenticate again
+            return
         token = request.auth if isinstance(request.auth, AccessToken) else None
         status = response.status_code
         error_code = ""
