@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -156,3 +157,16 @@ def test_a_job_redelivered_again_and_again_ends_failed_instead_of_looping(settin
     run_operation(operation.pk, task_id="job-1")
     operation.refresh_from_db()
     assert (operation.status, operation.error_code) == ("failed", "PROCESSING_INTERRUPTED")
+
+
+def test_a_receipt_whose_runner_is_gone_reads_interrupted_and_can_be_retried(api: Api, owner: Persona) -> None:
+    operation_id = big_document(owner, paragraphs=2)
+    # A worker on this host took it and died: its process no longer exists (pid 0 is never a job's runner).
+    Operation.objects.filter(pk=operation_id).update(
+        status=OperationStatus.PROCESSING, runner=f"{socket.gethostname()}:0", task_id="lost-job"
+    )
+    view = api.post("/source/processing/get", owner, {"operationId": operation_id}).json()
+    assert (view["status"], view["errorCode"]) == ("failed", "PROCESSING_INTERRUPTED")
+    retried = api.post("/source/processing/retry", owner, {"operationId": operation_id})
+    assert retried.status_code == 202, retried.json()
+    assert Operation.objects.get(pk=operation_id).status == "queued"
