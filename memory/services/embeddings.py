@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -14,6 +15,7 @@ from memory.embeddings import Embedder
 from memory.models import Chunk, Claim, Node
 
 logger = logging.getLogger("memory.embeddings")
+RowT = TypeVar("RowT", Chunk, Claim, Node)
 
 
 def _store_vectors(model: type[Model], rows: Sequence[Model], texts: list[str], embedder: Embedder) -> int:
@@ -75,19 +77,19 @@ def vectors_sweep(embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
     claims = Claim.objects.filter(stale, status__in=["active", "suggested", "quarantined"]).only("id", "statement")
     nodes = Node.objects.filter(stale, merged_into__isnull=True).only("id", "type", "label", "summary")
     chunks = Chunk.objects.filter(stale, source__tombstoned_at__isnull=True).only("id", "text", "context")
-    size = max(1, settings.EMBEDDING_BATCH_SIZE)
-    done = {"claims": 0, "nodes": 0, "chunks": 0}
-    for name, rows, embed in (
-        ("claims", claims, claims_embed),
-        ("nodes", nodes, nodes_embed),
-        ("chunks", chunks, chunks_embed),
-    ):
-        found = list(rows.order_by("id")[:limit])
-        for start in range(0, len(found), size):
-            done[name] += embed(found[start : start + size], embedder)  # type: ignore[operator]
+    done = {
+        "claims": _in_batches(list(claims.order_by("id")[:limit]), claims_embed, embedder),
+        "nodes": _in_batches(list(nodes.order_by("id")[:limit]), nodes_embed, embedder),
+        "chunks": _in_batches(list(chunks.order_by("id")[:limit]), chunks_embed, embedder),
+    }
     if any(done.values()):
         logger.info("embeddings.swept", extra=done)
     return done
+
+
+def _in_batches(rows: list[RowT], embed: Callable[[list[RowT], Embedder], int], embedder: Embedder) -> int:
+    size = max(1, settings.EMBEDDING_BATCH_SIZE)
+    return sum(embed(rows[start : start + size], embedder) for start in range(0, len(rows), size))
 
 
 def vectors_follow(owner_id: int) -> None:

@@ -45,7 +45,10 @@ def test_the_sweep_embeds_claims_nodes_and_chunks_without_a_vector_of_the_active
 
     model = get_embedder().model_id
     assert counts == {"claims": 2, "nodes": 1, "chunks": 1}
-    for row in [Claim.objects.get(pk=claim.pk), Claim.objects.get(pk=old_model.pk), Node.objects.get(pk=node.pk)]:
+    rows: list[Claim | Node] = [
+        Claim.objects.get(pk=claim.pk), Claim.objects.get(pk=old_model.pk), Node.objects.get(pk=node.pk)
+    ]  # fmt: skip
+    for row in rows:
         assert row.embedding_model == model
         assert len(row.embedding) == 384
     assert Chunk.objects.get(pk=live.pk).embedding_model == model
