@@ -78,6 +78,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memory.connectivity.DatabaseOutageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -115,7 +116,11 @@ TEMPLATES = [
 DB_POOL = env_bool("DB_POOL", False)
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 DATABASES: dict[str, Any] = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if DB_POOL else env_int("DB_CONN_MAX_AGE", 60))
+    # Health checks: a kept or pooled connection the server dropped while idle (a restart, an admin's terminate)
+    # is replaced before use, never handed to a request or task.
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=0 if DB_POOL else env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+    )
 }
 if DB_POOL:
     # A short wait: with the database down, /healthz must answer 503 at once, not after psycopg's 30 s.
@@ -141,17 +146,34 @@ CHANNEL_LAYERS = {
 CELERY_BROKER_URL = REDIS_URL.replace("unix://", "redis+socket://", 1)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
-# A worker that dies mid-job marks the job failed (not redelivered): the receipt then reads as
-# PROCESSING_INTERRUPTED and the owner decides to retry.
+# Periodic tasks lost with a worker simply run at their next beat; the pipeline job (memory.process_operation)
+# sets reject_on_worker_lost itself, so a job whose worker died goes back to the queue and resumes its receipt.
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
+# A job taken by a worker that then died without a word (SIGKILL, power loss) stays unacknowledged in Redis;
+# any worker puts it back on the queue once it is this old (checked every 10 s). A job still running past it is
+# delivered twice; the second copy sees a live heartbeat and does nothing.
+QUEUE_VISIBILITY_TIMEOUT_S = env_int("QUEUE_VISIBILITY_TIMEOUT_S", 300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": QUEUE_VISIBILITY_TIMEOUT_S,
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 1,
+    # Publishing with the broker down fails at once instead of after kombu's retries (about 6 s): the request
+    # that wrote the data answers, and the beat sweeps send the job later. Workers reconnect on their own loop.
+    "max_retries": 1,
+    "interval_start": 0,
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = (
     4  # keeps the pool busy between short jobs; unstarted jobs of a lost worker are redelivered
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 MAINTENANCE_INTERVAL_MINUTES = env_int("MAINTENANCE_INTERVAL_MINUTES", 60)
+VECTOR_SWEEP_INTERVAL_S = env_int("VECTOR_SWEEP_INTERVAL_S", 300)
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     "maintain-claims": {"task": "memory.maintain_claims", "schedule": MAINTENANCE_INTERVAL_MINUTES * 60},
     "flush-access": {"task": "memory.flush_access", "schedule": 60},
+    # What an outage left undone: vectors never made, receipts whose job could not be sent.
+    "sweep-missing-vectors": {"task": "memory.sweep_missing_vectors", "schedule": VECTOR_SWEEP_INTERVAL_S},
+    "requeue-unsent-operations": {"task": "memory.requeue_unsent_operations", "schedule": 60},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -207,6 +229,8 @@ REST_FRAMEWORK = {
 RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 600)
 # MCP: artifacts travel inside JSON-RPC messages, so artifact_put takes less than PUT /artifact (50 MB).
 MCP_ARTIFACT_MAX_BYTES = env_int("MCP_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024)
+# One MCP message (a POST to /mcp or /messages/): room for the largest artifact in base64, plus 1 MiB.
+MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", MCP_ARTIFACT_MAX_BYTES * 4 // 3 + 1024 * 1024)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory service API",
@@ -280,10 +304,21 @@ FILE_UPLOAD_TEMP_DIR = None
 # still saying queued/processing for a job that died reads as PROCESSING_INTERRUPTED (seeds/000).
 CELERY_RESULT_BACKEND = CELERY_BROKER_URL
 CELERY_RESULT_EXPIRES = 24 * 3600
+# With Redis down, sending a job must fail at once (the receipt stays queued and is sent again by beat), not
+# after the backend's 20 reconnect attempts.
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
+    "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+}
 CELERY_TASK_TRACK_STARTED = True
 PIPELINE_TIME_LIMIT_S = env_int("PIPELINE_TIME_LIMIT_S", 900)
 CHUNK_TARGET_CHARS = env_int("CHUNK_TARGET_CHARS", 800)
 CELERY_TASK_TIME_LIMIT = PIPELINE_TIME_LIMIT_S
+# A running job touches its receipt every OPERATION_HEARTBEAT_S; a processing receipt whose runner is gone (no
+# heartbeat for OPERATION_STALE_AFTER_S) reads as PROCESSING_INTERRUPTED. A job whose worker died this many
+# times is failed instead of being resumed again.
+OPERATION_HEARTBEAT_S = env_int("OPERATION_HEARTBEAT_S", 10)
+OPERATION_STALE_AFTER_S = env_int("OPERATION_STALE_AFTER_S", 60)
+OPERATION_MAX_ATTEMPTS = env_int("OPERATION_MAX_ATTEMPTS", 3)
 
 # Extraction and the steward's policy (seeds/001).
 EXTRACTOR = env_str("EXTRACTOR", "rules")  # or "llm": an OpenAI-compatible chat endpoint at LLM_URL

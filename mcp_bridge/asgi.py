@@ -15,20 +15,23 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import DatabaseError
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken as SdkAccessToken
 from mcp.server.transport_security import TransportSecuritySettings
 
+from mcp_bridge.refusals import checked_post, in_error_shape
+from mcp_bridge.refusals import refuse as _refuse
 from mcp_bridge.server import mcp_server
 from memory.access import WORKSPACE_HEADER
-from memory.errors import ERROR_KINDS, AuthenticationError, error_body
+from memory.connectivity import UNAVAILABLE_MESSAGE, database_reachable, is_unavailable, note_outage
+from memory.errors import AuthenticationError
 from memory.models import AccessToken
 from memory.services.tokens import token_for_secret, token_touch
 
@@ -74,17 +77,6 @@ def _resolve(secret: str, via_query: bool) -> AccessToken:
     return token
 
 
-async def _refuse(send: Any, code: str, message: str) -> None:
-    body = json.dumps(error_body(code, message)).encode()
-    await send({
-        "type": "http.response.start",
-        "status": ERROR_KINDS[code].status,
-        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="memory"'),
-                    (b"content-length", str(len(body)).encode())],
-    })  # fmt: skip
-    await send({"type": "http.response.body", "body": body})
-
-
 class TokenGate:
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -95,10 +87,19 @@ class TokenGate:
             await _refuse(send, "AUTH_REQUIRED", "Authentication credentials were not provided.")
             return
         secret, via_query = presented
+        if not await sync_to_async(database_reachable)():
+            await _refuse(send, "SERVICE_UNAVAILABLE", UNAVAILABLE_MESSAGE)
+            return
         try:
             token = await sync_to_async(_resolve)(secret, via_query)
         except AuthenticationError as exc:
             await _refuse(send, exc.code, exc.message)
+            return
+        except DatabaseError as exc:
+            if not is_unavailable(exc):
+                raise
+            note_outage()
+            await _refuse(send, "SERVICE_UNAVAILABLE", UNAVAILABLE_MESSAGE)
             return
         access_scope = dict(scope.get("headers", [])).get(WORKSPACE_HEADER.encode(), b"").decode("latin-1")
         sdk_token = SdkAccessToken(token=token.pk, client_id=token.pk, scopes=list(token.scopes), subject=token.pk)
@@ -175,6 +176,11 @@ class McpTransports:
         path = scope["path"]
         if path == "/mcp/":
             scope = {**scope, "path": "/mcp"}
+        if scope.get("method") == "POST":
+            receive = await checked_post(scope, receive, send)
+            if receive is None:
+                return
+        send = in_error_shape(send)
         if path.startswith("/mcp"):
             await self.start()
             await TokenGate(self.streamable)(scope, receive, send)

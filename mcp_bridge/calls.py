@@ -23,6 +23,7 @@ from memory.access import Access, access_for_token, workspace_requested
 from memory.api.errors import describe_exception
 from memory.api.parsers import refuse_hostile_json
 from memory.api.throttling import token_call_wait
+from memory.connectivity import is_disconnect, probe, reconnect, replay_safe
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, Scope
 from memory.services.telemetry import tool_event_record
@@ -56,26 +57,34 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
     started = time.perf_counter()
     token: AccessToken | None = None
     access: Access | None = None
-    try:
-        token = _usable_token(caller.token_id)
-        if spec not in tools_for_profile(token.profile):
-            raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
-        if (wait := token_call_wait(token)) is not None:
-            raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": wait})
-        refuse_hostile_json(arguments, max_depth=settings.MAX_JSON_DEPTH)  # as REST's parser does
-        data = spec.validated(arguments)
-        if spec.destructive:
-            _require_confirmation(token, data)
-        access = access_for_token(
-            token=token,
-            user_id=data.pop("userId", None),
-            partition_key=data.pop("partitionKey", None),
-            workspace=workspace_requested(caller.access_scope),
-        )
-        outcome = Outcome(_plain(spec.run(access, data)), is_error=False)
-    except Exception as exc:  # every failure leaves in the error shape
-        code, message, details = describe_exception(exc, {"view": spec})
-        outcome = Outcome(error_body(code, message, details), is_error=True, error_code=code)
+    for attempt in (1, 2):
+        try:
+            token = _usable_token(caller.token_id)
+            if spec not in tools_for_profile(token.profile):
+                raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
+            if attempt == 1 and (wait := token_call_wait(token)) is not None:
+                raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": wait})
+            refuse_hostile_json(arguments, max_depth=settings.MAX_JSON_DEPTH)  # as REST's parser does
+            data = spec.validated(arguments)
+            if spec.destructive:
+                _require_confirmation(token, data)
+            access = access_for_token(
+                token=token,
+                user_id=data.pop("userId", None),
+                partition_key=data.pop("partitionKey", None),
+                workspace=workspace_requested(caller.access_scope),
+            )
+            outcome = Outcome(_plain(spec.run(access, data)), is_error=False)
+        except Exception as exc:  # every failure leaves in the error shape
+            # Transparent reconnect (seeds/004): a read, or a write with an eventId, runs once more on a fresh
+            # connection after a genuine disconnect.
+            safe = spec.read_only or replay_safe(spec.name, arguments)
+            if attempt == 1 and is_disconnect(exc) and safe and probe():
+                reconnect()
+                continue
+            code, message, details = describe_exception(exc, {"view": spec})
+            outcome = Outcome(error_body(code, message, details), is_error=True, error_code=code)
+        break
     _record(spec, token, access, outcome, arguments, started)
     close_old_connections()
     return outcome

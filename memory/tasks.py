@@ -9,10 +9,13 @@ from celery import Task, shared_task
 from memory.pipeline.runner import run_operation
 
 
-@shared_task(name="memory.process_operation", bind=True, ignore_result=False, acks_late=True)
+@shared_task(
+    name="memory.process_operation", bind=True, ignore_result=False, acks_late=True, reject_on_worker_lost=True
+)
 def process_operation(self: Task, operation_id: str) -> None:
-    """Run the pipeline for one receipt. Its final state is kept in the result backend for a day, so a job
-    that died (worker lost, hard time limit) shows through as PROCESSING_INTERRUPTED."""
+    """Run the pipeline for one receipt. A job whose worker died goes back to the queue and resumes the receipt;
+    one killed by the hard time limit is kept as FAILURE in the result backend for a day and reads as
+    PROCESSING_INTERRUPTED (as does a receipt whose runner stopped beating)."""
     run_operation(operation_id, task_id=self.request.id or "")
 
 
@@ -41,3 +44,23 @@ def embed_pending_vectors(owner_id: int) -> None:
     # If it is unavailable the rows stay findable by keyword, and the next write tries again.
     with suppress(EmbedderUnavailable):
         embed_pending(owner_id, get_embedder())
+
+
+@shared_task(name="memory.sweep_missing_vectors", ignore_result=True)
+def sweep_missing_vectors() -> dict[str, int]:
+    """Vectors for claims, nodes and chunks that lack one of the active model (Celery beat)."""
+    from memory.embeddings import EmbedderUnavailable, get_embedder
+    from memory.services.embeddings import vectors_sweep
+
+    try:
+        return vectors_sweep(get_embedder())
+    except EmbedderUnavailable:  # keyword search still finds the rows; the next sweep tries again
+        return {"claims": 0, "nodes": 0, "chunks": 0}
+
+
+@shared_task(name="memory.requeue_unsent_operations", ignore_result=True)
+def requeue_unsent_operations() -> int:
+    """Send the jobs of receipts whose dispatch failed while the queue was down (Celery beat)."""
+    from memory.services.operations import operations_requeue_unsent
+
+    return operations_requeue_unsent()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -109,6 +110,40 @@ def test_make_run_serves_everything_stops_cleanly_and_keeps_data(tmp_path: Path)
     finally:
         assert again.stop(signal.SIGTERM) == 0
     assert is_running(runtime) == {"postgres": False, "redis": False}
+
+
+def test_closing_the_terminal_stops_everything_and_a_second_start_says_what_runs(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    service = RunningService(data_dir)
+    try:
+        wait_for(f"{service.url}/healthz", until='"worker": "ok"')
+        second = manage("runall", env=service.env, timeout=60)
+        assert second.returncode != 0
+        assert "already running" in second.stderr, second.stderr
+        assert f"runall={service.process.pid}" in second.stderr
+
+        worker = _worker_pid(service.process.pid)
+        os.kill(worker, signal.SIGKILL)  # the main worker dies: it is restarted, the service keeps serving
+        deadline = time.monotonic() + 60
+        while _worker_pid(service.process.pid) in {worker, 0} and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _worker_pid(service.process.pid) not in {worker, 0}
+        assert service.process.poll() is None
+        wait_for(f"{service.url}/healthz", until='"worker": "ok"')
+        children = [int(pid) for pid in _child_pids(service.process.pid)]
+        assert len(children) == 3
+    finally:
+        code = service.stop(signal.SIGHUP)
+    assert code == 0
+    assert not [pid for pid in children if _alive(pid)]
+    assert is_running(Runtime(data_dir.resolve(), postgres=True, redis=True)) == {"postgres": False, "redis": False}
+
+
+def _worker_pid(supervisor: int) -> int:
+    for pid in _child_pids(supervisor):
+        if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return int(pid)
+    return 0
 
 
 def test_health_is_503_when_the_database_is_down(tmp_path: Path) -> None:

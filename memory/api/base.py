@@ -7,6 +7,7 @@ or filters by owner itself. The OpenAPI operation of every endpoint is derived h
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, ClassVar
 
@@ -21,9 +22,12 @@ from rest_framework.views import APIView
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
 from memory.api.openapi import ERROR_STATUSES, ErrorSerializer
 from memory.api.parsers import BodyRequest
+from memory.connectivity import READ_TOOLS, is_disconnect, outage_noted, probe, reconnect, replay_safe
 from memory.errors import AuthenticationError
 from memory.models import AccessToken
 from memory.services.telemetry import tool_event_record
+
+logger = logging.getLogger("memory.api")
 
 
 class StrictSerializer(serializers.Serializer):
@@ -110,6 +114,8 @@ class Endpoint(APIView):
 
     access: Access | None = None
     _started: float = 0.0
+    _initialized = False
+    _reconnected = False
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         return BodyRequest(
@@ -121,8 +127,34 @@ class Endpoint(APIView):
         )
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        self._started = time.perf_counter()
+        self._started = self._started or time.perf_counter()
         super().initial(request, *args, **kwargs)
+        self._initialized = True
+
+    def handle_exception(self, exc: Exception) -> Any:
+        """A dropped database connection is retried once on a fresh one when the call may run twice (a read, or
+        a write with an eventId: memory.connectivity.replay_safe); anything else is answered as it is."""
+        # The direct probe first: with the server down, a retry would only wait on the pool again.
+        if not self._reconnected and is_disconnect(exc) and self._replay_safe() and probe():
+            self._reconnected = True
+            reconnect()
+            logger.warning("api.reconnected", extra={"tool": self.tool})
+            try:
+                if not self._initialized:  # the drop came during authentication
+                    self.initial(self.request)
+                return self.respond(self.request)
+            except Exception as again:
+                exc = again
+        return super().handle_exception(exc)
+
+    def _replay_safe(self) -> bool:
+        if self.tool in READ_TOOLS:
+            return True
+        try:
+            data = self.request.data
+        except Exception:  # an unreadable body is not worth a retry
+            return False
+        return replay_safe(self.tool, data)
 
     def post(self, request: Request, **kwargs: Any) -> HttpResponseBase:
         return self.respond(request)
@@ -165,6 +197,8 @@ class Endpoint(APIView):
         return response
 
     def _record_tool_event(self, request: Request, response: Any) -> None:
+        if outage_noted():  # also: reading request.auth after a failed authentication would authenticate again
+            return
         token = request.auth if isinstance(request.auth, AccessToken) else None
         status = response.status_code
         error_code = ""

@@ -14,6 +14,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from memory.api.parsers import NestedTooDeep, PayloadTooLarge
+from memory.connectivity import UNAVAILABLE_MESSAGE, is_unavailable, note_outage
 from memory.errors import ERROR_KINDS, ServiceError, error_body
 
 logger = logging.getLogger("memory.api")
@@ -34,6 +35,8 @@ _DRF_CODES: list[tuple[type[exceptions.APIException], str]] = [
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     code, message, details = describe_exception(exc, context)
     response = Response(error_body(code, message, details), status=ERROR_KINDS[code].status)
+    if code == "SERVICE_UNAVAILABLE":
+        response["Retry-After"] = "5"
     if code == "RATE_LIMITED" and details.get("retryAfterSeconds") is not None:
         response["Retry-After"] = str(details["retryAfterSeconds"])
     if response.status_code == 401:
@@ -49,6 +52,9 @@ def describe_exception(exc: Exception, context: dict[str, Any]) -> tuple[str, st
     """The error code, message and details of any failure, as REST and MCP answer it."""
     if isinstance(exc, ServiceError):
         return exc.code, exc.message, exc.details
+    if is_unavailable(exc):
+        note_outage()
+        return "SERVICE_UNAVAILABLE", UNAVAILABLE_MESSAGE, {}
     if isinstance(exc, Http404):
         return "NOT_FOUND", "Not found.", {}
     if isinstance(exc, RequestDataTooBig):  # Django's own cap, checked first also for bodies without a length

@@ -213,6 +213,10 @@ class Operation(models.Model):
     queued_at = models.DateTimeField(db_default=Now())
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # While a job runs it touches heartbeat_at every few seconds; `runner` is "host:pid" of the process running
+    # it. A processing receipt whose runner is gone reads as PROCESSING_INTERRUPTED and its job may resume.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    runner = models.CharField(max_length=160, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["owner", "status"], name="operation_owner_status")]

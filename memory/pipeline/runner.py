@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from types import TracebackType
 
-from django.db import transaction
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from memory.models import Operation, OperationStatus
 from memory.pipeline.progress import publish_progress
 from memory.pipeline.steps import PIPELINE, Job, StepFailed
-from memory.services.operations import operation_source_is_current
+from memory.services.operations import operation_runner_gone, operation_source_is_current, runner_id
 
 logger = logging.getLogger("memory.pipeline")
 
@@ -19,19 +23,75 @@ PROGRESS_INTERVAL_S = 0.5
 
 
 def _claim(operation_id: str, task_id: str) -> Operation | None:
-    """Move a queued receipt to processing; None if it is not queued (a duplicate or stale delivery).
-    The receipt records the job that actually runs it, so the interruption projection asks about that job."""
+    """Move a queued receipt to processing; None if there is nothing to run (a duplicate or stale delivery).
+
+    The same job delivered again after its runner died (the queue gives back a job a lost worker never
+    acknowledged) resumes the receipt, every step being idempotent, unless it has died OPERATION_MAX_ATTEMPTS
+    times already: then the receipt ends failed instead of looping. The receipt records the job and the process
+    running it, so the interruption projection can ask about them."""
     with transaction.atomic():
         operation = Operation.objects.select_for_update().filter(pk=operation_id).first()
-        if operation is None or operation.status != OperationStatus.QUEUED:
+        if operation is None:
             return None
+        resumed = (
+            operation.status == OperationStatus.PROCESSING
+            and bool(task_id)
+            and operation.task_id == task_id
+            and operation_runner_gone(operation)
+        )
+        if resumed and operation.attempts >= settings.OPERATION_MAX_ATTEMPTS:
+            logger.error("pipeline.gave_up", extra={"operationId": operation.pk, "attempts": operation.attempts})
+            _finish(
+                operation,
+                OperationStatus.FAILED,
+                "PROCESSING_INTERRUPTED",
+                f"The processing job died {operation.attempts} times; retry it once the cause is fixed.",
+            )
+            return None
+        if not resumed and operation.status != OperationStatus.QUEUED:
+            return None
+        if resumed:
+            logger.warning("pipeline.resumed", extra={"operationId": operation.pk, "attempts": operation.attempts})
         operation.status = OperationStatus.PROCESSING
-        operation.started_at = timezone.now()
+        operation.started_at = operation.heartbeat_at = timezone.now()
         operation.attempts += 1
         operation.steps_done = []
         operation.task_id = task_id or operation.task_id
-        operation.save(update_fields=["status", "started_at", "attempts", "steps_done", "task_id"])
+        operation.runner = runner_id()
+        operation.save(
+            update_fields=["status", "started_at", "heartbeat_at", "attempts", "steps_done", "task_id", "runner"]
+        )
     return operation
+
+
+class _Heartbeat:
+    """Touches the receipt every OPERATION_HEARTBEAT_S from a thread of its own while the job runs, so a reader
+    can tell a long step from a dead worker."""
+
+    def __init__(self, operation_id: str) -> None:
+        self.operation_id = operation_id
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{operation_id}", daemon=True)
+
+    def __enter__(self) -> None:
+        self._thread.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(settings.OPERATION_HEARTBEAT_S):
+                try:
+                    Operation.objects.filter(pk=self.operation_id, status=OperationStatus.PROCESSING).update(
+                        heartbeat_at=Now()
+                    )
+                except DatabaseError:  # the database is away for a moment: beat again next time
+                    logger.warning("pipeline.heartbeat_failed", extra={"operationId": self.operation_id})
+                    connection.close()
+        finally:
+            connection.close()  # this thread's own connection
 
 
 def _finish(operation: Operation, status: str, code: str = "", message: str = "") -> None:
@@ -47,6 +107,11 @@ def run_operation(operation_id: str, *, task_id: str = "") -> None:
     operation = _claim(operation_id, task_id)
     if operation is None:
         return
+    with _Heartbeat(operation.pk):
+        _run_steps(operation)
+
+
+def _run_steps(operation: Operation) -> None:
     publish_progress(operation)
     source = operation.source
     if source is None or not operation_source_is_current(operation, source):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Model, Q
 
@@ -13,6 +15,7 @@ from memory.embeddings import Embedder
 from memory.models import Chunk, Claim, Node
 
 logger = logging.getLogger("memory.embeddings")
+RowT = TypeVar("RowT", Chunk, Claim, Node)
 
 
 def _store_vectors(model: type[Model], rows: Sequence[Model], texts: list[str], embedder: Embedder) -> int:
@@ -66,11 +69,43 @@ def embed_pending(owner_id: int, embedder: Embedder, *, limit: int = 500) -> dic
     return {"claims": claims_embed(claims, embedder), "nodes": nodes_embed(nodes, embedder)}
 
 
+def vectors_sweep(embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
+    """Vectors of the active model for rows of every owner that lack one: current claims, live nodes, chunks of
+    live sources (written while the queue or the embedder was down, or made by another model). At most `limit`
+    of each per run, in batches; beat runs it every few minutes. Raises EmbedderUnavailable."""
+    stale = stale_vectors(embedder.model_id)
+    claims = Claim.objects.filter(stale, status__in=["active", "suggested", "quarantined"]).only("id", "statement")
+    nodes = Node.objects.filter(stale, merged_into__isnull=True).only("id", "type", "label", "summary")
+    chunks = Chunk.objects.filter(stale, source__tombstoned_at__isnull=True).only("id", "text", "context")
+    done = {
+        "claims": _in_batches(list(claims.order_by("id")[:limit]), claims_embed, embedder),
+        "nodes": _in_batches(list(nodes.order_by("id")[:limit]), nodes_embed, embedder),
+        "chunks": _in_batches(list(chunks.order_by("id")[:limit]), chunks_embed, embedder),
+    }
+    if any(done.values()):
+        logger.info("embeddings.swept", extra=done)
+    return done
+
+
+def _in_batches(rows: list[RowT], embed: Callable[[list[RowT], Embedder], int], embedder: Embedder) -> int:
+    size = max(1, settings.EMBEDDING_BATCH_SIZE)
+    return sum(embed(rows[start : start + size], embedder) for start in range(0, len(rows), size))
+
+
 def vectors_follow(owner_id: int) -> None:
-    """After this transaction commits, a worker embeds what it wrote (the write itself never waits for it)."""
+    """After this transaction commits, a worker embeds what it wrote (the write itself never waits for it).
+    If the queue is down the write still stands: the beat sweep (`vectors_sweep`) embeds it later."""
+    transaction.on_commit(lambda: _send_embed_job(owner_id))
+
+
+def _send_embed_job(owner_id: int) -> None:
     from memory.tasks import embed_pending_vectors
 
-    transaction.on_commit(lambda: embed_pending_vectors.delay(owner_id))
+    try:
+        # No publish retries: with the broker down the answer must not wait; the sweep covers it.
+        embed_pending_vectors.apply_async(args=(owner_id,), retry=False)
+    except Exception:  # the broker is unreachable: the committed write must not turn into an error
+        logger.warning("embeddings.dispatch_failed", extra={"ownerId": owner_id}, exc_info=True)
 
 
 def _literal(vector: list[float]) -> str:

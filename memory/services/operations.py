@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from memory.access import Access
 from memory.errors import Conflict, ServiceError
@@ -42,9 +47,31 @@ def operation_dispatch(operation_id: str) -> None:
     Operation.objects.filter(pk=operation_id).update(task_id=task_id)
     try:
         # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED.
-        process_operation.apply_async(args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
+        # No publish retries: with the broker down the receipt stays queued and the requeue sweep sends it later.
+        process_operation.apply_async(
+            args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S, retry=False
+        )
     except Exception:
+        # No job id means "never sent": the beat sweep (operations_requeue_unsent) sends it once the queue is back.
+        Operation.objects.filter(pk=operation_id, task_id=task_id).update(task_id="")
         logger.exception("operation.dispatch_failed", extra={"operationId": operation_id})
+
+
+def operations_requeue_unsent(*, older_than_s: int = 60) -> int:
+    """Send the jobs of queued receipts whose dispatch failed (the queue was down when they were committed).
+    Receipts younger than `older_than_s` are left to their own on-commit dispatch. A job sent twice is harmless:
+    the second delivery finds the receipt no longer queued."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    unsent = list(
+        Operation.objects.filter(status=OperationStatus.QUEUED, task_id="", queued_at__lt=cutoff)
+        .order_by("queued_at")
+        .values_list("pk", flat=True)[:1000]
+    )
+    for operation_id in unsent:
+        operation_dispatch(operation_id)
+    if unsent:
+        logger.info("operation.requeued", extra={"count": len(unsent)})
+    return len(unsent)
 
 
 def operation_restore_if_lost(operation: Operation) -> None:
@@ -80,8 +107,41 @@ def _job_state(task_id: str) -> str:
         raise ServiceError("The processing queue cannot be inspected right now.", code="SERVICE_UNAVAILABLE") from exc
 
 
+def runner_id() -> str:
+    """Who runs a job: host and process id (the pool process, where the heartbeat lives)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: leave it to the heartbeat
+    return "\nState:\tZ" not in status  # a killed child not yet reaped is gone too
+
+
+def operation_runner_gone(operation: Operation) -> bool:
+    """A processing receipt nobody runs any more: its runner's process is gone (same host), or it has not
+    touched its heartbeat for OPERATION_STALE_AFTER_S (any host)."""
+    host, _, pid = operation.runner.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit() and not _process_alive(int(pid)):
+        return True
+    last = operation.heartbeat_at or operation.started_at
+    return last is None or timezone.now() - last > timedelta(seconds=settings.OPERATION_STALE_AFTER_S)
+
+
+def _interrupted(operation: Operation) -> bool:
+    if operation.status == OperationStatus.PROCESSING and operation_runner_gone(operation):
+        return True
+    return bool(
+        operation.status in _OPEN and operation.task_id and _job_state(operation.task_id) in {"FAILURE", "REVOKED"}
+    )
+
+
 def operation_view(operation: Operation) -> OperationView:
-    if operation.status in _OPEN and operation.task_id and _job_state(operation.task_id) in {"FAILURE", "REVOKED"}:
+    if _interrupted(operation):
         return OperationView(
             operation=operation,
             status=OperationStatus.FAILED,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from memory.connectivity import outage_noted
 from memory.errors import ERROR_KINDS
 from memory.models import AccessToken, ToolEvent, User
 
@@ -32,6 +33,8 @@ def tool_event_record(
     response_bytes: int,
 ) -> None:
     """Records the call; a failure here is logged, never raised: telemetry must not fail a call."""
+    if outage_noted():  # the database is away: do not make the answer wait on the pool for a telemetry row
+        return
     try:
         ToolEvent.objects.create(
             owner=owner,

@@ -27,6 +27,7 @@ from tests.conftest import Persona, issue
 from tests.process import ROOT, child_env, free_port, wait_for
 
 ARTIFACT_CAP = 4096  # artifact_put's cap on the test server, so a test can pass it cheaply
+BODY_CAP = 256 * 1024  # one MCP message's cap on the test server
 REAL_HOSTNAME = "memory.example.test"  # listed in the server's ALLOWED_HOSTS, as a deployment would
 
 
@@ -71,6 +72,7 @@ def mcp_service(django_db_setup: None, django_db_blocker: Any) -> Iterator[McpSe
         ALLOWED_HOSTS=f"127.0.0.1,localhost,{REAL_HOSTNAME}",
         RATE_LIMIT_PER_MINUTE="100000",
         MCP_ARTIFACT_MAX_BYTES=str(ARTIFACT_CAP),
+        MCP_MAX_BODY_BYTES=str(BODY_CAP),
     )
     service = McpService(port=free_port(), env=env, log=Path(settings.DATA_DIR) / "mcp-server.log")
     service.start()

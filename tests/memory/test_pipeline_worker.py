@@ -3,7 +3,11 @@ come back on resubmission. (Real PostgreSQL, Redis and worker; committed data.)"
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,9 +16,11 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from memory.access import access_for_token
-from memory.models import Chunk, Operation
+from memory.models import Chunk, Operation, OperationStatus
+from memory.pipeline.runner import run_operation
 from memory.services.ingestion import DocumentIn, ingest_document
 from tests.conftest import Api, Persona
+from tests.factories import UserFactory
 from tests.process import celery_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.server]
@@ -57,10 +63,12 @@ def test_a_conversation_is_processed_by_the_worker(api: Api, owner: Persona) -> 
     assert all(c.embedding is not None and len(c.embedding) == 384 for c in chunks)
 
 
-def big_document(owner: Persona) -> str:
+def big_document(owner: Persona, paragraphs: int = 80) -> str:
     assert owner.token is not None
     access = access_for_token(token=owner.token, user_id=None, partition_key=None, workspace=False)
-    text = "\n\n".join(f"Paragraph {n}: notes on the quarterly planning of project {n % 17}, " * 6 for n in range(80))
+    text = "\n\n".join(
+        f"Paragraph {n}: notes on the quarterly planning of project {n % 17}, " * 6 for n in range(paragraphs)
+    )
     return ingest_document(access=access, document=DocumentIn(id="big", content=text)).operation.pk
 
 
@@ -106,3 +114,59 @@ def test_resubmitting_restores_a_job_the_queue_lost(api: Api, owner: Persona) ->
         assert again["operationId"] == receipt["operationId"]
         done = wait_for_status(api, owner, receipt["operationId"], {"completed", "failed"})
     assert done["status"] == "completed"
+
+
+def _kill_worker(worker: Any) -> None:
+    """SIGKILL the worker's main process and its pool: the whole worker dies mid-job without a word."""
+    pool = [int(pid) for pid in Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()]
+    for pid in [worker.pid, *pool]:
+        os.kill(pid, signal.SIGKILL)
+    worker.wait()
+
+
+def test_a_killed_worker_leaves_an_interrupted_receipt_whose_redelivered_job_resumes(
+    api: Api, owner: Persona, settings: Any
+) -> None:
+    settings.OPERATION_STALE_AFTER_S = 3  # how this process (the API) judges a heartbeat
+    database = connection.settings_dict["NAME"]
+    with celery_worker(database, OPERATION_HEARTBEAT_S="1") as worker:
+        operation_id = big_document(owner, paragraphs=400)
+        deadline = time.monotonic() + 60
+        while Operation.objects.get(pk=operation_id).status == "queued" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert Operation.objects.get(pk=operation_id).status == "processing"
+        _kill_worker(worker)
+    stranded = wait_for_status(api, owner, operation_id, {"failed", "completed"}, timeout=30)
+    assert (stranded["status"], stranded["errorCode"]) == ("failed", "PROCESSING_INTERRUPTED"), stranded
+    # The job was never acknowledged: a new worker gets it back once the queue's visibility timeout has passed,
+    # and it resumes the receipt (nobody pressed retry).
+    with celery_worker(database, QUEUE_VISIBILITY_TIMEOUT_S="1", OPERATION_HEARTBEAT_S="1"):
+        done = wait_for_status(api, owner, operation_id, {"completed"}, timeout=120)
+    assert done["status"] == "completed", done
+    assert done["attempts"] == 2
+    assert Chunk.objects.filter(embedding__isnull=True).count() == 0
+
+
+def test_a_job_redelivered_again_and_again_ends_failed_instead_of_looping(settings: Any) -> None:
+    user = UserFactory.create()
+    operation = Operation.objects.create(
+        owner=user, partition=user.partitions.get(key="memory:personal"), source_version=1,
+        status=OperationStatus.PROCESSING, attempts=3, task_id="job-1", runner="elsewhere:1",
+    )  # fmt: skip
+    Operation.objects.filter(pk=operation.pk).update(heartbeat_at=None, started_at=None)
+    run_operation(operation.pk, task_id="job-1")
+    operation.refresh_from_db()
+    assert (operation.status, operation.error_code) == ("failed", "PROCESSING_INTERRUPTED")
+
+
+def test_a_receipt_whose_runner_is_gone_reads_interrupted_and_can_be_retried(api: Api, owner: Persona) -> None:
+    operation_id = big_document(owner, paragraphs=2)
+    # A worker on this host took it and died: its process no longer exists (pid 0 is never a job's runner).
+    Operation.objects.filter(pk=operation_id).update(
+        status=OperationStatus.PROCESSING, runner=f"{socket.gethostname()}:0", task_id="lost-job"
+    )
+    view = api.post("/source/processing/get", owner, {"operationId": operation_id}).json()
+    assert (view["status"], view["errorCode"]) == ("failed", "PROCESSING_INTERRUPTED")
+    retried = api.post("/source/processing/retry", owner, {"operationId": operation_id})
+    assert retried.status_code == 202, retried.json()
+    assert Operation.objects.get(pk=operation_id).status == "queued"

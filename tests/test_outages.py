@@ -1,0 +1,101 @@
+"""Outages of Redis and PostgreSQL, as a client sees them over real HTTP: a write that succeeded is
+acknowledged, a missing backing service is a 503 SERVICE_UNAVAILABLE in the error shape, never a 500."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from django.db import connection
+
+from config.embedded import Runtime, _Redis
+from memory.models import Claim
+from tests.conftest import Persona, error_code
+from tests.process import ROOT, child_env, free_port, service_env, wait_for
+
+pytestmark = pytest.mark.server
+
+
+class Server:
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--port", str(self.port), "--lifespan", "on"],
+            cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def post(self, path: str, persona: Persona | None, body: object = None, **headers: str) -> httpx.Response:
+        sent = {**(persona.headers if persona else {}), **headers}
+        return httpx.post(f"{self.url}{path}", json=body or {}, headers=sent, timeout=60)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[_Redis]:
+    """A Redis of this test's own, so stopping it leaves the suite's Redis alone."""
+    redis = _Redis(Runtime(tmp_path / "redis", postgres=False, redis=True))
+    redis.ensure_running()
+    yield redis
+    redis.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_memory_saved_while_redis_is_down_is_acknowledged_kept_and_readable(
+    owner: Persona, own_redis: _Redis, tmp_path: Path
+) -> None:
+    env = child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url())
+    server = Server(env, tmp_path / "server.log")
+    try:
+        wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        own_redis.stop()
+        saved = server.post("/memory/save", owner, {"key": "editor", "value": "helix", "eventId": "evt-redis-down"})
+        assert saved.status_code == 200, saved.text
+        assert Claim.objects.filter(key="editor", status="active").count() == 1  # the write was kept
+        read = server.post("/memory/get", owner, {"key": "editor"})
+        assert read.status_code == 200, read.text
+        searched = server.post("/memory/search", owner, {"query": "editor"})
+        assert searched.status_code == 200, searched.text
+        ingested = server.post(
+            "/ingest/document", owner, {"document": {"id": "doc-redis-down", "content": "Kept while Redis was down."}}
+        )
+        assert ingested.status_code == 202, ingested.text
+    finally:
+        server.stop()
+
+
+def test_rest_and_mcp_answer_503_in_the_error_shape_while_the_database_is_down(tmp_path: Path) -> None:
+    # Nothing listens at this address: the database is down for this server from the start.
+    env = service_env(
+        tmp_path / "data", 0, DATABASE_URL=f"postgresql://postgres@/memory?host={tmp_path}", SECRET_KEY="test-only"
+    )
+    server = Server(env, tmp_path / "server.log")
+    bearer = {"Authorization": "Bearer mem_" + "a" * 40}
+    try:
+        wait_for(f"{server.url}/healthz")
+        for _ in range(2):  # the first request meets the outage, the next one knows about it
+            whoami = server.post("/whoami", None, **bearer)
+            assert whoami.status_code == 503, whoami.text
+            assert error_code(whoami) == "SERVICE_UNAVAILABLE"
+            mcp = server.post(
+                "/mcp",
+                None,
+                {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                **bearer,
+                Accept="application/json, text/event-stream",
+            )
+            assert mcp.status_code == 503, mcp.text
+            assert error_code(mcp) == "SERVICE_UNAVAILABLE"
+    finally:
+        server.stop()
