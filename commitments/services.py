@@ -33,8 +33,10 @@ def current_status(task: Node) -> Claim | None:
 
 def task_lock(task: Node) -> None:
     """Inside a transaction: one change of a task's status, owner or due date at a time. Take it before
-    reading what is current, or a concurrent change can be undone by a stale read."""
-    Node.objects.select_for_update().filter(pk=task.pk).first()
+    reading what is current, or a concurrent change can be undone by a stale read. A task erased meanwhile
+    is not found."""
+    if Node.objects.select_for_update().filter(pk=task.pk).values_list("pk", flat=True).first() is None:
+        raise NotFound("No such task.", details={"taskId": task.pk})
 
 
 @transaction.atomic

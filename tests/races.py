@@ -25,9 +25,17 @@ def wait_until_blocked(timeout_s: float = 10.0) -> bool:
     return False
 
 
-def race(holder: Callable[[], object], contender: Callable[[], object], *, wait_s: float = 3.0) -> None:
+def race(
+    holder: Callable[[], object],
+    contender: Callable[[], object],
+    *,
+    then: Callable[[], object] | None = None,
+    wait_s: float = 3.0,
+    allowed: tuple[type[BaseException], ...] = (),
+) -> list[BaseException]:
     """`holder` runs in a transaction that stays open until `contender`, on another connection, waits for a
-    lock (at most `wait_s`); then the holder commits and both finish. Exceptions of either fail the test."""
+    lock (at most `wait_s`); then the holder runs `then` in the same transaction, commits, and both finish.
+    Exceptions of either fail the test unless they are `allowed`; those are returned."""
     errors: list[BaseException] = []
     held, release = threading.Event(), threading.Event()
 
@@ -37,6 +45,8 @@ def race(holder: Callable[[], object], contender: Callable[[], object], *, wait_
                 holder()
                 held.set()
                 release.wait(30)
+                if then is not None:
+                    then()
         except BaseException as exc:
             errors.append(exc)
         finally:
@@ -60,4 +70,5 @@ def race(holder: Callable[[], object], contender: Callable[[], object], *, wait_
     release.set()
     first.join(30)
     second.join(30)
-    assert not errors, errors
+    assert all(isinstance(error, allowed) for error in errors), errors
+    return errors

@@ -8,6 +8,7 @@ is read as well, under the same caps.
 from __future__ import annotations
 
 import io
+import json
 import re
 from typing import Any
 
@@ -67,6 +68,18 @@ class LimitedJSONParser(JSONParser):
             raise NestedTooDeep(max_depth) from None
         refuse_hostile_json(data, max_depth=max_depth)
         return data
+
+
+def json_loads_checked(text: str | bytes) -> Any:
+    """`json.loads` for JSON that arrives outside a JSON body (a multipart part), under the same depth and
+    Unicode checks. Malformed JSON raises ValueError as `json.loads` does."""
+    max_depth = settings.MAX_JSON_DEPTH
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise NestedTooDeep(max_depth) from None
+    refuse_hostile_json(data, max_depth=max_depth)
+    return data
 
 
 def refuse_hostile_json(data: Any, *, max_depth: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http.response import HttpResponseBase
@@ -16,6 +15,7 @@ from memory.access import Access
 from memory.api import ingest_serializers as s
 from memory.api.base import Endpoint
 from memory.api.openapi import BlobOut, SourceOut, anything, count, flag, many, maybe_text, one, shape, text, when
+from memory.api.parsers import json_loads_checked
 from memory.api.presenters import blob_json, operation_json, source_content_json, source_json
 from memory.api.ranges import blob_response
 from memory.errors import PayloadTooLarge, ValidationFailed
@@ -174,7 +174,7 @@ class IngestFile(Endpoint):
         if upload is None:
             raise ValidationFailed("The file part is missing.", details={"file": ["This field is required."]})
         try:
-            document = json.loads(parts.get("document") or "")
+            document = json_loads_checked(parts.get("document") or "")
         except ValueError as exc:
             raise ValidationFailed(
                 "The document part must be a JSON object.", details={"document": ["Invalid JSON."]}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from django.conf import settings
 from django.db import transaction
@@ -18,6 +18,9 @@ from django.db import transaction
 from memory.extraction.base import Extraction
 from memory.models import Chunk, Operation, Source, SourceKind
 from memory.pipeline.chunking import CONTEXT_TURNS, ChunkDraft, chunks_for_source, message_context
+
+if TYPE_CHECKING:
+    from memory.services.reconcile import Vectors
 
 logger = logging.getLogger("memory.pipeline")
 
@@ -37,6 +40,7 @@ class Job:
     extraction: Extraction | None = None
     extractor: str = ""
     pending: list[Source] = field(default_factory=list)
+    vectors: Vectors | None = None  # embedded before the caller took its locks (curation)
 
     def lock_source(self) -> None:
         """Inside a transaction: lock the source row and make sure it is still this receipt's version, so
@@ -202,7 +206,8 @@ class Reconcile(Step):
 
         if job.extraction is None:
             return {}
-        vectors = reconcile_vectors(job.extraction)  # before the lock: the embedder may be slow or down
+        # Before the lock: the embedder may be slow or down (curation embeds before it locks the session).
+        vectors = job.vectors if job.vectors is not None else reconcile_vectors(job.extraction)
         with transaction.atomic():
             job.lock_source()
             counts = reconcile(source=job.source, extraction=job.extraction, extractor=job.extractor, vectors=vectors)

@@ -1,7 +1,9 @@
 """Access bookkeeping off the request path: a search adds the claims it returned to a Redis hash (one
 round trip); beat flushes the hash into `access_count` / `last_accessed_at` with one UPDATE.
 
-Failing open: if Redis is down, a search still answers and those accesses are simply not counted.
+Failing open: if Redis is down, a search still answers and those accesses are simply not counted. Counts are
+applied at least once: a flush whose UPDATE fails leaves them for the next one, and if Redis fails between a
+committed UPDATE and dropping the hash, the next flush applies them again.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from django.db import connection
 logger = logging.getLogger("memory.recall")
 PENDING = "recall:access:pending"
 FLUSHING = "recall:access:flushing"
+FLUSH_LOCK = "recall:access:flush-lock"
+FLUSH_LOCK_SECONDS = 300  # longer than any flush; a crashed flusher's lock lapses
 
 
 @cache
@@ -56,6 +60,16 @@ def flush_access() -> int:
     """Move the pending counts into the claims (first those of a flush that failed); returns how many claims
     were updated."""
     client = _client()
+    # One flush at a time (beat ticks can overlap a slow one): two would both apply the same FLUSHING hash.
+    if not client.set(FLUSH_LOCK, "1", nx=True, ex=FLUSH_LOCK_SECONDS):
+        return 0
+    try:
+        return _flush(client)
+    finally:
+        client.delete(FLUSH_LOCK)
+
+
+def _flush(client: redis.Redis) -> int:
     updated = _apply(client) if client.exists(FLUSHING) else 0
     try:
         client.rename(PENDING, FLUSHING)  # atomic: searches from now on count into a fresh hash

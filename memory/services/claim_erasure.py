@@ -112,11 +112,15 @@ def claims_erase(*, owner: Any, claim_ids: set[str]) -> int:
     """Erase these claims (evidence and audit content with them). Revision chains that run through claims that
     stay are mended around the gap, so an older value becomes current again when the newer one is erased, and
     a task left with no status at all goes too. Returns how many claims went."""
+    from commitments.services import task_lock
+
     doomed = set(Claim.objects.filter(owner=owner, pk__in=claim_ids).values_list("pk", flat=True))
     if not doomed:
         return 0
-    mends = _mends(doomed)
     tasks = set(Claim.objects.filter(pk__in=doomed, predicate="HAS_TASK_STATUS").values_list("subject_id", flat=True))
+    for task in Node.objects.filter(pk__in=tasks).order_by("pk"):  # in one order, so two erasures cannot deadlock
+        task_lock(task)  # a status change waits, then sees the chain as mended
+    mends = _mends(doomed)
     for claim_id in doomed:
         audit_erase_target(owner=owner, target_type="claim", target_id=claim_id)
     Claim.objects.filter(pk__in=doomed).delete()

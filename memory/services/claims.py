@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from commitments.services import STATUSES, status_claim_revise, status_word
+from commitments.services import STATUSES, status_claim_revise, status_word, task_lock
 from memory.access import Access
 from memory.errors import Conflict, ValidationFailed
 from memory.models import Claim, ClaimOrigin, ClaimStatus, Scope
@@ -25,10 +25,22 @@ def _summary(claim: Claim, fields: list[str]) -> dict[str, Any]:
     return {name: getattr(claim, name) for name in fields}
 
 
+def _claim_for_write(access: Access, claim_id: str) -> Claim:
+    """The claim, row-locked, after the locks every writer of its kind takes first: a keyed memory's key lock,
+    a task status's task lock. Taking the row first would invert their order against memory_save and
+    status_set and deadlock."""
+    claim = claim_for_access(access, claim_id)
+    if claim.key:
+        key_lock(owner_id=claim.owner_id, partition_id=claim.partition_id, key=claim.key)
+    if claim.predicate == "HAS_TASK_STATUS" and claim.subject is not None:
+        task_lock(claim.subject)
+    return claim_for_access(access, claim_id, for_update=True)
+
+
 def _change(access: Access, claim_id: str, action: str, scope: str, changes: dict[str, Any]) -> Claim:
     """Apply field changes to one claim in its own partition, with an audit row of what changed."""
     access.require_scope(scope)
-    claim = claim_for_access(access, claim_id, for_update=True)
+    claim = _claim_for_write(access, claim_id)
     access.check_write(claim.partition)
     changed = [name for name, value in changes.items() if getattr(claim, name) != value]
     if not changed:
@@ -109,7 +121,7 @@ def claim_confirm(*, access: Access, claim_id: str) -> Claim:
     """The owner vouches for a claim (needs `edit`): a suggested or quarantined claim becomes active, and a
     `needs_reverification` flag is lifted. Claims already superseded, retracted or expired cannot be."""
     access.require_scope(Scope.EDIT)
-    claim = claim_for_access(access, claim_id)
+    claim = _claim_for_write(access, claim_id)  # the status is checked once nothing can change it
     if claim.status not in _CURRENT:
         raise Conflict(
             f"A {claim.status} claim cannot be confirmed; save a new one instead.",
@@ -131,10 +143,7 @@ def claim_confirm(*, access: Access, claim_id: str) -> Claim:
 def claim_correct(*, access: Access, claim_id: str, statement: str, value: Any = None) -> Claim:
     """A new revision with the corrected statement; the old one becomes `superseded` and stays in history."""
     access.require_scope(Scope.EDIT)
-    old = claim_for_access(access, claim_id)
-    if old.key:  # the key first, then the row: the order memory_save takes them in
-        key_lock(owner_id=old.owner_id, partition_id=old.partition_id, key=old.key)
-    old = claim_for_access(access, claim_id, for_update=True)
+    old = _claim_for_write(access, claim_id)
     access.check_write(old.partition)
     if old.status not in _CURRENT:
         raise Conflict(
@@ -205,10 +214,14 @@ def _status_correct(access: Access, old: Claim, statement: str, value: Any) -> C
 @transaction.atomic
 def claim_erase(*, access: Access, claim_id: str) -> int:
     """Erase a claim with all its revisions (corrections of it, and what it corrected) and evidence links, and
-    the content of their audit rows. A claim that merely superseded it stays (`claims_erase`)."""
+    the content of their audit rows. A claim that merely superseded it stays (`claims_erase`), and so do the
+    other statuses of a task."""
     access.require_scope(Scope.EDIT)
-    claim = claim_for_access(access, claim_id, for_update=True)
-    erased = claims_erase(owner=access.user, claim_ids=claim_lineage({claim.pk}))
+    claim = _claim_for_write(access, claim_id)
+    # A task's statuses are successive decisions, not revisions of one text: erasing one leaves the others
+    # (the one before becomes current again if this was the current one).
+    revisions = {claim.pk} if claim.predicate == "HAS_TASK_STATUS" else claim_lineage({claim.pk})
+    erased = claims_erase(owner=access.user, claim_ids=revisions)
     audit_record(
         actor=access.actor,
         owner=access.user,

@@ -152,6 +152,10 @@ def _read_events(access: Access, session: AgentSession) -> _Reading | None:
     relayed = {child.pk for child in job.pending if child.source_context.get("appendedBy") != ActorKind.USER}
     if job.extraction is not None and relayed:
         _as_inferred(job.extraction, relayed)
+    if job.extraction is not None:
+        from memory.services.reconcile import reconcile_vectors
+
+        job.vectors = reconcile_vectors(job.extraction)  # like the extractor, before the session lock
     return _Reading(job=job, new_source=new_source, new_children=new_children, state=state, counts=counts)
 
 

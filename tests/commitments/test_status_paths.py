@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from commitments.services import commitment_confirm, commitment_set_status, status_set
+from commitments.services import commitment_confirm, commitment_set_status, status_set, task_lock
 from memory.access import Actor, access_for_user
+from memory.errors import Conflict
 from memory.extraction.base import EvidenceRef, Extraction, TaskCandidate
 from memory.models import Claim, MemoryEvent, Node, Source
+from memory.services.claims import claim_correct, claim_erase
 from memory.services.reconcile import reconcile
 from tests.conftest import Api, Persona, error_code
 from tests.factories import NodeFactory
@@ -96,3 +98,42 @@ def test_two_jobs_setting_a_due_date_leave_one_current_date(api: Api, owner: Per
 
     race(holder=due(4), contender=due(5))
     assert active(task, "DUE_ON") == ["2026-05-05"]
+
+
+def test_erasing_the_current_status_makes_the_previous_one_current(api: Api, owner: Persona, alice) -> None:
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    status_set(task, "pending", actor=Actor.system(), origin="user_stated")
+    started = status_set(task, "in_progress", actor=Actor.system(), origin="user_stated")
+    answer = api.post("/claim/delete", owner, {"claimId": started.pk}).json()
+    assert answer == {"claimId": started.pk, "erasedRevisions": 1}
+    assert statuses(task) == [("pending", "active")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_correcting_a_status_while_set_status_runs_never_deadlocks(alice) -> None:
+    """set-status holds the task lock; the correction must wait for it before it locks the status row, or the
+    two take the same locks in opposite orders."""
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    pending = status_set(task, "pending", actor=Actor.system(), origin="assistant_inferred")
+    access = access_for_user(user=alice)
+    race(
+        holder=lambda: task_lock(task),
+        then=lambda: commitment_set_status(access, task.pk, "completed"),
+        contender=lambda: claim_correct(access=access, claim_id=pending.pk, statement="started", value="in_progress"),
+        allowed=(Conflict,),  # the corrected revision was superseded meanwhile: correct the current one
+    )
+    assert active(task) == ["completed"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_erasing_a_status_while_set_status_runs_leaves_one_active_status(alice) -> None:
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    status_set(task, "pending", actor=Actor.system(), origin="user_stated")
+    started = status_set(task, "in_progress", actor=Actor.system(), origin="user_stated")
+    access = access_for_user(user=alice)
+    race(
+        holder=lambda: claim_erase(access=access, claim_id=started.pk),
+        contender=lambda: commitment_set_status(access, task.pk, "completed"),
+    )
+    assert active(task) == ["completed"]
+    assert [value for value, _ in statuses(task)] == ["pending", "completed"]

@@ -50,3 +50,20 @@ def test_counts_of_a_failed_flush_are_not_lost(alice) -> None:
     claim.refresh_from_db()
     assert claim.access_count == 3
     assert claim.last_accessed_at is not None
+
+
+@pytest.mark.django_db
+def test_a_flush_while_another_runs_does_nothing(alice) -> None:
+    from memory.recall.bookkeeping import FLUSH_LOCK
+
+    claim = ClaimFactory.create(owner=alice, statement="Prefers tea.")
+    _client().delete(PENDING, FLUSHING, FLUSH_LOCK)
+    note_access([claim.pk])
+    _client().set(FLUSH_LOCK, "1")  # another flush is under way
+    try:
+        assert flush_access() == 0
+    finally:
+        _client().delete(FLUSH_LOCK)
+    assert flush_access() == 1
+    claim.refresh_from_db()
+    assert claim.access_count == 1

@@ -117,3 +117,26 @@ def test_the_last_plausible_day_is_extracted_without_overflow(api: Api, owner: P
 @pytest.mark.parametrize("phrase", ["tomorrow", "next week", "friday", "end of the week", "3 january"])
 def test_day_phrases_at_the_end_of_the_calendar_never_raise(phrase: str) -> None:
     assert resolve_day(phrase, date.max) in {date.max, None}
+
+
+@pytest.mark.parametrize("depth", [1200, 100_000])
+def test_a_deeply_nested_document_part_of_a_file_upload_is_a_validation_error(
+    api: Api, owner: Persona, depth: int
+) -> None:
+    from tests.memory.test_files import upload
+
+    document = '{"id": "deep", "sourceContext": {"note": ' + "[" * depth + "]" * depth + "}}"
+    response = upload(api, owner, b"notes", document=document)
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "VALIDATION_ERROR"
+    assert response.json()["error"]["details"]["maxDepth"] == 64
+    assert not Source.objects.exists()
+
+
+def test_a_lone_surrogate_in_the_document_part_of_a_file_upload_is_a_validation_error(api: Api, owner: Persona) -> None:
+    from tests.memory.test_files import upload
+
+    response = upload(api, owner, b"notes", document='{"id": "odd", "sourceContext": {"note": "\\ud800"}}')
+    assert response.status_code == 400, response.content
+    assert error_code(response) == "VALIDATION_ERROR"
+    assert not Source.objects.exists()

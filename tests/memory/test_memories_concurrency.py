@@ -150,3 +150,25 @@ def test_confirming_a_quarantined_value_while_a_save_of_its_key_is_in_flight(own
         contender=lambda: claim_confirm(access=access, claim_id=held.pk),
     )
     assert list(Claim.objects.filter(key="k", status=ClaimStatus.ACTIVE).values_list("value", flat=True)) == ["held"]
+
+
+def test_confirming_a_value_that_a_correction_just_replaced_is_a_conflict(owner: Persona, alice: Any) -> None:
+    """The confirmation checks the claim's status only once it holds the key's lock."""
+    from memory.errors import Conflict
+    from memory.services.claims import claim_confirm, claim_correct
+
+    personal = Partition.objects.get(owner=alice, key="memory:personal")
+    access = _access(owner)
+    memory_save(access=access, key="k", value="first")
+    held = Claim.objects.create(
+        owner=alice, partition=personal, statement="k: held", key="k", value="held", kind="note", status="quarantined"
+    )
+    race(
+        holder=lambda: claim_correct(access=access, claim_id=held.pk, statement="k: fixed", value="fixed"),
+        contender=lambda: claim_confirm(access=access, claim_id=held.pk),
+        allowed=(Conflict,),
+    )
+    assert list(Claim.objects.filter(key="k", status=ClaimStatus.ACTIVE).values_list("value", flat=True)) == ["fixed"]
+    held.refresh_from_db()
+    assert held.status == ClaimStatus.SUPERSEDED
+    assert Claim.objects.get(pk=held.superseded_by_id).superseded_by_id is None

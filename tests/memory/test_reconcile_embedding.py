@@ -12,19 +12,22 @@ import pytest
 from django.db import OperationalError, connection, transaction
 
 from memory.embeddings import reset_embedder_cache
-from memory.models import Claim, Operation, Source
+from memory.models import AgentSession, Claim, Operation, Source
 from memory.pipeline.runner import run_operation
 from tests.conftest import Api, Persona
 from tests.local_http import JsonHandler, serving
 
-calls: list[bool] = []  # one entry per call: was the source row locked at that moment?
+calls: list[bool] = []  # one entry per call: was the watched row locked at that moment?
 watched: dict[str, str] = {}
 
 
 def _source_locked() -> bool:
     try:
         with transaction.atomic():
-            Source.objects.select_for_update(nowait=True).filter(pk=watched["sourceId"]).first()
+            if "sessionId" in watched:
+                AgentSession.objects.select_for_update(nowait=True).filter(pk=watched["sessionId"]).first()
+            else:
+                Source.objects.select_for_update(nowait=True).filter(pk=watched["sourceId"]).first()
         return False
     except OperationalError:
         return True
@@ -35,7 +38,7 @@ def _source_locked() -> bool:
 class DownEmbedder(JsonHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        calls.append(_source_locked() if "sourceId" in watched else False)
+        calls.append(_source_locked() if watched else False)
         self.send_json(503, b'{"error": "loading"}')
 
 
@@ -68,3 +71,15 @@ def test_a_down_embedder_is_called_outside_the_source_lock_once_per_step(
     assert not any(calls), f"{sum(calls)} of {len(calls)} embedder calls ran while the source row was locked"
     assert len(calls) <= 3, f"{len(calls)} calls to a down embedder for one job"  # embed, reconcile, index
     assert any(record.message == "reconcile.embedder_unavailable" for record in caplog.records)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_curation_calls_the_embedder_before_it_locks_the_session(api: Api, owner: Persona, down_embedder: None) -> None:
+    session = api.post("/session/create", owner, {"title": "work"}).json()["session"]["sessionId"]
+    event = {"sessionId": session, "kind": "user_message", "payload": {"text": "I prefer dark roast coffee."}}
+    assert api.post("/session/append-event", owner, event).status_code in (200, 201)
+    watched["sessionId"] = session
+    response = api.post("/coord/curate", owner, {"sessionId": session, "dryRun": False})
+    assert response.status_code == 200, response.json()
+    assert calls, "the stand-in was never called"
+    assert not any(calls), f"{sum(calls)} of {len(calls)} embedder calls ran while the session row was locked"
