@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -96,9 +97,14 @@ def celery_worker(database_name: str, **env_extra: str) -> Iterator[subprocess.P
                 raise AssertionError("the Celery worker did not start")
         yield worker
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        stop(worker)
+
+
+def stop(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM, and SIGKILL if it has not exited within 30 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

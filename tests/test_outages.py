@@ -15,7 +15,7 @@ from django.db import connection
 from config.embedded import Runtime, _Redis
 from memory.models import Claim
 from tests.conftest import Persona, error_code
-from tests.process import ROOT, child_env, free_port, service_env, wait_for
+from tests.process import ROOT, child_env, free_port, service_env, stop, wait_for
 
 pytestmark = pytest.mark.server
 
@@ -34,12 +34,7 @@ class Server:
         return httpx.post(f"{self.url}{path}", json=body or {}, headers=sent, timeout=60)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
 
 
 @pytest.fixture

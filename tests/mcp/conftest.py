@@ -24,7 +24,7 @@ from django.conf import settings
 
 from memory.models import Scope, ToolProfile, User
 from tests.conftest import Persona, issue
-from tests.process import ROOT, child_env, free_port, wait_for
+from tests.process import ROOT, child_env, free_port, stop, wait_for
 
 ARTIFACT_CAP = 4096  # artifact_put's cap on the test server, so a test can pass it cheaply
 BODY_CAP = 256 * 1024  # one MCP message's cap on the test server
@@ -52,12 +52,7 @@ class McpService:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop(self.process)
             self.process = None
 
     def restart(self) -> None:

@@ -135,16 +135,22 @@ def test_an_event_id_is_replayed_only_within_its_partition(owner: Persona, alice
     assert again.deduplicated is True and again.claim.pk == apollo.claim.pk
 
 
-def test_confirming_a_quarantined_value_while_a_save_of_its_key_is_in_flight(owner: Persona, alice: Any) -> None:
-    """The confirmation waits for the save (one lock per key for every writer), then replaces its value."""
+def _with_a_held_value(owner: Persona, alice: Any) -> tuple[Any, Claim]:
+    """Key "k" with a current value and a quarantined one waiting for review."""
     personal = Partition.objects.get(owner=alice, key="memory:personal")
     access = _access(owner)
     memory_save(access=access, key="k", value="first")
     held = Claim.objects.create(
         owner=alice, partition=personal, statement="k: held", key="k", value="held", kind="note", status="quarantined"
     )
+    return access, held
+
+
+def test_confirming_a_quarantined_value_while_a_save_of_its_key_is_in_flight(owner: Persona, alice: Any) -> None:
+    """The confirmation waits for the save (one lock per key for every writer), then replaces its value."""
     from memory.services.claims import claim_confirm
 
+    access, held = _with_a_held_value(owner, alice)
     race(
         holder=lambda: memory_save(access=access, key="k", value="second"),
         contender=lambda: claim_confirm(access=access, claim_id=held.pk),
@@ -157,12 +163,7 @@ def test_confirming_a_value_that_a_correction_just_replaced_is_a_conflict(owner:
     from memory.errors import Conflict
     from memory.services.claims import claim_confirm, claim_correct
 
-    personal = Partition.objects.get(owner=alice, key="memory:personal")
-    access = _access(owner)
-    memory_save(access=access, key="k", value="first")
-    held = Claim.objects.create(
-        owner=alice, partition=personal, statement="k: held", key="k", value="held", kind="note", status="quarantined"
-    )
+    access, held = _with_a_held_value(owner, alice)
     race(
         holder=lambda: claim_correct(access=access, claim_id=held.pk, statement="k: fixed", value="fixed"),
         contender=lambda: claim_confirm(access=access, claim_id=held.pk),
