@@ -29,6 +29,9 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import NoReturn
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -98,14 +101,33 @@ def score(scorer: Path, cases: Path, base: str, token: str, options: argparse.Na
         if options.verbose or result.returncode or not PROGRESS.match(line):
             print(line, file=sys.stderr)
     blocks, summary, verdicts = split_report(result.stdout)
-    print("\n".join((blocks if options.verbose else []) + summary))
+    if result.stdout.strip():
+        print("\n".join((blocks if options.verbose else []) + summary))
     if verdicts:
         print("\n".join(language_table(verdicts)))
     return result.returncode
 
 
+def warn_if_unreachable(llm_url: str) -> None:
+    """An endpoint that cannot be reached scores 0 % without an error: by design each receipt still completes
+    (counts.extractionFailed), and the sources are left for a later job to extract."""
+    if not llm_url:
+        print("note: LLM_URL is not set; the service uses its default endpoint", file=sys.stderr)
+        return
+    try:
+        httpx.get(f"{llm_url.rstrip('/')}/models", timeout=5)
+    except httpx.HTTPError as exc:
+        print(f"warning: LLM_URL {llm_url} cannot be reached ({type(exc).__name__}): expect 0 %", file=sys.stderr)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # exit 1 as the scorer does: 2 means "service unreachable"
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="?", type=Path, default=DEFAULT_CASES, help=f"default {DEFAULT_CASES}")
     parser.add_argument("--scorer", type=Path, help="default: score_extraction.py beside the case file")
     parser.add_argument("--url", help="score a running service (e.g. `make run`) instead of starting one")
@@ -127,8 +149,8 @@ def main() -> int:
     if options.url and options.extractor:
         parser.error("--extractor applies to the service this script starts; a running one keeps its own EXTRACTOR")
     extractor = options.extractor or "rules"
-    if extractor == "llm" and not os.environ.get("LLM_URL"):
-        print("note: LLM_URL is not set; the service uses its default endpoint", file=sys.stderr)
+    if extractor == "llm":
+        warn_if_unreachable(os.environ.get("LLM_URL", ""))
 
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
