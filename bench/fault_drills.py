@@ -51,7 +51,8 @@ WAIT_S = 300  # the bound of every wait
 
 
 class Drill:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, settings: dict[str, str] | None = None) -> None:
+        """`settings`: extra environment for the service; the drill timers unless given (bench/extraction.py)."""
         self.data_dir = data_dir
         self.runtime = Runtime(data_dir.resolve(), postgres=True, redis=True)
         with socket.socket() as probe:
@@ -61,8 +62,9 @@ class Drill:
         self.env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "REDIS_URL"}}
         self.env.update(
             DJANGO_SETTINGS_MODULE="config.settings", MEMORY_DATA_DIR=str(data_dir), HOST="127.0.0.1",
-            PORT=str(self.port), PYTHONUNBUFFERED="1", **DRILL_TIMERS,
+            PORT=str(self.port), PYTHONUNBUFFERED="1",
         )  # fmt: skip
+        self.env.update(DRILL_TIMERS if settings is None else settings)
         self.log = data_dir.parent / "runall.log"
         self.statuses: Counter[int] = Counter()
         self.bad: list[str] = []  # 5xx other than 503 in the error shape
