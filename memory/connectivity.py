@@ -55,6 +55,14 @@ def _driver_error(exc: BaseException) -> BaseException:
     return cause if isinstance(cause, psycopg.Error) else exc
 
 
+def lost_a_lock_race(exc: BaseException) -> bool:
+    """PostgreSQL aborted this transaction to break a deadlock (40P01) or a serialization conflict (40001):
+    nothing of it was kept, and running it again is the documented remedy."""
+    if not isinstance(exc, (OperationalError, psycopg.OperationalError)):
+        return False
+    return getattr(_driver_error(exc), "sqlstate", None) in ("40P01", "40001")
+
+
 def is_disconnect(exc: BaseException) -> bool:
     """The connection is gone (a fresh one may well work): safe to retry a replay-safe request once."""
     if not isinstance(exc, (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)):

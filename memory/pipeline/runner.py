@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from types import TracebackType
@@ -12,14 +13,16 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from memory.connectivity import lost_a_lock_race
 from memory.models import Operation, OperationStatus
 from memory.pipeline.progress import publish_progress
-from memory.pipeline.steps import PIPELINE, Job, StepFailed
+from memory.pipeline.steps import PIPELINE, Job, Step, StepFailed
 from memory.services.operations import operation_runner_gone, operation_source_is_current, runner_id
 
 logger = logging.getLogger("memory.pipeline")
 
 PROGRESS_INTERVAL_S = 0.5
+STEP_ATTEMPTS = 4  # a step aborted to break a deadlock runs again (steps are idempotent; its transaction rolled back)
 
 
 def _claim(operation_id: str, task_id: str) -> Operation | None:
@@ -103,6 +106,22 @@ def _finish(operation: Operation, status: str, code: str = "", message: str = ""
     publish_progress(operation)
 
 
+def _run_step(step: Step, job: Job, operation_id: str) -> dict[str, int]:
+    """Run one step; when PostgreSQL aborted it to break a deadlock with another job or a person's change
+    (two writers that lock a source and a task in opposite orders), run it again after a short random pause."""
+    for attempt in range(1, STEP_ATTEMPTS + 1):
+        try:
+            return step.run(job)
+        except DatabaseError as exc:
+            if not lost_a_lock_race(exc) or attempt == STEP_ATTEMPTS or connection.in_atomic_block:
+                raise
+            logger.warning(
+                "pipeline.step_retried", extra={"operationId": operation_id, "step": step.name, "attempt": attempt}
+            )
+            time.sleep(random.uniform(0.05, 0.2) * attempt)  # noqa: S311 -- jitter, not security
+    raise AssertionError("unreachable")
+
+
 def run_operation(operation_id: str, *, task_id: str = "") -> None:
     operation = _claim(operation_id, task_id)
     if operation is None:
@@ -128,7 +147,7 @@ def _run_steps(operation: Operation) -> None:
             last_push = time.monotonic()
         started = time.perf_counter()
         try:
-            counts = step.run(job)
+            counts = _run_step(step, job, operation.pk)
         except StepFailed as failure:
             _finish(operation, OperationStatus.FAILED, failure.code, failure.message)
             return
