@@ -156,3 +156,96 @@ def test_numeric_readings_of_the_owner_are_kept_in_canonical_units(
 
 def test_an_assistants_numbers_are_not_readings() -> None:
     assert extract("You weighed 78 kg last week.", role="assistant").readings == []
+
+
+MONDAY = datetime(2026, 4, 20, 10, 0, tzinfo=UTC)
+TWO_DAYS_AGO = datetime(2026, 4, 20, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        # the cue and the number need not touch, and may come in either order
+        ("Got on the scales after breakfast: 91.3 kg", [("body_weight", 91.3, "kg", SAID_ON)]),
+        ("Weighed myself before the gym, 70,2 kilo", [("body_weight", 70.2, "kg", SAID_ON)]),
+        ("Op de weegschaal vanochtend: 66,8 kg", [("body_weight", 66.8, "kg", SAID_ON)]),
+        ("Vanochtend woog ik 80,5 kilo.", [("body_weight", 80.5, "kg", SAID_ON)]),
+        ("68 kg on the scale today", [("body_weight", 68.0, "kg", SAID_ON)]),
+        # a level said of oneself
+        ("I'm at 88 kilos now.", [("body_weight", 88.0, "kg", SAID_ON)]),
+        ("Finally down to 150 pounds!", [("body_weight", 68.039, "kg", SAID_ON)]),
+        ("Ik zit nu op 73 kilo.", [("body_weight", 73.0, "kg", SAID_ON)]),
+        ("Ik ben inmiddels 95 kilo", [("body_weight", 95.0, "kg", SAID_ON)]),
+        # Dutch puts the participle last; a run may be timed after other words, or as a clock time
+        ("Gisteren 12 km gefietst naar mijn werk", [("cycling_distance", 12.0, "km", YESTERDAY)]),
+        ("Vanmiddag 8 km hardgelopen in 45 minuten", [("running_distance", 8.0, "km", SAID_ON),
+                                                      ("running_duration", 45.0, "min", SAID_ON)]),
+        ("Did a 5k around the park before work in 31 minutes", [("running_distance", 5.0, "km", SAID_ON),
+                                                                ("running_duration", 31.0, "min", SAID_ON)]),
+        ("Ran 21.1 km in 1:58:30 on Monday", [("running_distance", 21.1, "km", MONDAY),
+                                               ("running_duration", 118.5, "min", MONDAY)]),
+        ("Ran 15 km in 1:20", [("running_distance", 15.0, "km", SAID_ON),
+                               ("running_duration", 80.0, "min", SAID_ON)]),
+        ("Ran 5 km in 26:30", [("running_distance", 5.0, "km", SAID_ON),
+                               ("running_duration", 26.5, "min", SAID_ON)]),
+        ("Went running for 40 minutes", [("running_duration", 40.0, "min", SAID_ON)]),
+        ("Walked 4 miles with the dog", [("walking_distance", 6.437, "km", SAID_ON)]),
+        # sleep, with the number before or after its cue, hours and minutes, and numbers as words
+        ("Only slept six hours.", [("sleep_duration", 6.0, "h", SAID_ON)]),
+        ("Slept badly, just 4.5 hours", [("sleep_duration", 4.5, "h", SAID_ON)]),
+        ("Maar 6u geslapen vannacht", [("sleep_duration", 6.0, "h", YESTERDAY)]),
+        ("Eergisteren 8 uur geslapen", [("sleep_duration", 8.0, "h", TWO_DAYS_AGO)]),
+        ("Slept 7h30 last night", [("sleep_duration", 7.5, "h", YESTERDAY)]),
+        ("Vandaag 12.000 stappen gezet", [("steps", 12000.0, "steps", SAID_ON)]),
+        ("Mijn rustpols was vanochtend 58", [("resting_heart_rate", 58.0, "bpm", SAID_ON)]),
+        ("Average heart rate on the ride was 142 bpm", [("heart_rate", 142.0, "bpm", SAID_ON)]),
+    ],
+)  # fmt: skip
+def test_readings_are_found_whatever_the_word_order(
+    text: str, readings: list[tuple[str, float, str, datetime]]
+) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # someone else's numbers
+        "My daughter weighs 24 kg.",
+        "Mijn vader woog 102 kilo.",
+        "Sanne ran 8 km this morning.",
+        "Gisteren liep Sanne 8 km.",
+        "The suitcase weighed 23 kg.",
+        "Weighed the parcel: 4 kg",
+        "Our dog slept 14 hours.",
+        # goals, plans, hypotheses, questions, habits and the past
+        "I want to get down to 70 kg.",
+        "Mijn doel is 70 kilo.",
+        "If I weighed 90 kg I would worry.",
+        "Als ik 90 kilo woog, zou ik stoppen.",
+        "I'd love to run 42 km one day.",
+        "Tomorrow I will run 10 km.",
+        "Should I sleep 9 hours?",
+        "I usually sleep 7 hours.",
+        "I walk 10,000 steps a day.",
+        "I was 110 kg two years ago.",
+        # a change is not a level
+        "Lost 3 kg this month!",
+        "Weer 2 kilo afgevallen.",
+        "Another 4 pounds gone.",
+        "Two pounds lighter than last week.",
+    ],
+)
+def test_numbers_that_are_not_the_owners_current_readings_are_left_out(text: str) -> None:
+    assert extract(text).readings == []
+
+
+def test_a_weight_with_its_change_keeps_only_the_level() -> None:
+    found = extract("Weighed in at 79,6 kg today, 1,2 kg minder dan vorige week.").readings
+    assert [(r.metric, r.value) for r in found] == [("body_weight", 79.6)]
+
+
+def test_the_owners_weight_after_someone_elses_in_one_sentence_is_kept() -> None:
+    found = extract("My son weighs 28 kg now and I'm at 84 kg.").readings
+    assert [(r.metric, r.value) for r in found] == [("body_weight", 84.0)]
