@@ -59,6 +59,7 @@ MEASURES = {
     "mass": rf"{_VAL}{_SEP}(?P<unit>kg|kilos?|kilograms?|lbs?|pounds?)\b",
     "distance": rf"{_VAL}{_SEP}(?P<unit>km|k|kilomet(?:er|re)s?|miles?|mi|m|met(?:er|re)s?)\b",
     "k": rf"{_VAL}(?P<unit>k)\b",
+    "race": r"(?P<race>half[\s-]marathon|halve\s+marathon|marathon)\b",
     "hours": _HOURS,
     "duration": rf"(?:(?P<clock>\d{{1,2}}:\d{{2}}(?::\d{{2}})?)\b|{_VAL}{_SEP}{_TIME_UNIT}{_TIME_REST})",
     "count": rf"{_VAL}(?P<k>k)?{_SEP}(?P<unit>steps|stappen)\b",
@@ -81,6 +82,7 @@ class Rule:
     before: str = ""  # a cue ahead of the number
     after: str = ""  # a cue behind it
     gap: int = 40
+    gap_after: int = 0  # when the cue behind needs another gap than the one ahead
     near: bool = False  # the cue must be right next to the number ("I'm at 79 kg"), adverbs apart
 
 
@@ -88,7 +90,7 @@ _RULES = [
     Rule("body_weight", "mass", before=r"weigh(?:ed|ing|s)?|weigh-in|weight|scales?|woog|weeg|gewogen|gewicht"
          r"|weegschaal"),
     Rule("body_weight", "mass", before=r"i'?m|i\s+am|i\s+was|ik\s+ben|ik\s+zit|ik\s+was|zit\s+ik|ben\s+ik"
-         r"|down\s+to|back\s+(?:down\s+)?to|terug\s+naar", near=True),
+         r"|down\s+to|up\s+to|back\s+(?:down\s+|up\s+)?to|terug\s+naar", near=True),
     Rule("body_weight", "mass", after=r"on\s+the\s+scales?|op\s+de\s+weegschaal", gap=12),
     Rule("running_distance", "distance", before=_RUN, after=_RUN, gap=25),
     Rule("cycling_distance", "distance", before=_RIDE, after=_RIDE, gap=25),
@@ -96,6 +98,8 @@ _RULES = [
     Rule("walking_distance", "distance", before=_WALK, after=_WALK, gap=25),
     # "did a 5k", "een 10k gelopen": a race distance in k is a run
     Rule("running_distance", "k", before=r"did|done|finished|completed|raced|a|my|een|mijn", gap=8),
+    Rule("running_distance", "race", before=r"ran|run|did|done|finished|completed|raced|liep|gelopen", gap=8,
+         after=r"gelopen|uitgelopen|voltooid|gefinisht|finished|done|completed", gap_after=15),
     Rule("running_duration", "duration", before=rf"(?:{_RUN})\s+for", after=_RUN, gap=12),
     Rule("cycling_duration", "duration", before=rf"(?:{_RIDE})\s+for", after=_RIDE, gap=12),
     Rule("swimming_duration", "duration", before=rf"(?:{_SWIM})\s+for", after=_SWIM, gap=12),
@@ -120,7 +124,7 @@ def _compile(rule: Rule) -> list[re.Pattern[str]]:
     gap = _NEAR if rule.near else _GAP % rule.gap
     patterns = [re.compile(rf"\b(?:{rule.before})(?!\w){gap}{measure}", _I)] if rule.before else []
     if rule.after:
-        patterns.append(re.compile(rf"\b{measure}{_GAP % rule.gap}\b(?:{rule.after})\b", _I))
+        patterns.append(re.compile(rf"\b{measure}{_GAP % (rule.gap_after or rule.gap)}\b(?:{rule.after})\b", _I))
     return patterns
 
 
@@ -147,12 +151,13 @@ _NOT_NAMES = (
     r"Ik|We|Wij|Me|My|Mijn|Our|Onze|Vandaag|Gisteren|Vanochtend|Vannacht|Dit|Dat|Het|Er|Toen|Ook|Eindelijk|Nu|En|Maar)\b)"
 )
 _VERBS = r"weighs|weighed|ran|runs|slept|sleeps|walked|cycled|swam|is|was|has|had|did|weegt|woog|liep|rende|"
-_VERBS += r"fietste|zwom|sliep|heeft|heeft|loopt"
+_VERBS += r"fietste|zwom|sliep|heeft|loopt"
 SOMEONE_ELSE = re.compile(
     rf"(?i:\b(?:he|she|they|his|her|their|hij|zij|haar|zijn(?!\s+(?:we|wij)\b)|(?:my|our|mijn|onze|ons)\s+"
     rf"(?:\w+\s+)?(?:{_RELATIVE}))\b)"
     rf"|\b{_NOT_NAMES}[A-Z][a-z]+\s+(?:{_VERBS})\b"
-    rf"|\b(?i:woog|liep|rende|fietste|zwom|sliep|heeft|weegt)\s+{_NOT_NAMES}(?!Ik\b)[A-Z][a-z]+\b"
+    rf"|\b(?i:woog|liep|rende|fietste|zwom|sliep|heeft|weegt)\s+(?:{_NOT_NAMES}(?!Ik\b)[A-Z][a-z]+|(?i:ze))\b"
+    rf"|\b(?i:ze)\s+(?i:{_VERBS})\b"
     rf"|(?i:\b(?:the|a|an|de|het|een|this|that|dit|dat|deze)\s+\w+\s+(?:weighs|weighed|weegt|woog)\b)"
 )
 # Goals, plans, hypotheses and habits are not observations.
@@ -161,12 +166,15 @@ NOT_OBSERVED = re.compile(
     r"would|could|should|might|if|unless|once|dream|ideal|need|needs|going\s+to|gonna|will|used\s+to|"
     r"wil|wilt|willen|wens|hoop|doel|streef|streefgewicht|streven|zou|zouden|moet|moeten|indien|mocht|ooit|"
     r"vroeger|ga|gaat|gaan|zal|usually|normally|generally|typically|always|often|never|meestal|normaal|"
-    r"gewoonlijk|altijd|vaak|nooit|stel\s+dat|wat\s+als|als\s+(?:ik|je|we|wij))\b|'d\b|'ll\b)"
+    r"gewoonlijk|altijd|vaak|nooit|stel\s+dat|wat\s+als|als\s+(?:ik|je|we|wij)|when\s+i\s+was|toen\s+ik|"
+    r"have\s+to|has\s+to|tomorrow|tonight|morgen|overmorgen|next|volgende)\b"
+    r"|'d\b|'ll\b)"
 )
 # A change, not a level: "lost 3 kg", "down two pounds", "5 kilo afgevallen", "2 kg lighter".
 CHANGE_BEFORE = re.compile(
     r"(?i:\b(?:lost|lose|losing|gained|gain|gaining|dropped|shed|put\s+on|down|up|another|extra|from|"
-    r"afgevallen|aangekomen|kwijt|min|plus)\s+(?:about\s+|around\s+|almost\s+|nearly\s+|ongeveer\s+|bijna\s+)?)$"
+    r"afgevallen|aangekomen|kwijt|min|plus)\s+(?:about\s+|around\s+|almost\s+|nearly\s+|ongeveer\s+|bijna\s+)?"
+    r"|[-+\u2212]\s*)$"
 )
 CHANGE_AFTER = re.compile(
     r"(?i:\s*(?:less|more|lighter|heavier|down|up|off|minder|meer|lichter|zwaarder|afgevallen|aangekomen|"
@@ -176,6 +184,8 @@ HABIT_AFTER = re.compile(
     r"(?i:^[^.!?;,]{0,20}?\b(?:a|per|every|each|elke|iedere|in\s+de|op\s+een)\s+(?:day|night|week|month|dag|"
     r"nacht|week|maand)\b|^\s*(?:daily|weekly|dagelijks|wekelijks)\b)"
 )
+# "my son and I ran 5 km" is the owner's run too
+WITH_ME = re.compile(r"(?i:\b(?:and\s+i|and\s+me|en\s+ik|i\s+and|ik\s+en)\b)")
 # A level in the past is history, not a reading now: "I was 95 kg two years ago".
 LONG_AGO = re.compile(
     r"(?i:\b(?:last\s+(?:year|month|summer|winter)|(?:years?|months?)\s+ago|back\s+then|vorig\s+jaar|"
@@ -194,6 +204,7 @@ _WEEKDAYS = [
     r"saturday|zaterdag", r"sunday|zondag",
 ]  # fmt: skip
 WEEKDAY = re.compile(r"\b(?:on\s+|last\s+|op\s+|afgelopen\s+|vorige\s+)?(" + "|".join(_WEEKDAYS) + r")\b", _I)
+RACES = {"marathon": 42.195, "half marathon": 21.097, "halve marathon": 21.097}
 DEFAULT_UNIT = {"steps": "steps", "resting_heart_rate": "bpm", "heart_rate": "bpm"}
 
 
@@ -217,6 +228,8 @@ def _value(match: re.Match[str], metric: str) -> tuple[float, str] | None:
     found = match.groupdict()
     if found.get("clock"):
         return None  # a bare clock time is only a duration next to a distance (see _minutes)
+    if race := found.get("race"):
+        return RACES[re.sub(r"[\s-]+", " ", race.lower())], "km"
     value = number(found["value"], counted=metric == "steps") + (0.5 if found.get("half") else 0.0)
     if found.get("k"):
         value *= 1000
@@ -257,7 +270,10 @@ def _observed_by_owner(sentence: str, match: re.Match[str], value_at: int, rule:
     """Whether this match is the owner's own, current level: see the module docstring."""
     start = _clause_start(sentence, min(match.start(), value_at))
     lead = sentence[start:value_at]
-    if SOMEONE_ELSE.search(sentence[start : match.end()]) or NOT_OBSERVED.search(lead):
+    clause = sentence[start : match.end()]
+    if SOMEONE_ELSE.search(clause) and not WITH_ME.search(clause):
+        return False
+    if NOT_OBSERVED.search(clause) or LONG_AGO.search(lead):
         return False
     after_value = match.end("unit") if match.groupdict().get("unit") else value_at
     if CHANGE_BEFORE.search(lead) or CHANGE_AFTER.match(sentence, after_value):
@@ -269,9 +285,24 @@ def _observed_by_owner(sentence: str, match: re.Match[str], value_at: int, rule:
     return not (rule.metric == "body_weight" and match.start() < value_at and OBJECT_WEIGHED.match(gap))
 
 
-def _occurred(sentence: str, said_at: datetime | None) -> datetime | None:
+def _number_span(match: re.Match[str]) -> tuple[int, int]:
+    found = match.groupdict()
+    name = next(name for name in ("clock", "race", "value") if found.get(name))
+    return match.span(name)
+
+
+def _clause(sentence: str, position: int) -> str:
+    """The clause around `position`: a time word there outranks one elsewhere in the sentence."""
+    ends = [found.start() for found in CLAUSE_START.finditer(sentence) if found.start() >= position]
+    return sentence[_clause_start(sentence, position) : ends[0] if ends else len(sentence)]
+
+
+def _occurred(sentence: str, said_at: datetime | None, position: int) -> datetime | None:
     if said_at is None:
         return None
+    clause = _clause(sentence, position)
+    if any(pattern.search(clause) for pattern in (DAY_BEFORE, YESTERDAY, WEEKDAY, TODAY)):
+        sentence = clause
     if DAY_BEFORE.search(sentence):
         return moment_after(said_at, -timedelta(days=2))
     if YESTERDAY.search(sentence):
@@ -282,10 +313,13 @@ def _occurred(sentence: str, said_at: datetime | None) -> datetime | None:
     return said_at
 
 
+TODAY = re.compile(r"\b(?:today|this\s+(?:morning|afternoon|evening)|tonight|vandaag|vanochtend|vanmorgen|"
+                   r"vanmiddag|vanavond)\b", _I)  # fmt: skip
+
+
 def find_readings(sentence: str, evidence: EvidenceRef, said_at: datetime | None) -> list[ReadingCandidate]:
     if sentence.rstrip().endswith("?"):
         return []  # a question asks, it does not report
-    occurred = _occurred(sentence, said_at)
     found: list[ReadingCandidate] = []
     taken: list[tuple[int, int]] = []  # each number is one reading at most
 
@@ -294,15 +328,16 @@ def find_readings(sentence: str, evidence: EvidenceRef, said_at: datetime | None
 
     for pattern, rule in PATTERNS:
         for match in pattern.finditer(sentence):
-            span = match.span("clock") if match.groupdict().get("clock") else match.span("value")
+            span = _number_span(match)
             if not free(span) or not _observed_by_owner(sentence, match, span[0], rule):
                 continue
             if (measured := _value(match, rule.metric)) is None:
                 continue
             taken.append(span)
+            occurred = _occurred(sentence, said_at, span[0])
             found.append(ReadingCandidate(rule.metric, measured[0], measured[1], evidence, occurred))
-            if rule.measure in ("distance", "k") and (timed := RUN_TIME.match(sentence, match.end())):
-                timed_span = timed.span("clock") if timed["clock"] else timed.span("value")
+            if rule.measure in ("distance", "k", "race") and (timed := RUN_TIME.match(sentence, match.end())):
+                timed_span = _number_span(timed)
                 minutes = _minutes(timed, rule.metric, measured[0])
                 if free(timed_span) and minutes:
                     taken.append(timed_span)

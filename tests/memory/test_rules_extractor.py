@@ -249,3 +249,38 @@ def test_a_weight_with_its_change_keeps_only_the_level() -> None:
 def test_the_owners_weight_after_someone_elses_in_one_sentence_is_kept() -> None:
     found = extract("My son weighs 28 kg now and I'm at 84 kg.").readings
     assert [(r.metric, r.value) for r in found] == [("body_weight", 84.0)]
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        ("Finished the half marathon in 1:49:20!", [("running_distance", 21.097, "km", SAID_ON),
+                                                    ("running_duration", 109.333, "min", SAID_ON)]),
+        ("Vandaag de marathon uitgelopen", [("running_distance", 42.195, "km", SAID_ON)]),
+        ("Up to 85 kg again, ugh.", [("body_weight", 85.0, "kg", SAID_ON)]),
+        ("My sister and I walked 9 km.", [("walking_distance", 9.0, "km", SAID_ON)]),
+        ("Ik heb 7 uur en 15 minuten geslapen.", [("sleep_duration", 7.25, "h", SAID_ON)]),
+        # the time word of the owner's own clause counts, not another clause's
+        ("Yesterday was a rest day, but this morning I ran 6 km.", [("running_distance", 6.0, "km", SAID_ON)]),
+    ],
+)  # fmt: skip
+def test_races_joint_efforts_and_clause_times(text: str, readings: list[tuple[str, float, str, datetime]]) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "When I was twenty I weighed 65 kg.",
+        "Toen ik studeerde woog ik 65 kilo.",
+        "I have to run 8 km tomorrow.",
+        "Morgen 20 km fietsen.",
+        "Gisteren liep ze 12 km.",
+        "The flight is 9 hours, I'll sleep on the plane.",
+        "Weight went -2 kg this week.",
+        "I want to run a marathon.",
+    ],
+)
+def test_the_past_the_future_and_other_subjects_are_not_readings(text: str) -> None:
+    assert extract(text).readings == []
