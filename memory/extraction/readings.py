@@ -90,7 +90,8 @@ _RULES = [
     Rule("body_weight", "mass", before=r"weigh(?:ed|ing|s)?|weigh-in|weight|scales?|woog|weeg|gewogen|gewicht"
          r"|weegschaal"),
     Rule("body_weight", "mass", before=r"i'?m|i\s+am|i\s+was|ik\s+ben|ik\s+zit|ik\s+was|zit\s+ik|ben\s+ik"
-         r"|down\s+to|up\s+to|back\s+(?:down\s+|up\s+)?to|terug\s+naar", near=True),
+         r"|down\s+to|up\s+to|back\s+(?:down\s+|up\s+)?to|(?:dropped|fell|got)\s+(?:down\s+)?to|terug\s+naar"
+         r"|gezakt\s+naar", near=True),
     Rule("body_weight", "mass", after=r"on\s+the\s+scales?|op\s+de\s+weegschaal", gap=12),
     Rule("running_distance", "distance", before=_RUN, after=_RUN, gap=25),
     Rule("cycling_distance", "distance", before=_RIDE, after=_RIDE, gap=25),
@@ -105,8 +106,8 @@ _RULES = [
     Rule("swimming_duration", "duration", before=rf"(?:{_SWIM})\s+for", after=_SWIM, gap=12),
     Rule("walking_duration", "duration", before=rf"(?:{_WALK})\s+for", after=_WALK, gap=12),
     Rule("steps", "count"),
-    Rule("sleep_duration", "hours", before=r"slept|sleep|sliep|slaap|slapen", after=r"(?:of\s+)?(?:sleep|slaap)"
-         r"|geslapen|asleep", gap=30),
+    Rule("sleep_duration", "hours", before=r"slept|sleep|sliep|slaap|slapen|geslapen",
+         after=r"(?:of\s+)?(?:sleep|slaap)|geslapen|asleep", gap=30),
     Rule("resting_heart_rate", "bpm", before=r"resting\s+(?:heart\s*rate|hr|pulse)|rhr|rustpols|rusthartslag"
          r"|rustende\s+hartslag|hartslag\s+in\s+rust", gap=20),
     Rule("heart_rate", "bpm", before=r"heart\s*rate|hartslag|pulse|pols|hr", gap=20),
@@ -184,6 +185,13 @@ HABIT_AFTER = re.compile(
     r"(?i:^[^.!?;,]{0,20}?\b(?:a|per|every|each|elke|iedere|in\s+de|op\s+een)\s+(?:day|night|week|month|dag|"
     r"nacht|week|maand)\b|^\s*(?:daily|weekly|dagelijks|wekelijks)\b)"
 )
+# A cue and its number are in one clause: "Lotte ran 10 km and I ran 5 km" does not pair "10 km" with the
+# second "ran". A conjunction before another subject starts a new clause ("maar 4 uur" is "only 4 hours").
+GAP_BREAK = re.compile(
+    r";|(?i:\b(?:and|but|while|whereas|en|maar|terwijl)\s+)(?:(?i:i|i'm|ik|we|wij|he|she|they|hij|zij|ze)\b"
+    r"|[A-Z][a-z]+)"
+)
+GOAL_AFTER = re.compile(r"(?i:\b(?:goal|target|aim|doel|streven|by\s+(?:the\s+end|summer|next))\b)")
 # "my son and I ran 5 km" is the owner's run too
 WITH_ME = re.compile(r"(?i:\b(?:and\s+i|and\s+me|en\s+ik|i\s+and|ik\s+en)\b)")
 # A level in the past is history, not a reading now: "I was 95 kg two years ago".
@@ -282,6 +290,8 @@ def _observed_by_owner(sentence: str, match: re.Match[str], value_at: int, rule:
     if HABIT_AFTER.search(sentence[match.end() :]) or LONG_AGO.search(tail):
         return False
     gap = match.groupdict().get("gap") or ""
+    if GAP_BREAK.search(gap) or GOAL_AFTER.search(sentence, value_at, _clause_end(sentence, value_at)):
+        return False
     return not (rule.metric == "body_weight" and match.start() < value_at and OBJECT_WEIGHED.match(gap))
 
 
@@ -291,10 +301,14 @@ def _number_span(match: re.Match[str]) -> tuple[int, int]:
     return match.span(name)
 
 
+def _clause_end(sentence: str, position: int) -> int:
+    ends = [found.start() for found in CLAUSE_START.finditer(sentence) if found.start() >= position]
+    return ends[0] if ends else len(sentence)
+
+
 def _clause(sentence: str, position: int) -> str:
     """The clause around `position`: a time word there outranks one elsewhere in the sentence."""
-    ends = [found.start() for found in CLAUSE_START.finditer(sentence) if found.start() >= position]
-    return sentence[_clause_start(sentence, position) : ends[0] if ends else len(sentence)]
+    return sentence[_clause_start(sentence, position) : _clause_end(sentence, position)]
 
 
 def _occurred(sentence: str, said_at: datetime | None, position: int) -> datetime | None:

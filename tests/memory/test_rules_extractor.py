@@ -284,3 +284,19 @@ def test_races_joint_efforts_and_clause_times(text: str, readings: list[tuple[st
 )
 def test_the_past_the_future_and_other_subjects_are_not_readings(text: str) -> None:
     assert extract(text).readings == []
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        ("Pieter cycled 40 km and I cycled 25 km.", [("cycling_distance", 25.0, "km", SAID_ON)]),
+        ("Ik heb slecht geslapen, maar 4 uur.", [("sleep_duration", 4.0, "h", SAID_ON)]),
+        ("Dropped to 83.5 kg this week!", [("body_weight", 83.5, "kg", SAID_ON)]),
+        ("8000 steps today; 12,000 steps is the goal.", [("steps", 8000.0, "steps", SAID_ON)]),
+    ],
+)  # fmt: skip
+def test_a_cue_pairs_only_with_a_number_in_its_own_clause(
+    text: str, readings: list[tuple[str, float, str, datetime]]
+) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
