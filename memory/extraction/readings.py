@@ -212,6 +212,8 @@ _WEEKDAYS = [
     r"saturday|zaterdag", r"sunday|zondag",
 ]  # fmt: skip
 WEEKDAY = re.compile(r"\b(?:on\s+|last\s+|op\s+|afgelopen\s+|vorige\s+)?(" + "|".join(_WEEKDAYS) + r")\b", _I)
+# Cheap first look: without a digit, a number word or a race there is nothing to read.
+ANY_NUMBER = re.compile(r"\d|\b(?:" + "|".join(_WORDS) + r")\b|marathon", _I)
 RACES = {"marathon": 42.195, "half marathon": 21.097, "halve marathon": 21.097}
 DEFAULT_UNIT = {"steps": "steps", "resting_heart_rate": "bpm", "heart_rate": "bpm"}
 
@@ -332,8 +334,8 @@ TODAY = re.compile(r"\b(?:today|this\s+(?:morning|afternoon|evening)|tonight|van
 
 
 def find_readings(sentence: str, evidence: EvidenceRef, said_at: datetime | None) -> list[ReadingCandidate]:
-    if sentence.rstrip().endswith("?"):
-        return []  # a question asks, it does not report
+    if sentence.rstrip().endswith("?") or not ANY_NUMBER.search(sentence):
+        return []  # a question asks, it does not report; and most sentences hold no number at all
     found: list[ReadingCandidate] = []
     taken: list[tuple[int, int]] = []  # each number is one reading at most
 
