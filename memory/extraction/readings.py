@@ -47,6 +47,10 @@ _VAL = (
     r"(?P<half>\s+and\s+a\s+half|\s+en\s+een\s+half|½)?"
 )
 _SEP = r"[\s-]*"
+_OTHER_UNITS = "|".join(sorted(UNITS, key=len, reverse=True)) + (
+    r"|st|stone|percent|procent|years?|jaar|jr|cm|mm|times|keer|points?|punten|k?cal|calories|days?|dagen|"
+    r"weeks?|weken|months?|maanden|of|van"
+)
 # The measures a rule can ask for; each names its unit group `unit`.
 _TIME_UNIT = r"(?P<unit>hours?|hrs?|h|uur|u|minutes?|mins?|min|minuten|minuut)\b"
 # "7h30", "1 hour 5 minutes", "24 minutes and 30 seconds"
@@ -59,6 +63,8 @@ MEASURES = {
     "mass": rf"{_VAL}{_SEP}(?P<unit>kg|kilos?|kilograms?|lbs?|pounds?)\b",
     "distance": rf"{_VAL}{_SEP}(?P<unit>km|k|kilomet(?:er|re)s?|miles?|mi|m|met(?:er|re)s?)\b",
     "k": rf"{_VAL}(?P<unit>k)\b",
+    # a number with no unit at all, and nothing that makes it a count or a time
+    "bare": rf"{_VAL}(?![\w.,:]*\d)(?!{_SEP}(?:%|x\b|(?:{_OTHER_UNITS})\b))",
     "race": r"(?P<race>half[\s-]marathon|halve\s+marathon|marathon)\b",
     "hours": _HOURS,
     "duration": rf"(?:(?P<clock>\d{{1,2}}:\d{{2}}(?::\d{{2}})?)\b|{_VAL}{_SEP}{_TIME_UNIT}{_TIME_REST})",
@@ -93,6 +99,7 @@ _RULES = [
          r"|down\s+to|up\s+to|back\s+(?:down\s+|up\s+)?to|(?:dropped|fell|got)\s+(?:down\s+)?to|terug\s+naar"
          r"|gezakt\s+naar", near=True),
     Rule("body_weight", "mass", after=r"on\s+the\s+scales?|op\s+de\s+weegschaal", gap=12),
+    Rule("body_weight", "bare", before=r"weigh(?:ed|s)?|weight|scales?|woog|weeg|gewogen|gewicht|weegschaal", gap=25),
     Rule("running_distance", "distance", before=_RUN, after=_RUN, gap=25),
     Rule("cycling_distance", "distance", before=_RIDE, after=_RIDE, gap=25),
     Rule("swimming_distance", "distance", before=_SWIM, after=_SWIM, gap=25),
@@ -165,7 +172,7 @@ SOMEONE_ELSE = re.compile(
 NOT_OBSERVED = re.compile(
     r"(?i:\b(?:want|wants|wanted|wanna|wish|hope|hoping|goal|target|aim|aiming|plan|planning|planned|try|trying|"
     r"would|could|should|might|if|unless|once|dream|ideal|need|needs|going\s+to|gonna|will|used\s+to|"
-    r"wil|wilt|willen|wens|hoop|doel|streef|streefgewicht|streven|zou|zouden|moet|moeten|indien|mocht|ooit|"
+    r"wil|wilt|willen|wou|wilde|wished|wens|hoop|doel|streef|streefgewicht|streven|zou|zouden|moet|moeten|indien|mocht|ooit|"
     r"vroeger|ga|gaat|gaan|zal|usually|normally|generally|typically|always|often|never|meestal|normaal|"
     r"gewoonlijk|altijd|vaak|nooit|stel\s+dat|wat\s+als|als\s+(?:ik|je|we|wij)|when\s+i\s+was|toen\s+ik|"
     r"have\s+to|has\s+to|tomorrow|tonight|morgen|overmorgen|next|volgende)\b"
@@ -173,7 +180,7 @@ NOT_OBSERVED = re.compile(
 )
 # A change, not a level: "lost 3 kg", "down two pounds", "5 kilo afgevallen", "2 kg lighter".
 CHANGE_BEFORE = re.compile(
-    r"(?i:\b(?:lost|lose|losing|gained|gain|gaining|dropped|shed|put\s+on|down|up|another|extra|from|"
+    r"(?i:\b(?:lost|lose|losing|gained|gain|gaining|dropped|shed|put\s+on|down|up|another|extra|from|loss\s+of|verlies\s+van|"
     r"afgevallen|aangekomen|kwijt|min|plus)\s+(?:about\s+|around\s+|almost\s+|nearly\s+|ongeveer\s+|bijna\s+)?"
     r"|[-+\u2212]\s*)$"
 )
@@ -202,7 +209,7 @@ LONG_AGO = re.compile(
 # An object weighed, not the owner: "weighed the suitcase: 23 kg", "woog mijn tas".
 OBJECT_WEIGHED = re.compile(r"(?i:^\s*(?:the|a|an|my|our|his|her|their|de|het|een|mijn|onze|ons)\s+(?!own\b)\w)")
 CLAUSE_START = re.compile(
-    r"(?i:[;:]\s*|,\s*(?:and|but|while|whereas|en|maar|terwijl)\s+|\s(?:and|but|while|whereas|en|maar|terwijl)"
+    r"(?i:[;:]\s*|,\s*(?:and|but|while|whereas|en|maar|terwijl)\s+|,\s*(?=(?:i|i'm|ik|we)\s)|\s(?:and|but|while|whereas|en|maar|terwijl)"
     r"\s+(?=(?:i|i'm|ik|me|we)\b))"
 )
 YESTERDAY = re.compile(r"\b(?:yesterday|last night|gisteren|gisteravond|vannacht)\b", _I)
@@ -215,7 +222,9 @@ WEEKDAY = re.compile(r"\b(?:on\s+|last\s+|op\s+|afgelopen\s+|vorige\s+)?(" + "|"
 # Cheap first look: without a digit, a number word or a race there is nothing to read.
 ANY_NUMBER = re.compile(r"\d|\b(?:" + "|".join(_WORDS) + r")\b|marathon", _I)
 RACES = {"marathon": 42.195, "half marathon": 21.097, "halve marathon": 21.097}
-DEFAULT_UNIT = {"steps": "steps", "resting_heart_rate": "bpm", "heart_rate": "bpm"}
+DEFAULT_UNIT = {"steps": "steps", "resting_heart_rate": "bpm", "heart_rate": "bpm", "body_weight": "kg"}
+# A weight without a unit is taken as kilograms only where it cannot be an adult's weight in pounds.
+BARE_KILOGRAMS = (35, 150)
 
 
 def number(text: str, *, counted: bool = False) -> float:
@@ -250,6 +259,8 @@ def _value(match: re.Match[str], metric: str) -> tuple[float, str] | None:
     if metric.endswith("_duration") and metric != "sleep_duration":
         value, unit = (_minutes(match, metric, distance=None) or 0.0), "min"
     low, high = PLAUSIBLE.get(metric, (0, 1000))
+    if metric == "body_weight" and not found.get("unit"):
+        low, high = BARE_KILOGRAMS
     return (round(value, 3), unit) if low <= value <= high and value > 0 else None
 
 

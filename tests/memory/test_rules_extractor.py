@@ -234,6 +234,8 @@ def test_readings_are_found_whatever_the_word_order(
         "Lost 3 kg this month!",
         "Weer 2 kilo afgevallen.",
         "Another 4 pounds gone.",
+        "Total weight loss of 12 kg since January.",
+        "Een gewichtsverlies van 6 kilo.",
         "Two pounds lighter than last week.",
     ],
 )
@@ -296,6 +298,25 @@ def test_the_past_the_future_and_other_subjects_are_not_readings(text: str) -> N
     ],
 )  # fmt: skip
 def test_a_cue_pairs_only_with_a_number_in_its_own_clause(
+    text: str, readings: list[tuple[str, float, str, datetime]]
+) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        ("Emma weighs 60 kg, I weigh 70 kg.", [("body_weight", 70.0, "kg", SAID_ON)]),
+        # a weight cue with a bare number is in kilograms, where no pound value could be meant
+        ("My weight this morning was 81.7.", [("body_weight", 81.7, "kg", SAID_ON)]),
+        ("Weegschaal gaf vanochtend 79,9 aan.", [("body_weight", 79.9, "kg", SAID_ON)]),
+        ("I weigh 172 now.", []),
+        ("Weighed myself 3 times this week.", []),
+        ("Ik wou dat ik 8 uur had geslapen.", []),
+    ],
+)  # fmt: skip
+def test_clauses_after_a_comma_bare_weights_and_wishes(
     text: str, readings: list[tuple[str, float, str, datetime]]
 ) -> None:
     found = extract(text).readings
