@@ -159,19 +159,19 @@ _NOT_NAMES = (
     r"Ik|We|Wij|Me|My|Mijn|Our|Onze|Vandaag|Gisteren|Vanochtend|Vannacht|Dit|Dat|Het|Er|Toen|Ook|Eindelijk|Nu|En|Maar)\b)"
 )
 _VERBS = r"weighs|weighed|ran|runs|slept|sleeps|walked|cycled|swam|is|was|has|had|did|weegt|woog|liep|rende|"
-_VERBS += r"fietste|zwom|sliep|heeft|loopt"
+_VERBS += r"fietste|zwom|sliep|heeft|loopt|says|said|told|tells|zegt|zei|vertelde|meldde"
 SOMEONE_ELSE = re.compile(
     rf"(?i:\b(?:he|she|they|his|her|their|hij|zij|haar|zijn(?!\s+(?:we|wij)\b)|(?:my|our|mijn|onze|ons)\s+"
     rf"(?:\w+\s+)?(?:{_RELATIVE}))\b)"
     rf"|\b{_NOT_NAMES}[A-Z][a-z]+\s+(?:{_VERBS})\b"
     rf"|\b(?i:woog|liep|rende|fietste|zwom|sliep|heeft|weegt)\s+(?:{_NOT_NAMES}(?!Ik\b)[A-Z][a-z]+|(?i:ze))\b"
-    rf"|\b(?i:ze)\s+(?i:{_VERBS})\b"
+    rf"|\b(?i:ze)\s+(?i:{_VERBS})\b|\b(?i:dat|that)\s+(?i:ze)\b"
     rf"|(?i:\b(?:the|a|an|de|het|een|this|that|dit|dat|deze)\s+\w+\s+(?:weighs|weighed|weegt|woog)\b)"
 )
 # Goals, plans, hypotheses and habits are not observations.
 NOT_OBSERVED = re.compile(
     r"(?i:\b(?:want|wants|wanted|wanna|wish|hope|hoping|goal|target|aim|aiming|plan|planning|planned|try|trying|"
-    r"would|could|should|might|if|unless|once|dream|ideal|need|needs|going\s+to|gonna|will|used\s+to|"
+    r"would|could|should|might|if|unless|suppose|supposing|imagine|assuming|once|dream|ideal|need|needs|going\s+to|gonna|will|used\s+to|"
     r"wil|wilt|willen|wou|wilde|wished|wens|hoop|doel|streef|streefgewicht|streven|zou|zouden|moet|moeten|indien|mocht|ooit|"
     r"vroeger|ga|gaat|gaan|zal|usually|normally|generally|typically|always|often|never|meestal|normaal|"
     r"gewoonlijk|altijd|vaak|nooit|stel\s+dat|wat\s+als|als\s+(?:ik|je|we|wij)|when\s+i\s+was|toen\s+ik|"
