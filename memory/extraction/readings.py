@@ -73,6 +73,11 @@ MEASURES = {
 }
 # How far a cue may be from its number, in characters without digits or sentence ends.
 _GAP = r"(?P<gap>[^\d.!?;]{0,%d}?)"
+# Behind a distance, the gap may hold its time: "10 km in 52 minuten gelopen".
+_TIMED_GAP = (
+    r"(?P<gap>(?:[^\d.!?;]|\d{1,2}:\d{2}(?::\d{2})?|\d+(?:[.,]\d+)?\s*(?:minuten|minuut|minutes?|mins?|uur|"
+    r"hours?|u)\b){0,%d}?)"
+)
 _NEAR = r"(?P<gap>(?:\s+|\s*:\s*)(?:(?:now|currently|still|finally|officially|already|back|down|up|to|at|nu|"
 _NEAR += r"inmiddels|al|eindelijk|weer|officieel|terug|op|naar|about|around|roughly|ongeveer|zo'n|rond)\s+)*)"
 _RUN = r"ran|run|running|jog|jogged|jogging|liep|rende|gerend|gelopen|hardgelopen|hardlopen|gejogd|loopje"
@@ -132,7 +137,8 @@ def _compile(rule: Rule) -> list[re.Pattern[str]]:
     gap = _NEAR if rule.near else _GAP % rule.gap
     patterns = [re.compile(rf"\b(?:{rule.before})(?!\w){gap}{measure}", _I)] if rule.before else []
     if rule.after:
-        patterns.append(re.compile(rf"\b{measure}{_GAP % (rule.gap_after or rule.gap)}\b(?:{rule.after})\b", _I))
+        after_gap = (_TIMED_GAP if rule.measure == "distance" else _GAP) % (rule.gap_after or rule.gap)
+        patterns.append(re.compile(rf"\b{measure}{after_gap}\b(?:{rule.after})\b", _I))
     return patterns
 
 
@@ -363,7 +369,9 @@ def find_readings(sentence: str, evidence: EvidenceRef, said_at: datetime | None
             taken.append(span)
             occurred = _occurred(sentence, said_at, span[0])
             found.append(ReadingCandidate(rule.metric, measured[0], measured[1], evidence, occurred))
-            if rule.measure in ("distance", "k", "race") and (timed := RUN_TIME.match(sentence, match.end())):
+            if rule.measure in ("distance", "k", "race") and (
+                timed := RUN_TIME.match(sentence, span[1] if rule.measure == "race" else match.end("unit"))
+            ):
                 timed_span = _number_span(timed)
                 minutes = _minutes(timed, rule.metric, measured[0])
                 if free(timed_span) and minutes:

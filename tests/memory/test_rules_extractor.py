@@ -160,6 +160,7 @@ def test_an_assistants_numbers_are_not_readings() -> None:
 
 MONDAY = datetime(2026, 4, 20, 10, 0, tzinfo=UTC)
 TWO_DAYS_AGO = datetime(2026, 4, 20, 10, 0, tzinfo=UTC)
+SATURDAY = datetime(2026, 4, 18, 10, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -296,6 +297,10 @@ def test_the_past_the_future_and_other_subjects_are_not_readings(text: str) -> N
     ("text", "readings"),
     [
         ("Pieter cycled 40 km and I cycled 25 km.", [("cycling_distance", 25.0, "km", SAID_ON)]),
+        ("Ik heb 12 km in 61 minuten hardgelopen.", [("running_distance", 12.0, "km", SAID_ON),
+                                                   ("running_duration", 61.0, "min", SAID_ON)]),
+        ("Zaterdag 90 km in 3:10:00 gefietst", [("cycling_distance", 90.0, "km", SATURDAY),
+                                               ("cycling_duration", 190.0, "min", SATURDAY)]),
         ("Ik heb slecht geslapen, maar 4 uur.", [("sleep_duration", 4.0, "h", SAID_ON)]),
         ("Dropped to 83.5 kg this week!", [("body_weight", 83.5, "kg", SAID_ON)]),
         ("8000 steps today; 12,000 steps is the goal.", [("steps", 8000.0, "steps", SAID_ON)]),
