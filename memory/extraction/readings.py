@@ -103,7 +103,7 @@ _RULES = [
     Rule("body_weight", "mass", before=r"i'?m|i\s+am|i\s+was|ik\s+ben|ik\s+zit|ik\s+was|zit\s+ik|ben\s+ik"
          r"|down\s+to|up\s+to|back\s+(?:down\s+|up\s+)?to|(?:dropped|fell|got)\s+(?:down\s+)?to|terug\s+naar"
          r"|gezakt\s+naar", near=True),
-    Rule("body_weight", "mass", after=r"on\s+the\s+scales?|op\s+de\s+weegschaal", gap=12),
+    Rule("body_weight", "mass", after=r"on\s+the\s+scales?|op\s+de\s+weegschaal|gewogen", gap=12),
     Rule("body_weight", "bare", before=r"weigh(?:ed|s)?|weight|scales?|woog|weeg|gewogen|gewicht|weegschaal", gap=25),
     Rule("running_distance", "distance", before=_RUN, after=_RUN, gap=25),
     Rule("cycling_distance", "distance", before=_RIDE, after=_RIDE, gap=25),
@@ -219,6 +219,7 @@ CLAUSE_START = re.compile(
     r"\s+(?=(?:i|i'm|ik|me|we)\b))"
 )
 YESTERDAY = re.compile(r"\b(?:yesterday|last night|gisteren|gisteravond|vannacht)\b", _I)
+DAYS_AGO = re.compile(r"\b(\d{1,2}|" + "|".join(_WORDS) + r")\s+(?:days?\s+ago|dagen\s+geleden)\b", _I)
 DAY_BEFORE = re.compile(r"\b(?:the\s+day\s+before\s+yesterday|eergisteren)\b", _I)
 _WEEKDAYS = [
     r"monday|maandag", r"tuesday|dinsdag", r"wednesday|woensdag", r"thursday|donderdag", r"friday|vrijdag",
@@ -334,8 +335,10 @@ def _occurred(sentence: str, said_at: datetime | None, position: int) -> datetim
     if said_at is None:
         return None
     clause = _clause(sentence, position)
-    if any(pattern.search(clause) for pattern in (DAY_BEFORE, YESTERDAY, WEEKDAY, TODAY)):
+    if any(pattern.search(clause) for pattern in (DAYS_AGO, DAY_BEFORE, YESTERDAY, WEEKDAY, TODAY)):
         sentence = clause
+    if ago := DAYS_AGO.search(sentence):
+        return moment_after(said_at, -timedelta(days=number(ago[1])))
     if DAY_BEFORE.search(sentence):
         return moment_after(said_at, -timedelta(days=2))
     if YESTERDAY.search(sentence):

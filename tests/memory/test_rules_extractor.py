@@ -196,6 +196,8 @@ SATURDAY = datetime(2026, 4, 18, 10, 0, tzinfo=UTC)
         ("Slept badly, just 4.5 hours", [("sleep_duration", 4.5, "h", SAID_ON)]),
         ("Maar 6u geslapen vannacht", [("sleep_duration", 6.0, "h", YESTERDAY)]),
         ("Eergisteren 8 uur geslapen", [("sleep_duration", 8.0, "h", TWO_DAYS_AGO)]),
+        ("Walked 11 km two days ago", [("walking_distance", 11.0, "km", TWO_DAYS_AGO)]),
+        ("2 dagen geleden 64,1 kilo gewogen", [("body_weight", 64.1, "kg", TWO_DAYS_AGO)]),
         ("Slept 7h30 last night", [("sleep_duration", 7.5, "h", YESTERDAY)]),
         ("Vandaag 12.000 stappen gezet", [("steps", 12000.0, "steps", SAID_ON)]),
         ("Mijn rustpols was vanochtend 58", [("resting_heart_rate", 58.0, "bpm", SAID_ON)]),
