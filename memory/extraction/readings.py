@@ -205,6 +205,8 @@ GAP_BREAK = re.compile(
     r"|[A-Z][a-z]+)"
 )
 GOAL_AFTER = re.compile(r"(?i:\b(?:goal|target|aim|doel|streven|by\s+(?:the\s+end|summer|next))\b)")
+# "om 11 uur", "at 7 hours"? A time of day, not a duration.
+CLOCK_BEFORE = re.compile(r"(?i:\b(?:om|at|till|until|tot|since|sinds|by)\s+)$")
 # "my son and I ran 5 km" is the owner's run too
 WITH_ME = re.compile(r"(?i:\b(?:and\s+i|and\s+me|en\s+ik|i\s+and|ik\s+en)\b)")
 # A level in the past is history, not a reading now: "I was 95 kg two years ago".
@@ -305,6 +307,8 @@ def _observed_by_owner(sentence: str, match: re.Match[str], value_at: int, rule:
         return False
     after_value = match.end("unit") if match.groupdict().get("unit") else value_at
     if CHANGE_BEFORE.search(lead) or CHANGE_AFTER.match(sentence, after_value):
+        return False
+    if rule.measure in ("hours", "duration") and CLOCK_BEFORE.search(lead):
         return False
     tail = re.split(r"[\d,;.!?]", sentence[after_value:], maxsplit=1)[0]
     if HABIT_AFTER.search(sentence[match.end() :]) or LONG_AGO.search(tail):

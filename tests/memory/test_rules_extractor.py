@@ -241,6 +241,7 @@ def test_readings_are_found_whatever_the_word_order(
         "Imagine I ran 30 km.",
         "Femke zegt dat ze 9 uur heeft geslapen.",
         "Joost said he ran 12 km.",
+        "Ik sliep pas om 1 uur.",
         "Total weight loss of 12 kg since January.",
         "Een gewichtsverlies van 6 kilo.",
         "Two pounds lighter than last week.",
