@@ -156,3 +156,180 @@ def test_numeric_readings_of_the_owner_are_kept_in_canonical_units(
 
 def test_an_assistants_numbers_are_not_readings() -> None:
     assert extract("You weighed 78 kg last week.", role="assistant").readings == []
+
+
+MONDAY = datetime(2026, 4, 20, 10, 0, tzinfo=UTC)
+TWO_DAYS_AGO = datetime(2026, 4, 20, 10, 0, tzinfo=UTC)
+SATURDAY = datetime(2026, 4, 18, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        # the cue and the number need not touch, and may come in either order
+        ("Got on the scales after breakfast: 91.3 kg", [("body_weight", 91.3, "kg", SAID_ON)]),
+        ("Weighed myself before the gym, 70,2 kilo", [("body_weight", 70.2, "kg", SAID_ON)]),
+        ("Op de weegschaal vanochtend: 66,8 kg", [("body_weight", 66.8, "kg", SAID_ON)]),
+        ("Vanochtend woog ik 80,5 kilo.", [("body_weight", 80.5, "kg", SAID_ON)]),
+        ("68 kg on the scale today", [("body_weight", 68.0, "kg", SAID_ON)]),
+        # a level said of oneself
+        ("I'm at 88 kilos now.", [("body_weight", 88.0, "kg", SAID_ON)]),
+        ("Finally down to 150 pounds!", [("body_weight", 68.039, "kg", SAID_ON)]),
+        ("Ik zit nu op 73 kilo.", [("body_weight", 73.0, "kg", SAID_ON)]),
+        ("Ik ben inmiddels 95 kilo", [("body_weight", 95.0, "kg", SAID_ON)]),
+        # Dutch puts the participle last; a run may be timed after other words, or as a clock time
+        ("Gisteren 12 km gefietst naar mijn werk", [("cycling_distance", 12.0, "km", YESTERDAY)]),
+        ("Vanmiddag 8 km hardgelopen in 45 minuten", [("running_distance", 8.0, "km", SAID_ON),
+                                                      ("running_duration", 45.0, "min", SAID_ON)]),
+        ("Did a 5k around the park before work in 31 minutes", [("running_distance", 5.0, "km", SAID_ON),
+                                                                ("running_duration", 31.0, "min", SAID_ON)]),
+        ("Ran 21.1 km in 1:58:30 on Monday", [("running_distance", 21.1, "km", MONDAY),
+                                               ("running_duration", 118.5, "min", MONDAY)]),
+        ("Ran 15 km in 1:20", [("running_distance", 15.0, "km", SAID_ON),
+                               ("running_duration", 80.0, "min", SAID_ON)]),
+        ("Ran 5 km in 26:30", [("running_distance", 5.0, "km", SAID_ON),
+                               ("running_duration", 26.5, "min", SAID_ON)]),
+        ("Went running for 40 minutes", [("running_duration", 40.0, "min", SAID_ON)]),
+        ("Walked 4 miles with the dog", [("walking_distance", 6.437, "km", SAID_ON)]),
+        # sleep, with the number before or after its cue, hours and minutes, and numbers as words
+        ("Only slept six hours.", [("sleep_duration", 6.0, "h", SAID_ON)]),
+        ("Slept badly, just 4.5 hours", [("sleep_duration", 4.5, "h", SAID_ON)]),
+        ("Maar 6u geslapen vannacht", [("sleep_duration", 6.0, "h", YESTERDAY)]),
+        ("Eergisteren 8 uur geslapen", [("sleep_duration", 8.0, "h", TWO_DAYS_AGO)]),
+        ("Walked 11 km two days ago", [("walking_distance", 11.0, "km", TWO_DAYS_AGO)]),
+        ("2 dagen geleden 64,1 kilo gewogen", [("body_weight", 64.1, "kg", TWO_DAYS_AGO)]),
+        ("Slept 7h30 last night", [("sleep_duration", 7.5, "h", YESTERDAY)]),
+        ("Vandaag 12.000 stappen gezet", [("steps", 12000.0, "steps", SAID_ON)]),
+        ("Mijn rustpols was vanochtend 58", [("resting_heart_rate", 58.0, "bpm", SAID_ON)]),
+        ("Average heart rate on the ride was 142 bpm", [("heart_rate", 142.0, "bpm", SAID_ON)]),
+    ],
+)  # fmt: skip
+def test_readings_are_found_whatever_the_word_order(
+    text: str, readings: list[tuple[str, float, str, datetime]]
+) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # someone else's numbers
+        "My daughter weighs 24 kg.",
+        "Mijn vader woog 102 kilo.",
+        "Sanne ran 8 km this morning.",
+        "Gisteren liep Sanne 8 km.",
+        "The suitcase weighed 23 kg.",
+        "Weighed the parcel: 4 kg",
+        "Our dog slept 14 hours.",
+        # goals, plans, hypotheses, questions, habits and the past
+        "I want to get down to 70 kg.",
+        "Mijn doel is 70 kilo.",
+        "If I weighed 90 kg I would worry.",
+        "Als ik 90 kilo woog, zou ik stoppen.",
+        "I'd love to run 42 km one day.",
+        "Tomorrow I will run 10 km.",
+        "Should I sleep 9 hours?",
+        "I usually sleep 7 hours.",
+        "I walk 10,000 steps a day.",
+        "I was 110 kg two years ago.",
+        # a change is not a level
+        "Lost 3 kg this month!",
+        "Weer 2 kilo afgevallen.",
+        "Another 4 pounds gone.",
+        "Suppose I weigh 100 kg, then what.",
+        "Imagine I ran 30 km.",
+        "Femke zegt dat ze 9 uur heeft geslapen.",
+        "Joost said he ran 12 km.",
+        "Ik sliep pas om 1 uur.",
+        "Total weight loss of 12 kg since January.",
+        "Een gewichtsverlies van 6 kilo.",
+        "Two pounds lighter than last week.",
+    ],
+)
+def test_numbers_that_are_not_the_owners_current_readings_are_left_out(text: str) -> None:
+    assert extract(text).readings == []
+
+
+def test_a_weight_with_its_change_keeps_only_the_level() -> None:
+    found = extract("Weighed in at 79,6 kg today, 1,2 kg minder dan vorige week.").readings
+    assert [(r.metric, r.value) for r in found] == [("body_weight", 79.6)]
+
+
+def test_the_owners_weight_after_someone_elses_in_one_sentence_is_kept() -> None:
+    found = extract("My son weighs 28 kg now and I'm at 84 kg.").readings
+    assert [(r.metric, r.value) for r in found] == [("body_weight", 84.0)]
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        ("Finished the half marathon in 1:49:20!", [("running_distance", 21.097, "km", SAID_ON),
+                                                    ("running_duration", 109.333, "min", SAID_ON)]),
+        ("Vandaag de marathon uitgelopen", [("running_distance", 42.195, "km", SAID_ON)]),
+        ("Up to 85 kg again, ugh.", [("body_weight", 85.0, "kg", SAID_ON)]),
+        ("My sister and I walked 9 km.", [("walking_distance", 9.0, "km", SAID_ON)]),
+        ("Ik heb 7 uur en 15 minuten geslapen.", [("sleep_duration", 7.25, "h", SAID_ON)]),
+        # the time word of the owner's own clause counts, not another clause's
+        ("Yesterday was a rest day, but this morning I ran 6 km.", [("running_distance", 6.0, "km", SAID_ON)]),
+    ],
+)  # fmt: skip
+def test_races_joint_efforts_and_clause_times(text: str, readings: list[tuple[str, float, str, datetime]]) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "When I was twenty I weighed 65 kg.",
+        "Toen ik studeerde woog ik 65 kilo.",
+        "I have to run 8 km tomorrow.",
+        "Morgen 20 km fietsen.",
+        "Gisteren liep ze 12 km.",
+        "The flight is 9 hours, I'll sleep on the plane.",
+        "Weight went -2 kg this week.",
+        "I want to run a marathon.",
+    ],
+)
+def test_the_past_the_future_and_other_subjects_are_not_readings(text: str) -> None:
+    assert extract(text).readings == []
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        ("Pieter cycled 40 km and I cycled 25 km.", [("cycling_distance", 25.0, "km", SAID_ON)]),
+        ("Ik heb 12 km in 61 minuten hardgelopen.", [("running_distance", 12.0, "km", SAID_ON),
+                                                   ("running_duration", 61.0, "min", SAID_ON)]),
+        ("Zaterdag 90 km in 3:10:00 gefietst", [("cycling_distance", 90.0, "km", SATURDAY),
+                                               ("cycling_duration", 190.0, "min", SATURDAY)]),
+        ("Ik heb slecht geslapen, maar 4 uur.", [("sleep_duration", 4.0, "h", SAID_ON)]),
+        ("Dropped to 83.5 kg this week!", [("body_weight", 83.5, "kg", SAID_ON)]),
+        ("8000 steps today; 12,000 steps is the goal.", [("steps", 8000.0, "steps", SAID_ON)]),
+    ],
+)  # fmt: skip
+def test_a_cue_pairs_only_with_a_number_in_its_own_clause(
+    text: str, readings: list[tuple[str, float, str, datetime]]
+) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
+        ("Emma weighs 60 kg, I weigh 70 kg.", [("body_weight", 70.0, "kg", SAID_ON)]),
+        # a weight cue with a bare number is in kilograms, where no pound value could be meant
+        ("My weight this morning was 81.7.", [("body_weight", 81.7, "kg", SAID_ON)]),
+        ("Weegschaal gaf vanochtend 79,9 aan.", [("body_weight", 79.9, "kg", SAID_ON)]),
+        ("I weigh 172 now.", []),
+        ("Weighed myself 3 times this week.", []),
+        ("Ik wou dat ik 8 uur had geslapen.", []),
+    ],
+)  # fmt: skip
+def test_clauses_after_a_comma_bare_weights_and_wishes(
+    text: str, readings: list[tuple[str, float, str, datetime]]
+) -> None:
+    found = extract(text).readings
+    assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
