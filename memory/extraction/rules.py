@@ -48,5 +48,5 @@ class RulesExtractor:
 
     def _sentence(self, sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
         found = find_facts(sentence, evidence)
-        found.tasks.extend(find_tasks(sentence, evidence, today))
+        found.extend(find_tasks(sentence, evidence, today))
         return found
