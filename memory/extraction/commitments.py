@@ -157,8 +157,8 @@ def _task(
         action = action[: cut[0]] + action[cut[1] :]
     action = re.sub(r"^(\w+)\s+ik\s+", r"\1 ", action, flags=_I)  # "bel ik de garage": the verb, then its object
     label = sentence_case(TRAILING.sub("", clean(action)))
-    if not label:
-        return None
+    if len(label.split()) < 2:
+        return None  # "I'll manage", "I'll try": no thing to track
     return TaskCandidate(
         label=label, evidence=evidence, owner=owner, due_on=day.day if day else None,
         due_removed=removes_deadline(sentence),
@@ -208,3 +208,33 @@ def _change(sentence: str, evidence: EvidenceRef, today: date) -> TaskCandidate 
         if match and match.start() < commit and not PRONOUN.match(subject := _subject(match)):
             return TaskCandidate(label=subject, evidence=evidence, status="completed")
     return None
+
+
+# The assistant's offer of a to-do becomes the owner's task only when the owner's next turn accepts it.
+OFFER = re.compile(
+    r"\b(?:shall|should|can|may) I (?:add|create|set(?: up)?|make|put (?:in|down)) (?:a |an )?"
+    r"(?:to-?do|task|reminder|action item)(?: for you)?(?: to| for| that you)?\s+(?P<en>[^?]+)|"
+    r"\b(?:shall|should) I remind you to\s+(?P<en2>[^?]+)|"
+    r"\b(?:zal|moet) ik (?:een )?(?:taak|herinnering|to-?do|actiepunt) (?:toevoegen|aanmaken|maken|zetten)\s+"
+    r"(?:om|voor|dat je)\s+(?P<nl>[^?]+)|\bzal ik je (?:eraan )?herinneren (?:om|dat je)\s+(?P<nl2>[^?]+)",
+    _I,
+)
+ACCEPT = re.compile(
+    r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please do|please|go ahead|sounds good|do it|ja|graag|prima|doe maar|"
+    r"is goed|top)\b",
+    _I,
+)
+REFUSE = re.compile(r"\b(?:no|not|don't|nee|niet|later)\b", _I)
+
+
+def accepted_offer(offer: str, reply: str, evidence: EvidenceRef, today: date) -> Extraction:
+    """The task an assistant offered to note ("Shall I add a to-do for you to book the flights by Sunday?"),
+    when the owner's reply accepts it; nothing otherwise."""
+    match = OFFER.search(offer)
+    if match is None or not ACCEPT.match(reply) or REFUSE.search(reply):
+        return Extraction()
+    if action := match["en"] or match["en2"]:
+        return find_tasks(f"I'll {clean(action)}.", evidence, today)
+    # Dutch puts the verb last: "om de vluchten te boeken" is the task "de vluchten boeken".
+    action = re.sub(r"\bte\s+(?=\w+$)", "", clean(match["nl"] or match["nl2"]))
+    return find_tasks(f"Ik moet {action}.", evidence, today)

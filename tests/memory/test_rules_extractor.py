@@ -248,3 +248,28 @@ def test_a_new_day_for_a_named_task_reschedules_it(text: str, label: str, due: d
 def test_committing_to_cancel_something_is_a_new_task() -> None:
     (task,) = extract("I need to cancel the gym membership.").tasks
     assert (task.label, task.status) == ("Cancel the gym membership", "pending")
+
+
+def conversation(*turns: tuple[str, str]) -> Extraction:
+    return RulesExtractor().extract(
+        [TextUnit(source_id=f"m{n}", text=text, role=role, authored_at=SAID_ON) for n, (role, text) in enumerate(turns)]
+    )
+
+
+@pytest.mark.parametrize(
+    ("offer", "reply", "tasks"),
+    [
+        ("Shall I add a reminder for you to renew the insurance by Friday?", "Sure, go ahead.",
+         [("Renew the insurance", FRIDAY)]),
+        ("Zal ik een taak toevoegen om morgen de band te plakken?", "Ja graag.", [("De band plakken", TOMORROW)]),
+        ("Shall I add a reminder for you to renew the insurance by Friday?", "No thanks, I'll manage.", []),
+        ("Shall I add a reminder for you to renew the insurance by Friday?", "Maybe later.", []),
+        ("You could renew the insurance by Friday.", "Sure.", []),
+    ],
+)  # fmt: skip
+def test_an_assistants_offer_of_a_task_counts_only_when_the_owner_accepts_it(
+    offer: str, reply: str, tasks: list[tuple[str, date]]
+) -> None:
+    found = conversation(("assistant", offer), ("user", reply))
+    assert [(t.label, t.due_on) for t in found.tasks] == tasks
+    assert all(t.evidence.source_id == "m1" for t in found.tasks)
