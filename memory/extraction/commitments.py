@@ -20,7 +20,8 @@ NOT_PEOPLE = NOT_NAMES | {
 }  # fmt: skip
 SELF = re.compile(
     r"\b(?:I'll|I will|I'm going to|I am going to|I have to|I've got to|I need to|I must|I promised to|"
-    r"I'm supposed to|ik zal|ik ga|ik moet|ik beloof(?: om| te)?)\s+",
+    r"I'm supposed to|we need to|we have to|we must|ik zal|ik ga|ik moet|ik beloof(?: om| te)?|we moeten|"
+    r"I (?:promised|told) [A-Z][a-z]+ (?:to|I'd|I would|that I'd|that I would))\s+",
     _I,
 )
 # Someone else's promise, not their plan: "Kees is going to sell his van" is not a task of the owner's.
@@ -29,8 +30,8 @@ OTHER = re.compile(
     r"said (?:she|he|they)(?:'d| would| will)|zal|belooft(?: om| te| dat (?:ze|hij|zij))?|"
     r"heeft (?:beloofd|toegezegd)(?: om| te| dat (?:ze|hij|zij))?)\s+"
 )
-REMIND = re.compile(r"\bremind me to\s+", _I)
-TODO = re.compile(r"^\s*(?:TODO|to-do|action item|actiepunt)\s*[:\-]\s*", _I)
+REMIND = re.compile(r"\b(?:remind me to|(?:don't|do not) forget to|vergeet niet(?: om)?|herinner me eraan om)\s+", _I)
+TODO = re.compile(r"^\s*(?:TODO|to-do|action item|actiepunt|note to self|reminder|herinnering)\s*[:\-]\s*", _I)
 ASK = re.compile(r"^\s*(?=(?i:ask|vraag)\s+" + NAME + r"\s+(?:to|om|of)\b)")
 # Dutch speaks of the future in the present tense: "Morgen bel ik de garage", "Ik stuur het vrijdag".
 NL_INVERTED = re.compile(r"^\s*\w+(?:\s+\w+){0,2}\s+(?P<verb>[a-z]+)\s+ik\s+", _I)
@@ -39,6 +40,11 @@ NOT_NL_TASK_VERBS = {
     "ben", "heb", "had", "was", "werd", "woon", "werk", "vind", "denk", "twijfel", "weet", "hoop", "zou", "kan",
     "wil", "moet", "zal", "ga", "kon", "mag", "voel", "hou", "houd", "sliep", "liep", "woog", "heet", "blijf",
 }  # fmt: skip
+LEADING = re.compile(
+    r"^(?:(?:try to|also|definitely|probably|first|still|just|really|then|proberen (?:om|te)|ook|nog|eerst|even)\s+)+",
+    _I,
+)
+STATE = re.compile(r"^(?:be|zijn)\b", _I)
 BOUNDARY = re.compile(
     r",\s*(?:and then|then|so|because|since|which|but|maar|want|dus|zodat|dan|en dan|omdat|"
     r"we|I|he|she|they|it|you|ik|ze|hij|zij|het)\b|\s+(?:because|so that|omdat|zodat)\s+|[;:]\s|\s+-\s",
@@ -47,8 +53,8 @@ BOUNDARY = re.compile(
 TRAILING = re.compile(r"(?:\s+(?:anymore|any more|meer|and|en|this (?:morning|afternoon|evening|week)|"
                       r"today|yesterday|vandaag|gisteren|vanochtend|vanmiddag|vanavond))+$", _I)  # fmt: skip
 PERSON_AFTER = re.compile(
-    r"\b(?i:to|with|ask|tell|remind|call|email|mail|phone|text|meet|send|give|naar|aan|met|vraag|vragen|bel|"
-    r"stuur|geef|spreek)\s+" + NAME + r"\b"
+    r"\b(?i:to|with|for|ask|tell|remind|call|email|mail|phone|text|meet|send|give|naar|aan|met|vraag|vragen|"
+    r"bel|stuur|geef|spreek|voor|bij|promised|told|beloofd)\s+" + NAME + r"\b"
 )
 PERSON_BEFORE = re.compile(r"\b" + NAME + r"\s+(?:vragen|bellen|mailen|appen|spreken|laten weten)\b")  # Dutch verb-last
 _PAST = (
@@ -72,7 +78,8 @@ DONE_NL = re.compile(
     r"ingediend|gebeld|gemaild|rondgestuurd)\b"
 )
 CANCELLED = re.compile(
-    r"\b(?:no need to|don't need to|do not need to|won't|will not|cancel(?:led)?|forget about|never mind|"
+    r"\b(?:no need to|don't need to|do not need to|won't|will not|cancel(?:led)?|never mind|"
+    r"(?<!n't )(?<!not )forget(?: about)?(?! to\b)|"
     r"(?:^|(?<=[,:;] ))(?:scrap|drop|skip)|laat maar)\s*[,:]?\s+(?P<post>.+)|\blaat\s+(?P<post2>.+?)\s+maar\b|"
     r"(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|got|werd|wordt|is)\s+"
     r"(?:cancelled|canceled|called off|scrapped|off|geschrapt|afgezegd|geannuleerd)\b|"
@@ -83,7 +90,8 @@ RESCHEDULED = re.compile(
     r"(?P<pre>[^,:;]+?)\s+(?:has been\s+|have been\s+|is\s+|was\s+|got\s+|are\s+|wordt\s+|werd\s+)?"
     r"(?:moved|pushed(?: back)?|postponed|rescheduled|delayed|shifted|verschoven|verplaatst|uitgesteld|verzet)"
     r"\s+(?:to|until|till|naar|tot)\b|"
-    r"\b(?:push|move|postpone|verschuif|verplaats|verzet)\s+(?:back\s+)?(?P<post>.+?)\s+(?:to|until|naar|tot)\b|"
+    r"\b(?:push|move|postpone|reschedule|verschuif|verplaats|verzet)(?:e?d)?\s+(?:back\s+)?(?P<post>.+?)\s+"
+    r"(?:to|until|naar|tot)\b|"
     r"(?P<pre2>[^,:;]+?)\s+(?:is|are)\s+now\s+due\b|"
     r"\b(?:deadline|due date) (?:for|of|van|voor) (?P<post2>.+?)\s+(?:is now|is|moved|wordt|is nu)\b",
     _I,
@@ -99,8 +107,8 @@ def find_tasks(sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
     """Tasks in one sentence of the owner's: one per commitment, with owner and due date; completion,
     cancellation and rescheduling wording that reconcile matches to an open task; the people they name."""
     found = Extraction()
-    if sentence.rstrip().endswith("?"):
-        return found  # a question weighs options; it commits to nothing
+    if sentence.rstrip().endswith("?") and not REMIND.search(sentence):
+        return found  # a question weighs options; it commits to nothing ("Can you remind me to ..." does)
     if change := _change(sentence, evidence, today):
         found.tasks.append(change)
         return found
@@ -111,7 +119,7 @@ def find_tasks(sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
         task = _task(sentence, window_start, action_at, end, owner, evidence, today)
         if task is not None:
             found.tasks.append(task)
-            found.people.extend(_people(sentence[action_at:end]))
+            found.people.extend(_people(sentence[start:end]))
             if owner is not None:
                 found.people.append(owner)
     if not starts and removes_deadline(sentence):
@@ -156,9 +164,9 @@ def _task(
         cut = (window_start + day.start - action_at, window_start + day.end - action_at)
         action = action[: cut[0]] + action[cut[1] :]
     action = re.sub(r"^(\w+)\s+ik\s+", r"\1 ", action, flags=_I)  # "bel ik de garage": the verb, then its object
-    label = sentence_case(TRAILING.sub("", clean(action)))
-    if len(label.split()) < 2:
-        return None  # "I'll manage", "I'll try": no thing to track
+    label = sentence_case(TRAILING.sub("", LEADING.sub("", clean(action))))
+    if len(label.split()) < 2 or STATE.match(label):
+        return None  # "I'll manage", "I'll be in Berlin": no thing to track
     return TaskCandidate(
         label=label, evidence=evidence, owner=owner, due_on=day.day if day else None,
         due_removed=removes_deadline(sentence),

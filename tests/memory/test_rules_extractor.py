@@ -99,6 +99,7 @@ def test_removal_wording_clears_a_deadline(text: str) -> None:
         ("No need to book the hotel anymore.", "abandoned", "book the hotel"),
         ("Forget about the newsletter", "abandoned", "the newsletter"),
         ("Scrap the quarterly survey, nobody reads it.", "abandoned", "the quarterly survey"),
+        ("Forget the survey, it's pointless.", "abandoned", "the survey"),
         ("The team dinner has been called off.", "abandoned", "The team dinner"),
         ("Laat maar, de verhuizing gaat niet door.", "abandoned", "de verhuizing"),
         ("Laat de nieuwsbrief maar zitten.", "abandoned", "de nieuwsbrief"),
@@ -214,7 +215,16 @@ def test_day_phrases_follow_the_date_conventions(text: str, when: datetime, labe
             [("Book the venue", None, THURSDAY), ("Print the flyers", "Hugo", FRIDAY)],
             ["Hugo"],
         ),
-        # Plans of other people, questions and wishes are not tasks.
+        ("I promised Nina I'd proofread her essay.", [("Proofread her essay", None, None)], ["Nina"]),
+        ("We need to repaint the fence by Friday.", [("Repaint the fence", None, FRIDAY)], []),
+        ("Note to self: buy a gift for Nina before Friday.", [("Buy a gift for Nina", None, FRIDAY)], ["Nina"]),
+        ("Don't forget to water the plants tomorrow.", [("Water the plants", None, TOMORROW)], []),
+        ("Can you remind me to water the plants tomorrow?", [("Water the plants", None, TOMORROW)], []),
+        ("Vergeet niet om morgen de planten water te geven.", [("De planten water te geven", None, TOMORROW)], []),
+        ("I'll try to finish the essay by Friday.", [("Finish the essay", None, FRIDAY)], []),
+        # Plans of other people, states, questions and wishes are not tasks.
+        ("I'll be in Rome next week.", [], []),
+        ("I'll manage.", [], []),
         ("Hugo is going to sell his car.", [], []),
         ("Mijn zus Eva gaat in mei naar Japan.", [], []),
         ("Should I repaint the kitchen on Friday?", [], []),
@@ -238,6 +248,7 @@ def test_each_commitment_has_its_owner_and_links_the_people_it_names(
         ("Push the dentist appointment to 5 May.", "the dentist appointment", date(2026, 5, 5)),
         ("De presentatie is verschoven naar vrijdag.", "De presentatie", FRIDAY),
         ("Good news, the report is now due on 3 June.", "the report", date(2026, 6, 3)),
+        ("We moved the retro to 5 May.", "the retro", date(2026, 5, 5)),
     ],
 )
 def test_a_new_day_for_a_named_task_reschedules_it(text: str, label: str, due: date) -> None:
