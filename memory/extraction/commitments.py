@@ -45,6 +45,13 @@ LEADING = re.compile(
     _I,
 )
 STATE = re.compile(r"^(?:be|zijn)\b", _I)
+# Another person's plan for their own life ("Kees will move to Spain") is not a commitment to the owner.
+OWN_LIFE = re.compile(
+    r"^(?:go|move|travel|retire|leave|stay|come|fly|quit|gaan|verhuizen|reizen|vertrekken|blijven|komen|stoppen)\b",
+    _I,
+)
+# A hedged or conditional commitment is not one yet ("Maybe I'll repaint the shed", "If it rains, I'll ...").
+HEDGE = re.compile(r"^\s*(?:maybe|perhaps|possibly|if|unless|misschien|wellicht|als|tenzij)\b", _I)
 BOUNDARY = re.compile(
     r",\s*(?:and then|then|so|because|since|which|but|maar|want|dus|zodat|dan|en dan|omdat|"
     r"we|I|he|she|they|it|you|ik|ze|hij|zij|het)\b|\s+(?:because|so that|omdat|zodat)\s+|[;:]\s|\s+-\s",
@@ -112,7 +119,7 @@ def find_tasks(sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
     if change := _change(sentence, evidence, today):
         found.tasks.append(change)
         return found
-    starts = _clause_starts(sentence)
+    starts = [] if HEDGE.match(sentence) else _clause_starts(sentence)
     for index, (start, action_at, owner) in enumerate(starts):
         end = starts[index + 1][0] if index + 1 < len(starts) else len(sentence)
         window_start = 0 if index == 0 else start  # "Tomorrow I need to ...": the day before the subject
@@ -165,7 +172,7 @@ def _task(
         action = action[: cut[0]] + action[cut[1] :]
     action = re.sub(r"^(\w+)\s+ik\s+", r"\1 ", action, flags=_I)  # "bel ik de garage": the verb, then its object
     label = sentence_case(TRAILING.sub("", LEADING.sub("", clean(action))))
-    if len(label.split()) < 2 or STATE.match(label):
+    if len(label.split()) < 2 or STATE.match(label) or (owner is not None and OWN_LIFE.match(label)):
         return None  # "I'll manage", "I'll be in Berlin": no thing to track
     return TaskCandidate(
         label=label, evidence=evidence, owner=owner, due_on=day.day if day else None,

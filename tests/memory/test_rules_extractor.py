@@ -225,6 +225,10 @@ def test_day_phrases_follow_the_date_conventions(text: str, when: datetime, labe
         # Plans of other people, states, questions and wishes are not tasks.
         ("I'll be in Rome next week.", [], []),
         ("I'll manage.", [], []),
+        ("Maybe I'll repaint the shed on Friday.", [], []),
+        ("Misschien ga ik morgen de schuur verven.", [], []),
+        ("If it stops raining, I'll mow the lawn.", [], []),
+        ("Hugo will move to Lisbon next spring.", [], []),
         ("Hugo is going to sell his car.", [], []),
         ("Mijn zus Eva gaat in mei naar Japan.", [], []),
         ("Should I repaint the kitchen on Friday?", [], []),
