@@ -145,9 +145,9 @@ def _clause_starts(sentence: str) -> list[tuple[int, int, NodeRef | None]]:
             starts.append((match.start(), match.end(), NodeRef(type="Person", label=match["name"])))
     if not starts and find_day(sentence, date.min) is not None:
         for pattern in (NL_INVERTED, NL_PRESENT):
-            match = pattern.search(sentence)
-            if match and match["verb"].lower() not in NOT_NL_TASK_VERBS:
-                starts.append((match.start(), match.start("verb"), None))
+            present = pattern.search(sentence)
+            if present and present["verb"].lower() not in NOT_NL_TASK_VERBS:
+                starts.append((present.start(), present.start("verb"), None))
                 break
     starts.sort(key=lambda item: item[0])
     # Overlaps ("I need to ask Ilse to ...") keep the first, outermost clause.
