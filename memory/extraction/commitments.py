@@ -27,7 +27,8 @@ SELF = re.compile(
 # Someone else's promise, not their plan: "Kees is going to sell his van" is not a task of the owner's.
 OTHER = re.compile(
     NAME + r"(?:,\s[^,]{1,40},)?\s+(?:will|has promised to|promised to|has agreed to|agreed to|offered to|"
-    r"said (?:she|he|they)(?:'d| would| will)|zal|belooft(?: om| te| dat (?:ze|hij|zij))?|"
+    r"(?:said|promised)(?: that)? (?:she|he|they)(?:'d| would| will)|zegt dat (?:ze|hij|zij)|zal|"
+    r"belooft(?: om| te| dat (?:ze|hij|zij))?|"
     r"heeft (?:beloofd|toegezegd)(?: om| te| dat (?:ze|hij|zij))?)\s+"
 )
 REMIND = re.compile(r"\b(?:remind me to|(?:don't|do not) forget to|vergeet niet(?: om)?|herinner me eraan om)\s+", _I)
@@ -82,7 +83,7 @@ DONE_PASSIVE = re.compile(
 DONE_NL = re.compile(
     r"\b(?:[Ii]k|" + NAME.replace("?P<name>", "") + r") (?:heb|heeft)\s+(?P<post>.+?)\s+(?:al\s+)?"
     r"(?:verstuurd|gestuurd|opgestuurd|betaald|verlengd|ingeleverd|gedaan|geregeld|getekend|geboekt|afgerond|"
-    r"ingediend|gebeld|gemaild|rondgestuurd)\b"
+    r"ingediend|gebeld|gemaild|rondgestuurd|\w*ge\w+[dt]|(?:ver|be|ont|her)\w+[dt])(?:[,.;!]|$)"
 )
 CANCELLED = re.compile(
     r"\b(?:no need to|don't need to|do not need to|won't|will not|cancel(?:led)?|never mind|"
@@ -95,9 +96,10 @@ CANCELLED = re.compile(
 )
 RESCHEDULED = re.compile(
     r"(?P<pre>[^,:;]+?)\s+(?:has been\s+|have been\s+|is\s+|was\s+|got\s+|are\s+|wordt\s+|werd\s+)?"
-    r"(?:moved|pushed(?: back)?|postponed|rescheduled|delayed|shifted|verschoven|verplaatst|uitgesteld|verzet)"
+    r"(?:moved|pushed(?: back)?|postponed|rescheduled|delayed|shifted|extended|verschoven|verplaatst|uitgesteld|"
+    r"verzet|verlengd)"
     r"\s+(?:to|until|till|naar|tot)\b|"
-    r"\b(?:push|move|postpone|reschedule|verschuif|verplaats|verzet)(?:e?d)?\s+(?:back\s+)?(?P<post>.+?)\s+"
+    r"\b(?:push|move|postpone|reschedule|verschuif|verplaats|verzet)(?:e?d)?\s+(?:back\s+)?(?P<post>.+?)(?:\s+back)?\s+"
     r"(?:to|until|naar|tot)\b|"
     r"(?P<pre2>[^,:;]+?)\s+(?:is|are)\s+now\s+due\b|"
     r"\b(?:deadline|due date) (?:for|of|van|voor) (?P<post2>.+?)\s+(?:is now|is|moved|wordt|is nu)\b",
@@ -196,7 +198,10 @@ def _subject(match: re.Match[str]) -> str:
     name, text = next(((k, v) for k, v in groups if v and k.startswith(("pre", "post"))), ("post", ""))
     parts = re.split(r"[,:;]\s*|\s+-\s+", text)
     text = parts[-1] if name.startswith("pre") else parts[0]
-    text = CHANGE_TAIL.sub("", text)  # "laat maar, de verhuizing gaat niet door": the thing, not its fate
+    text = CHANGE_TAIL.sub("", text)
+    text = re.sub(
+        r"^(?:the\s+|de\s+)?(?:deadline|due date)\s+(?:for|of|van|voor)\s+", "", text.strip(), flags=_I
+    )  # "laat maar, de verhuizing gaat niet door": the thing, not its fate
     text = BOUNDARY.split(text)[0]
     return TRAILING.sub("", clean(text))
 

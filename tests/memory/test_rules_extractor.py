@@ -107,6 +107,7 @@ def test_removal_wording_clears_a_deadline(text: str) -> None:
         ("The insurance claim has been submitted, finally.", "completed", "The insurance claim"),
         ("Het paspoort is verlengd, dat is geregeld.", "completed", "Het paspoort"),
         ("Ik heb de huur al betaald.", "completed", "de huur"),
+        ("Bas heeft de ladder teruggebracht.", "completed", "de ladder"),
     ],
 )
 def test_completion_and_cancellation_target_open_tasks(text: str, status: str, label: str) -> None:
@@ -208,6 +209,8 @@ def test_day_phrases_follow_the_date_conventions(text: str, when: datetime, labe
         ("Hugo will repair the bike by Friday, so we can ride.", [("Repair the bike", "Hugo", FRIDAY)], ["Hugo"]),
         ("Nina, our accountant, promised to file the return.", [("File the return", "Nina", None)], ["Nina"]),
         ("Daan zal morgen de taart halen.", [("De taart halen", "Daan", TOMORROW)], ["Daan"]),
+        ("Hugo promised he would fix the gate.", [("Fix the gate", "Hugo", None)], ["Hugo"]),
+        ("Eva zegt dat ze morgen de taart haalt.", [("De taart haalt", "Eva", TOMORROW)], ["Eva"]),
         ("Eva heeft beloofd dat ze vrijdag de foto's deelt.", [("De foto's deelt", "Eva", FRIDAY)], ["Eva"]),
         # One task per commitment.
         (
@@ -253,6 +256,9 @@ def test_each_commitment_has_its_owner_and_links_the_people_it_names(
         ("De presentatie is verschoven naar vrijdag.", "De presentatie", FRIDAY),
         ("Good news, the report is now due on 3 June.", "the report", date(2026, 6, 3)),
         ("We moved the retro to 5 May.", "the retro", date(2026, 5, 5)),
+        ("We pushed the retro back to 5 May.", "the retro", date(2026, 5, 5)),
+        ("The deadline for the essay got extended to 5 May.", "the essay", date(2026, 5, 5)),
+        ("De deadline van de scriptie is verschoven naar 5 mei.", "de scriptie", date(2026, 5, 5)),
     ],
 )
 def test_a_new_day_for_a_named_task_reschedules_it(text: str, label: str, due: date) -> None:
