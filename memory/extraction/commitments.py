@@ -40,6 +40,7 @@ NL_PRESENT = re.compile(r"\bik\s+(?P<verb>[a-z]+)\s+", _I)
 NOT_NL_TASK_VERBS = {
     "ben", "heb", "had", "was", "werd", "woon", "werk", "vind", "denk", "twijfel", "weet", "hoop", "zou", "kan",
     "wil", "moet", "zal", "ga", "kon", "mag", "voel", "hou", "houd", "sliep", "liep", "woog", "heet", "blijf",
+    "zie", "spreek", "kom", "eet", "slaap", "sta", "zit", "lig", "reis", "vertrek", "vlieg",
 }  # fmt: skip
 LEADING = re.compile(
     r"^(?:(?:try to|also|definitely|probably|first|still|just|really|then|proberen (?:om|te)|ook|nog|eerst|even)\s+)+",
@@ -86,7 +87,7 @@ DONE_NL = re.compile(
     r"ingediend|gebeld|gemaild|rondgestuurd|\w*ge\w+[dt]|(?:ver|be|ont|her)\w+[dt])(?:[,.;!]|$)"
 )
 CANCELLED = re.compile(
-    r"\b(?:no need to|don't need to|do not need to|won't|will not|cancel(?:led)?|never mind|"
+    r"\b(?:no need to|don't need to|do not need to|(?<=I )won't|(?<=I )will not|cancel(?:led)?|never mind|"
     r"(?<!n't )(?<!not )forget(?: about)?(?! to\b)|"
     r"(?:^|(?<=[,:;] ))(?:scrap|drop|skip)|laat maar)\s*[,:]?\s+(?P<post>.+)|\blaat\s+(?P<post2>.+?)\s+maar\b|"
     r"(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|got|werd|wordt|is)\s+"

@@ -100,6 +100,7 @@ def test_removal_wording_clears_a_deadline(text: str) -> None:
         ("Forget about the newsletter", "abandoned", "the newsletter"),
         ("Scrap the quarterly survey, nobody reads it.", "abandoned", "the quarterly survey"),
         ("Forget the survey, it's pointless.", "abandoned", "the survey"),
+        ("I won't renew the lease.", "abandoned", "renew the lease"),
         ("The team dinner has been called off.", "abandoned", "The team dinner"),
         ("Laat maar, de verhuizing gaat niet door.", "abandoned", "de verhuizing"),
         ("Laat de nieuwsbrief maar zitten.", "abandoned", "de nieuwsbrief"),
@@ -232,6 +233,7 @@ def test_day_phrases_follow_the_date_conventions(text: str, when: datetime, labe
         ("Misschien ga ik morgen de schuur verven.", [], []),
         ("If it stops raining, I'll mow the lawn.", [], []),
         ("Hugo will move to Lisbon next spring.", [], []),
+        ("Ik zie je morgen.", [], []),
         ("Hugo is going to sell his car.", [], []),
         ("Mijn zus Eva gaat in mei naar Japan.", [], []),
         ("Should I repaint the kitchen on Friday?", [], []),
@@ -294,3 +296,7 @@ def test_an_assistants_offer_of_a_task_counts_only_when_the_owner_accepts_it(
     found = conversation(("assistant", offer), ("user", reply))
     assert [(t.label, t.due_on) for t in found.tasks] == tasks
     assert all(t.evidence.source_id == "m1" for t in found.tasks)
+
+
+def test_someone_elses_absence_cancels_nothing() -> None:
+    assert extract("Hugo won't make it to the meeting.").tasks == []
