@@ -71,6 +71,7 @@ class TaskCandidate:
     due_removed: bool = False
     status: str = "pending"
     origin: str = "user_stated"
+    rescheduled: bool = False  # a new day for an open task named elsewhere; never a new task
 
 
 @dataclass(frozen=True)

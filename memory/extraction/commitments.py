@@ -1,75 +1,261 @@
-"""Commitments in the owner's sentences: what they will do, with whom and by when; what was done or called
-off (reconcile matches those to an open task); removal of a deadline."""
+"""Commitments in the owner's sentences, clause by clause: what they will do and by when (their own task, even
+when it names a recipient: "I'll send the spec to Marcel" is theirs, Marcel a linked person); what someone
+else promised (that person owns it); what was done, called off or moved to another day (reconcile matches
+those to an open task); removal of a deadline. English and Dutch."""
 
 from __future__ import annotations
 
 import re
 from datetime import date
 
-from memory.extraction.base import EvidenceRef, NodeRef, TaskCandidate
-from memory.extraction.dates import deadline_day, find_deadline, resolve_day
+from memory.extraction.base import EvidenceRef, Extraction, NodeRef, TaskCandidate
+from memory.extraction.dates import find_day, removes_deadline
 from memory.extraction.wording import NAME, NOT_NAMES, clean, sentence_case
 
-BARE_DAY = re.compile(r"(?<!\bvoor )(?<!\btegen )\b(?P<day>today|tonight|tomorrow|vandaag|morgen|overmorgen)\b", re.I)
-TRAILING = re.compile(r"\s+(?:anymore|any more|meer)$", re.IGNORECASE)
-
-COMMITMENT = re.compile(
-    r"\b(?:I'll|I will|I'm going to|I am going to|I have to|I need to|I must|I promised to|"
-    r"ik zal|ik ga|ik moet)\s+(?P<action>.+)",
-    re.IGNORECASE,
+_I = re.IGNORECASE
+# Capitalised words that start sentences or name days and months, never a person.
+NOT_PEOPLE = NOT_NAMES | {
+    "Morgen", "Vandaag", "Maandag", "Dinsdag", "Woensdag", "Donderdag", "Vrijdag", "Zaterdag", "Zondag",
+    "Ik", "De", "Het", "Een", "Mijn", "Maybe", "Then", "After", "Update", "Change", "Please", "Yes", "No",
+}  # fmt: skip
+SELF = re.compile(
+    r"\b(?:I'll|I will|I'm going to|I am going to|I have to|I've got to|I need to|I must|I promised to|"
+    r"I'm supposed to|we need to|we have to|we must|ik zal|ik ga|ik moet|ik beloof(?: om| te)?|we moeten|"
+    r"I (?:promised|told) [A-Z][a-z]+ (?:to|I'd|I would|that I'd|that I would))\s+",
+    _I,
 )
-REMIND = re.compile(r"\bremind me to\s+(?P<action>.+)", re.IGNORECASE)
-TODO = re.compile(r"^\s*(?:TODO|to-do|action item|actiepunt)\s*[:\-]\s*(?P<action>.+)", re.IGNORECASE)
+# Someone else's promise, not their plan: "Kees is going to sell his van" is not a task of the owner's.
+OTHER = re.compile(
+    NAME + r"(?:,\s[^,]{1,40},)?\s+(?:will|has promised to|promised to|has agreed to|agreed to|offered to|"
+    r"(?:said|promised)(?: that)? (?:she|he|they)(?:'d| would| will)|zegt dat (?:ze|hij|zij)|zal|"
+    r"belooft(?: om| te| dat (?:ze|hij|zij))?|"
+    r"heeft (?:beloofd|toegezegd)(?: om| te| dat (?:ze|hij|zij))?)\s+"
+)
+REMIND = re.compile(r"\b(?:remind me to|(?:don't|do not) forget to|vergeet niet(?: om)?|herinner me eraan om)\s+", _I)
+TODO = re.compile(r"^\s*(?:TODO|to-do|action item|actiepunt|note to self|reminder|herinnering)\s*[:\-]\s*", _I)
+ASK = re.compile(r"^\s*(?=(?i:ask|vraag)\s+" + NAME + r"\s+(?:to|om|of)\b)")
+# Dutch speaks of the future in the present tense: "Morgen bel ik de garage", "Ik stuur het vrijdag".
+NL_INVERTED = re.compile(r"^\s*\w+(?:\s+\w+){0,2}\s+(?P<verb>[a-z]+)\s+ik\s+", _I)
+NL_PRESENT = re.compile(r"\bik\s+(?P<verb>[a-z]+)\s+", _I)
+NOT_NL_TASK_VERBS = {
+    "ben", "heb", "had", "was", "werd", "woon", "werk", "vind", "denk", "twijfel", "weet", "hoop", "zou", "kan",
+    "wil", "moet", "zal", "ga", "kon", "mag", "voel", "hou", "houd", "sliep", "liep", "woog", "heet", "blijf",
+    "zie", "spreek", "kom", "eet", "slaap", "sta", "zit", "lig", "reis", "vertrek", "vlieg",
+}  # fmt: skip
+LEADING = re.compile(
+    r"^(?:(?:try to|also|definitely|probably|first|still|just|really|then|proberen (?:om|te)|ook|nog|eerst|even)\s+)+",
+    _I,
+)
+STATE = re.compile(r"^(?:be|zijn)\b", _I)
+# Another person's plan for their own life ("Kees will move to Spain") is not a commitment to the owner.
+OWN_LIFE = re.compile(
+    r"^(?:go|move|travel|retire|leave|stay|come|fly|quit|gaan|verhuizen|reizen|vertrekken|blijven|komen|stoppen)\b",
+    _I,
+)
+# A hedged or conditional commitment is not one yet ("Maybe I'll repaint the shed", "If it rains, I'll ...").
+HEDGE = re.compile(r"^\s*(?:maybe|perhaps|possibly|if|unless|misschien|wellicht|als|tenzij)\b", _I)
+BOUNDARY = re.compile(
+    r",\s*(?:and then|then|so|because|since|which|but|maar|want|dus|zodat|dan|en dan|omdat|"
+    r"we|I|he|she|they|it|you|ik|ze|hij|zij|het)\b|\s+(?:because|so that|omdat|zodat)\s+|[;:]\s|\s+-\s",
+    _I,
+)
+TRAILING = re.compile(r"(?:\s+(?:anymore|any more|meer|and|en|this (?:morning|afternoon|evening|week)|"
+                      r"today|yesterday|vandaag|gisteren|vanochtend|vanmiddag|vanavond))+$", _I)  # fmt: skip
+PERSON_AFTER = re.compile(
+    r"\b(?i:to|with|for|ask|tell|remind|call|email|mail|phone|text|meet|send|give|naar|aan|met|vraag|vragen|"
+    r"bel|stuur|geef|spreek|voor|bij|promised|told|beloofd)\s+" + NAME + r"\b"
+)
+PERSON_BEFORE = re.compile(r"\b" + NAME + r"\s+(?:vragen|bellen|mailen|appen|spreken|laten weten)\b")  # Dutch verb-last
+_PAST = (
+    r"sent(?: over| off)?|finished|completed|submitted|delivered|paid|called|emailed|booked|fixed|done|wrote|"
+    r"written|reviewed|shipped|signed|renewed|handed in|filed|returned|checked|prepared|drafted|cancelled"
+)
 DONE = re.compile(
-    r"\bI(?:'ve| have)?\s+(?:just\s+|already\s+)?(?P<verb>sent|finished|completed|submitted|delivered|paid|called|"
-    r"emailed|booked|fixed|done|wrote|written|reviewed|shipped)\b(?P<rest>.*)",
-    re.IGNORECASE,
+    r"\b(?P<who>I|" + NAME.replace("?P<name>", "") + r")(?:'ve| has| have)?\s+(?:just\s+|already\s+|finally\s+)?"
+    r"(?P<verb>" + _PAST + r")\b(?P<post>.*)"
+)
+DONE_PASSIVE = re.compile(
+    r"(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|zijn|werd|is nu|zijn nu)\s+"
+    r"(?:al\s+|now\s+|just\s+|already\s+|finally\s+|eindelijk\s+)?(?:sent|done|finished|paid|submitted|signed|"
+    r"booked|fixed|renewed|handed in|delivered|sorted|verlengd|betaald|verstuurd|gestuurd|opgestuurd|ingeleverd|"
+    r"gedaan|geregeld|getekend|geboekt|afgerond|klaar|ingediend|rondgestuurd)\b",
+    _I,
+)
+DONE_NL = re.compile(
+    r"\b(?:[Ii]k|" + NAME.replace("?P<name>", "") + r") (?:heb|heeft)\s+(?P<post>.+?)\s+(?:al\s+)?"
+    r"(?:verstuurd|gestuurd|opgestuurd|betaald|verlengd|ingeleverd|gedaan|geregeld|getekend|geboekt|afgerond|"
+    r"ingediend|gebeld|gemaild|rondgestuurd|\w*ge\w+[dt]|(?:ver|be|ont|her)\w+[dt])(?:[,.;!]|$)"
 )
 CANCELLED = re.compile(
-    r"\b(?:no need to|don't need to|do not need to|won't|will not|cancel(?:led)?|forget about|never mind)\s+"
-    r"(?P<action>.+)",
-    re.IGNORECASE,
+    r"\b(?:no need to|don't need to|do not need to|(?<=I )won't|(?<=I )will not|cancel(?:led)?|never mind|"
+    r"(?<!n't )(?<!not )forget(?: about)?(?! to\b)|"
+    r"(?:^|(?<=[,:;] ))(?:scrap|drop|skip)|laat maar)\s*[,:]?\s+(?P<post>.+)|\blaat\s+(?P<post2>.+?)\s+maar\b|"
+    r"(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|got|werd|wordt|is)\s+"
+    r"(?:cancelled|canceled|called off|scrapped|off|geschrapt|afgezegd|geannuleerd)\b|"
+    r"(?P<pre2>[^,:;]+?)\s+(?:gaat niet door|hoeft niet meer|is van de baan)\b",
+    _I,
 )
-OWNER_IN_ACTION = re.compile(r"\s+(?:to|for|with|aan)\s+" + NAME + r"\b")
-BASE_FORMS = {
-    "sent": "send", "finished": "finish", "completed": "complete", "submitted": "submit", "delivered": "deliver",
-    "paid": "pay", "called": "call", "emailed": "email", "booked": "book", "fixed": "fix", "wrote": "write",
-    "written": "write", "reviewed": "review", "shipped": "ship", "done": "do",
-}  # fmt: skip
+RESCHEDULED = re.compile(
+    r"(?P<pre>[^,:;]+?)\s+(?:has been\s+|have been\s+|is\s+|was\s+|got\s+|are\s+|wordt\s+|werd\s+)?"
+    r"(?:moved|pushed(?: back)?|postponed|rescheduled|delayed|shifted|extended|verschoven|verplaatst|uitgesteld|"
+    r"verzet|verlengd)"
+    r"\s+(?:to|until|till|naar|tot)\b|"
+    r"\b(?:push|move|postpone|reschedule|verschuif|verplaats|verzet)(?:e?d)?\s+(?:back\s+)?(?P<post>.+?)(?:\s+back)?\s+"
+    r"(?:to|until|naar|tot)\b|"
+    r"(?P<pre2>[^,:;]+?)\s+(?:is|are)\s+now\s+due\b|"
+    r"\b(?:deadline|due date) (?:for|of|van|voor) (?P<post2>.+?)\s+(?:is now|is|moved|wordt|is nu)\b",
+    _I,
+)
+CHANGE_TAIL = re.compile(
+    r"\s+(?:gaat niet door|hoeft niet meer|is van de baan|(?:is|are|has been|was) (?:cancell?ed|called off|off))\b.*$",
+    _I,
+)
+PRONOUN = re.compile(r"^(?:that|it|this|dat|het|dit|alles|everything)$", _I)
 
 
-def find_tasks(sentence: str, evidence: EvidenceRef, today: date) -> list[TaskCandidate]:
-    """Commitments in one sentence of the owner's, with owner and due date, and completion or cancellation
-    wording that reconcile matches to an open task."""
-    deadline, removed = find_deadline(sentence)
-    due = resolve_day(deadline_day(deadline), today) if deadline else None
-    if deadline is None and (bare := BARE_DAY.search(sentence)):
-        deadline, due = bare, resolve_day(bare["day"], today)
-    if match := DONE.search(sentence):
-        verb = BASE_FORMS.get(match["verb"].lower(), match["verb"].lower())
-        return [TaskCandidate(label=f"{verb}{match['rest']}", evidence=evidence, status="completed")]
-    if match := CANCELLED.search(sentence):
-        label = TRAILING.sub("", clean(match["action"]))
-        return [TaskCandidate(label=label, evidence=evidence, status="abandoned")]
-    action = None
-    for pattern in (TODO, REMIND, COMMITMENT):
-        if match := pattern.search(sentence):
-            action = match["action"]
-            break
-    if action is None:
-        if removed:
-            # Removal wording about a task named elsewhere: reconcile matches it to an open task.
-            return [TaskCandidate(label=sentence, evidence=evidence, due_removed=True)]
-        return []
-    offset = sentence.find(action)
-    if deadline is not None and deadline.start() >= offset:
-        # Cut the deadline phrase out (Dutch puts the verb after it: "uiterlijk vrijdag sturen").
-        action = action[: deadline.start() - offset] + action[deadline.end() - offset :]
-    owner = None
-    if (named := OWNER_IN_ACTION.search(action)) and named["name"] not in NOT_NAMES:
-        owner = NodeRef(type="Person", label=named["name"])
-        action = action[: named.start()] + action[named.end() :]
-    label = sentence_case(action)
-    if not label:
-        return []
-    return [TaskCandidate(label=label, evidence=evidence, owner=owner, due_on=due, due_removed=removed)]
+def find_tasks(sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
+    """Tasks in one sentence of the owner's: one per commitment, with owner and due date; completion,
+    cancellation and rescheduling wording that reconcile matches to an open task; the people they name."""
+    found = Extraction()
+    if sentence.rstrip().endswith("?") and not REMIND.search(sentence):
+        return found  # a question weighs options; it commits to nothing ("Can you remind me to ..." does)
+    if change := _change(sentence, evidence, today):
+        found.tasks.append(change)
+        return found
+    starts = [] if HEDGE.match(sentence) else _clause_starts(sentence)
+    for index, (start, action_at, owner) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(sentence)
+        window_start = 0 if index == 0 else start  # "Tomorrow I need to ...": the day before the subject
+        task = _task(sentence, window_start, action_at, end, owner, evidence, today)
+        if task is not None:
+            found.tasks.append(task)
+            found.people.extend(_people(sentence[start:end]))
+            if owner is not None:
+                found.people.append(owner)
+    if not starts and removes_deadline(sentence):
+        # Removal wording about a task named elsewhere: reconcile matches it to an open task.
+        found.tasks.append(TaskCandidate(label=sentence, evidence=evidence, due_removed=True))
+    return found
+
+
+def _clause_starts(sentence: str) -> list[tuple[int, int, NodeRef | None]]:
+    """Where each commitment starts, where its action starts, and who owns it (None: the owner of the memory)."""
+    starts: list[tuple[int, int, NodeRef | None]] = []
+    for pattern in (TODO, REMIND, SELF, ASK):
+        starts += [(match.start(), match.end(), None) for match in pattern.finditer(sentence)]
+    for match in OTHER.finditer(sentence):
+        if match["name"] not in NOT_PEOPLE:
+            starts.append((match.start(), match.end(), NodeRef(type="Person", label=match["name"])))
+    if not starts and find_day(sentence, date.min) is not None:
+        for pattern in (NL_INVERTED, NL_PRESENT):
+            present = pattern.search(sentence)
+            if present and present["verb"].lower() not in NOT_NL_TASK_VERBS:
+                starts.append((present.start(), present.start("verb"), None))
+                break
+    starts.sort(key=lambda item: item[0])
+    # Overlaps ("I need to ask Ilse to ...") keep the first, outermost clause.
+    kept: list[tuple[int, int, NodeRef | None]] = []
+    for item in starts:
+        if not kept or item[0] >= kept[-1][1]:
+            kept.append(item)
+    return kept
+
+
+def _task(
+    sentence: str, window_start: int, action_at: int, end: int, owner: NodeRef | None, evidence: EvidenceRef,
+    today: date,
+) -> TaskCandidate | None:  # fmt: skip
+    action = sentence[action_at:end]
+    if boundary := BOUNDARY.search(action):
+        action = action[: boundary.start()]
+        end = action_at + len(action)
+    day = find_day(sentence[window_start:end], today)
+    if day is not None and window_start + day.start >= action_at:
+        cut = (window_start + day.start - action_at, window_start + day.end - action_at)
+        action = action[: cut[0]] + action[cut[1] :]
+    action = re.sub(r"^(\w+)\s+ik\s+", r"\1 ", action, flags=_I)  # "bel ik de garage": the verb, then its object
+    label = sentence_case(TRAILING.sub("", LEADING.sub("", clean(action))))
+    if len(label.split()) < 2 or STATE.match(label) or (owner is not None and OWN_LIFE.match(label)):
+        return None  # "I'll manage", "I'll be in Berlin": no thing to track
+    return TaskCandidate(
+        label=label, evidence=evidence, owner=owner, due_on=day.day if day else None,
+        due_removed=removes_deadline(sentence),
+    )  # fmt: skip
+
+
+def _people(text: str) -> list[NodeRef]:
+    return [
+        NodeRef(type="Person", label=match["name"])
+        for pattern in (PERSON_AFTER, PERSON_BEFORE)
+        for match in pattern.finditer(text)
+        if match["name"] not in NOT_PEOPLE and match["name"][:1].isupper()
+    ]
+
+
+def _subject(match: re.Match[str]) -> str:
+    """The thing a change is about: the clause next to its keyword (before it: "the demo moved to ...";
+    after it: "never mind the slides, ..."), without fillers and time words."""
+    groups = match.groupdict().items()
+    name, text = next(((k, v) for k, v in groups if v and k.startswith(("pre", "post"))), ("post", ""))
+    parts = re.split(r"[,:;]\s*|\s+-\s+", text)
+    text = parts[-1] if name.startswith("pre") else parts[0]
+    text = CHANGE_TAIL.sub("", text)
+    text = re.sub(
+        r"^(?:the\s+|de\s+)?(?:deadline|due date)\s+(?:for|of|van|voor)\s+", "", text.strip(), flags=_I
+    )  # "laat maar, de verhuizing gaat niet door": the thing, not its fate
+    text = BOUNDARY.split(text)[0]
+    return TRAILING.sub("", clean(text))
+
+
+def _change(sentence: str, evidence: EvidenceRef, today: date) -> TaskCandidate | None:
+    """Completion, cancellation or a new day for an open task named in the sentence; not when the owner
+    commits to it first ("I need to cancel the gym membership" is a new task)."""
+    commit = min((m.start() for p in (TODO, REMIND, SELF) if (m := p.search(sentence))), default=len(sentence))
+    if (match := RESCHEDULED.search(sentence)) and match.start() < commit:
+        subject = _subject(match)
+        day = find_day(sentence[match.end() :], today) or find_day(sentence[match.start() :], today)
+        if subject and not PRONOUN.match(subject) and day is not None and day.day is not None:
+            return TaskCandidate(label=subject, evidence=evidence, due_on=day.day, rescheduled=True)
+    if (match := CANCELLED.search(sentence)) and match.start() < commit:
+        subject = _subject(match)
+        if subject and not PRONOUN.match(subject):
+            return TaskCandidate(label=subject, evidence=evidence, status="abandoned")
+    match = DONE.search(sentence)
+    if match and match.start() < commit and (match["who"] == "I" or match["who"] not in NOT_PEOPLE):
+        rest = _subject(match)  # the thing done: the verb's tense would not match the task's anyway
+        return TaskCandidate(label=rest or match["verb"], evidence=evidence, status="completed")
+    for pattern in (DONE_PASSIVE, DONE_NL):
+        match = pattern.search(sentence)
+        if match and match.start() < commit and not PRONOUN.match(subject := _subject(match)):
+            return TaskCandidate(label=subject, evidence=evidence, status="completed")
+    return None
+
+
+# The assistant's offer of a to-do becomes the owner's task only when the owner's next turn accepts it.
+OFFER = re.compile(
+    r"\b(?:shall|should|can|may) I (?:add|create|set(?: up)?|make|put (?:in|down)) (?:a |an )?"
+    r"(?:to-?do|task|reminder|action item)(?: for you)?(?: to| for| that you)?\s+(?P<en>[^?]+)|"
+    r"\b(?:shall|should) I remind you to\s+(?P<en2>[^?]+)|"
+    r"\b(?:zal|moet) ik (?:een )?(?:taak|herinnering|to-?do|actiepunt) (?:toevoegen|aanmaken|maken|zetten)\s+"
+    r"(?:om|voor|dat je)\s+(?P<nl>[^?]+)|\bzal ik je (?:eraan )?herinneren (?:om|dat je)\s+(?P<nl2>[^?]+)",
+    _I,
+)
+ACCEPT = re.compile(
+    r"^\s*(?:yes|yeah|yep|sure|ok(?:ay)?|please do|please|go ahead|sounds good|do it|ja|graag|prima|doe maar|"
+    r"is goed|top)\b",
+    _I,
+)
+REFUSE = re.compile(r"\b(?:no|not|don't|nee|niet|later)\b", _I)
+
+
+def accepted_offer(offer: str, reply: str, evidence: EvidenceRef, today: date) -> Extraction:
+    """The task an assistant offered to note ("Shall I add a to-do for you to book the flights by Sunday?"),
+    when the owner's reply accepts it; nothing otherwise."""
+    match = OFFER.search(offer)
+    if match is None or not ACCEPT.match(reply) or REFUSE.search(reply):
+        return Extraction()
+    if action := match["en"] or match["en2"]:
+        return find_tasks(f"I'll {clean(action)}.", evidence, today)
+    # Dutch puts the verb last: "om de vluchten te boeken" is the task "de vluchten boeken".
+    action = re.sub(r"\bte\s+(?=\w+$)", "", clean(match["nl"] or match["nl2"]))
+    return find_tasks(f"Ik moet {action}.", evidence, today)

@@ -13,7 +13,7 @@ from datetime import date
 from zoneinfo import ZoneInfo
 
 from memory.extraction.base import EvidenceRef, Extraction, NodeRef, TextUnit
-from memory.extraction.commitments import find_tasks
+from memory.extraction.commitments import accepted_offer, find_tasks
 from memory.extraction.facts import find_facts
 from memory.extraction.readings import find_readings
 
@@ -28,12 +28,19 @@ class RulesExtractor:
     def extract(self, units: list[TextUnit], *, timezone_name: str = "UTC") -> Extraction:
         extraction = Extraction()
         zone = ZoneInfo(timezone_name)
+        offer = ""  # the assistant's last turn: an offer of a to-do the owner may accept
         for unit in units:
             today = unit.authored_at.astimezone(zone).date() if unit.authored_at else date.today()
             if unit.speaker and not unit.by_owner and unit.role not in ("assistant", "system", "tool"):
                 extraction.people.append(NodeRef(type="Person", label=unit.speaker))
             if not unit.by_owner:
+                offer = unit.text if unit.role == "assistant" else ""
                 continue  # an assistant's or another person's words are not facts about the owner
+            if offer:
+                reply = EvidenceRef(source_id=unit.source_id, excerpt=unit.text[:500], message_id=unit.message_id,
+                                    authored_at=unit.authored_at, chunk_id=unit.chunk_id)  # fmt: skip
+                extraction.extend(accepted_offer(offer, unit.text, reply, today))
+                offer = ""
             for sentence in filter(None, (part.strip() for part in _SENTENCE.split(unit.text))):
                 evidence = EvidenceRef(
                     source_id=unit.source_id,
@@ -48,5 +55,5 @@ class RulesExtractor:
 
     def _sentence(self, sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
         found = find_facts(sentence, evidence)
-        found.tasks.extend(find_tasks(sentence, evidence, today))
+        found.extend(find_tasks(sentence, evidence, today))
         return found

@@ -267,10 +267,16 @@ class Reconciler:
         """The open task this candidate talks about. A removal sentence is long ("About the spec for Marcel:
         there is no deadline now"), so for it what counts is how much of the task it names."""
         wanted = _tokens(candidate.label)
+        changes = candidate.rescheduled or candidate.status in ("completed", "abandoned")
         scored = [
-            (_covered(words, wanted) if candidate.due_removed else _similar(wanted, words), task.pk, task)
+            (
+                # A change names the task by its thing ("the demo moved to ..."): how much of that the task has.
+                _covered(words, wanted) if candidate.due_removed else _covered(wanted, words) if changes
+                else _similar(wanted, words),
+                task.pk, task,
+            )
             for task, words in self._open_tasks()
-        ]
+        ]  # fmt: skip
         best = max(scored, default=None, key=lambda item: (item[0], item[1]))
         return best[2] if best and best[0] >= minimum else None
 
@@ -284,8 +290,8 @@ class Reconciler:
             self._set_status(match, candidate)
             self.counts["tasksUpdated"] += 1
             return
-        match = self._match(candidate, 0.6)
-        if match is None and candidate.due_removed:
+        match = self._match(candidate, 0.5 if candidate.rescheduled else 0.6)
+        if match is None and (candidate.due_removed or candidate.rescheduled):
             self.counts["tasksUnmatched"] += 1
             return
         if match is not None:

@@ -127,7 +127,8 @@ def status_event_count(task: Node) -> int:
 
 
 def test_a_task_said_in_a_conversation_is_open_until_it_is_done(api: Api, owner: Persona, alice: User) -> None:
-    say(api, owner, "I'll send the spec to Marcel by Friday.")
+    # Marcel's promise, so Marcel owns it (a recipient of the owner's own task would not, issue 13).
+    say(api, owner, "Marcel will send the spec by Friday.")
     task = Node.objects.get(owner=alice, type="Task")
     marcel = Node.objects.get(owner=alice, type="Person", label="Marcel")
     status = Claim.objects.get(subject=task, predicate="HAS_TASK_STATUS")
@@ -150,7 +151,7 @@ def test_a_task_said_in_a_conversation_is_open_until_it_is_done(api: Api, owner:
         ]
     }
 
-    say(api, owner, "I sent Marcel the spec.", conversation="later")
+    say(api, owner, "Marcel sent the spec.", conversation="later")
     assert ok(api.post("/commitments/open", owner, {})) == {"commitments": []}
     assert active_statuses(task) == [("completed", "user_stated")]
     # Old hits still speak of the task and its deadline; that does not make it open again.

@@ -374,7 +374,7 @@ def agent_session(api: Api, persona: Persona, events: list[tuple[str, Any]]) -> 
 
 
 EVENTS = [
-    ("user_message", {"text": "I prefer dark roast coffee. I will send the budget to Marcel by Friday."}),
+    ("user_message", {"text": "I prefer dark roast coffee. Marcel will send the budget by Friday."}),
     ("note", {"text": "I prefer tabs over spaces."}),  # the agent's own words: not a fact about the user
     ("tool_call", {"tool": "search", "query": "budget"}),
 ]

@@ -76,10 +76,11 @@ def test_a_new_employer_supersedes_the_old_one_and_keeps_history(api: Api, owner
 
 def test_a_commitment_becomes_a_pending_task_and_completion_closes_it(api: Api, owner: Persona) -> None:
     say(api, owner, "I'll send the spec to Marcel by Friday.")
-    assert task_state("Send the spec") == {"status": "pending", "owner": "Marcel", "due": "2026-04-24"}
+    # The owner's own task: the recipient is a linked person, not the task's owner (issue 13).
+    assert task_state("Send the spec to Marcel") == {"status": "pending", "owner": None, "due": "2026-04-24"}
     assert Node.objects.filter(type="Person", label="Marcel").count() == 1
     say(api, owner, "I sent Marcel the spec.", day="2026-04-23")
-    assert task_state("Send the spec")["status"] == "completed"
+    assert task_state("Send the spec to Marcel")["status"] == "completed"
     statuses = Claim.objects.filter(predicate="HAS_TASK_STATUS").order_by("recorded_at")
     assert [(c.object_value, c.status) for c in statuses] == [("pending", "superseded"), ("completed", "active")]
 
@@ -87,15 +88,15 @@ def test_a_commitment_becomes_a_pending_task_and_completion_closes_it(api: Api, 
 def test_removal_wording_clears_an_inferred_deadline(api: Api, owner: Persona) -> None:
     say(api, owner, "I'll send the spec to Marcel by Friday.")
     say(api, owner, "About the spec for Marcel: there is no deadline now.")
-    assert task_state("Send the spec")["due"] is None
+    assert task_state("Send the spec to Marcel")["due"] is None
 
 
 def test_a_new_date_moves_the_deadline_and_a_dateless_mention_keeps_it(api: Api, owner: Persona) -> None:
     say(api, owner, "I'll send the spec to Marcel by Friday.")
     say(api, owner, "I'll send the spec to Marcel by 2026-05-01.")
-    assert task_state("Send the spec")["due"] == "2026-05-01"
+    assert task_state("Send the spec to Marcel")["due"] == "2026-05-01"
     say(api, owner, "I'll send the spec to Marcel.")
-    assert task_state("Send the spec")["due"] == "2026-05-01"
+    assert task_state("Send the spec to Marcel")["due"] == "2026-05-01"
     assert Node.objects.filter(type="Task").count() == 1
 
 
@@ -142,7 +143,7 @@ def test_matching_open_tasks_costs_two_queries_however_many_there_are(
     from memory.services.reconcile import Reconciler
 
     for thing in ["the spec", "the budget", "the slides", "the invoice"]:
-        say(api, owner, f"I'll send {thing} to Marcel by Friday.")
+        say(api, owner, f"Marcel will send {thing} by Friday.")  # Marcel's tasks: his name is a task word
     source = Source.objects.select_related("owner", "partition").get(kind="conversation")
     reconciler = Reconciler(source=source, extractor="rules@1", counts=Counter())
     with django_assert_max_num_queries(2):
@@ -184,3 +185,21 @@ def test_forged_delimiters_in_what_the_user_says_are_escaped(api: Api, owner: Pe
     assert "<<<END_UNTRUSTED_DATA>>>" not in claim.statement
     assert "&lt;/assistant_memory" in claim.statement
     assert "<<<END_UNTRUSTED_DATA>>>" not in claim.evidence.get().excerpt
+
+
+def test_a_move_to_another_day_reschedules_the_open_task_and_names_no_new_one(api: Api, owner: Persona) -> None:
+    say(api, owner, "I have to present the roadmap to the board on Monday.", day="2026-04-20")
+    say(api, owner, "Heads up: the roadmap presentation moved to Thursday.", day="2026-04-21")
+    assert task_state("Present the roadmap to the board") == {"status": "pending", "owner": None, "due": "2026-04-23"}
+    say(api, owner, "The budget review moved to Friday.", day="2026-04-21")  # no such open task
+    assert Node.objects.filter(type="Task").count() == 1
+
+
+def test_calling_off_or_finishing_a_task_named_by_its_thing_closes_it(api: Api, owner: Persona) -> None:
+    say(api, owner, "Ik moet uiterlijk vrijdag de schuur opruimen.", day="2026-04-20")
+    say(api, owner, "Laat maar, de schuur gaat niet door.", day="2026-04-21")
+    assert task_state("De schuur opruimen")["status"] == "abandoned"
+    say(api, owner, "Hugo promised to return the drill by Friday.", day="2026-04-20")
+    assert task_state("Return the drill")["owner"] == "Hugo"
+    say(api, owner, "Hugo returned the drill this morning.", day="2026-04-22")
+    assert task_state("Return the drill")["status"] == "completed"

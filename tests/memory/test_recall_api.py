@@ -421,7 +421,7 @@ def test_the_graph_honours_max_nodes_in_id_order_with_only_their_claims(api: Api
 def test_bootstrap_gives_atlas_pinned_preferences_and_what_is_still_open(
     api: Api, owner: Persona, django_capture_on_commit_callbacks: Any
 ) -> None:
-    say(api, owner, "I prefer zeppelin rides.", "I like green tea.", "I'll send the spec to Marcel by Friday.")
+    say(api, owner, "I prefer zeppelin rides.", "I like green tea.", "Marcel will send the spec by Friday.")
     with django_capture_on_commit_callbacks(execute=True):
         ok(api.post("/claim/pin", owner, {"claimId": Claim.objects.get(statement="Likes green tea.").pk}))
     start = ok(api.post("/context/bootstrap", owner, {}))
@@ -437,7 +437,7 @@ def test_bootstrap_gives_atlas_pinned_preferences_and_what_is_still_open(
         f'source_id="{task["sourceId"]}">Send the spec</commitment>'
     ) in start["formattedResult"]
 
-    say(api, owner, "I sent Marcel the spec.", conversation="later")
+    say(api, owner, "Marcel sent the spec.", conversation="later")
     done = ok(api.post("/context/bootstrap", owner, {}))
     assert done["openCommitments"] == []
     assert "Send the spec" not in done["formattedResult"]
@@ -447,7 +447,7 @@ def test_bootstrap_gives_atlas_pinned_preferences_and_what_is_still_open(
 def test_the_digest_buckets_open_tasks_around_the_date(api: Api, owner: Persona) -> None:
     say(
         api, owner, "I'll book the flights by 2026-04-20.", "I'll call the bank today.",
-        "I'll send the spec to Marcel by Friday.", "I'll pay the invoice by 2026-05-30.", "I'll write the report.",
+        "I'll send the spec by Friday.", "I'll pay the invoice by 2026-05-30.", "I'll write the report.",
     )  # fmt: skip
 
     def digest(date: str, **options: Any) -> dict[str, Any]:

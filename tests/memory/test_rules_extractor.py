@@ -55,11 +55,11 @@ def test_working_context_expires_after_fourteen_days() -> None:
 @pytest.mark.parametrize(
     ("text", "label", "owner", "due"),
     [
-        ("I'll send the spec to Marcel by Friday.", "Send the spec", "Marcel", FRIDAY),
+        ("I'll send the spec to Marcel by Friday.", "Send the spec to Marcel", None, FRIDAY),
         ("I will review the budget before 2026-05-01.", "Review the budget", None, date(2026, 5, 1)),
         ("Remind me to call the dentist tomorrow.", "Call the dentist", None, TOMORROW),
         ("TODO: renew passport", "Renew passport", None, None),
-        ("Action item: draft the agenda for Sophie", "Draft the agenda", "Sophie", None),
+        ("Action item: draft the agenda for Sophie", "Draft the agenda for Sophie", None, None),
         ("I need to pay the invoice by May 3rd", "Pay the invoice", None, date(2026, 5, 3)),
         ("Ik zal het rapport uiterlijk vrijdag sturen.", "Het rapport sturen", None, FRIDAY),
         ("Ik ga het rapport vóór vrijdag sturen.", "Het rapport sturen", None, FRIDAY),
@@ -94,10 +94,21 @@ def test_removal_wording_clears_a_deadline(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "status", "label"),
     [
-        ("I sent Marcel the spec.", "completed", "send Marcel the spec."),
-        ("I've finished the budget review", "completed", "finish the budget review"),
+        ("I sent Marcel the spec.", "completed", "Marcel the spec"),
+        ("I've finished the budget review", "completed", "the budget review"),
         ("No need to book the hotel anymore.", "abandoned", "book the hotel"),
         ("Forget about the newsletter", "abandoned", "the newsletter"),
+        ("Scrap the quarterly survey, nobody reads it.", "abandoned", "the quarterly survey"),
+        ("Forget the survey, it's pointless.", "abandoned", "the survey"),
+        ("I won't renew the lease.", "abandoned", "renew the lease"),
+        ("The team dinner has been called off.", "abandoned", "The team dinner"),
+        ("Laat maar, de verhuizing gaat niet door.", "abandoned", "de verhuizing"),
+        ("Laat de nieuwsbrief maar zitten.", "abandoned", "de nieuwsbrief"),
+        ("Pieter returned the borrowed ladder yesterday.", "completed", "the borrowed ladder"),
+        ("The insurance claim has been submitted, finally.", "completed", "The insurance claim"),
+        ("Het paspoort is verlengd, dat is geregeld.", "completed", "Het paspoort"),
+        ("Ik heb de huur al betaald.", "completed", "de huur"),
+        ("Bas heeft de ladder teruggebracht.", "completed", "de ladder"),
     ],
 )
 def test_completion_and_cancellation_target_open_tasks(text: str, status: str, label: str) -> None:
@@ -333,3 +344,140 @@ def test_clauses_after_a_comma_bare_weights_and_wishes(
 ) -> None:
     found = extract(text).readings
     assert [(r.metric, r.value, r.unit, r.occurred_at) for r in found] == readings
+
+
+SAT_25 = datetime(2026, 4, 25, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "when", "label", "due"),
+    [
+        ("I'll water the plants this Friday.", MONDAY, "Water the plants", date(2026, 4, 24)),
+        ("I'll water the plants next Friday.", MONDAY, "Water the plants", date(2026, 5, 1)),
+        ("I'll mail the form by next Monday.", SAT_25, "Mail the form", date(2026, 4, 27)),
+        ("I need to renew the lease by the end of the month.", MONDAY, "Renew the lease", date(2026, 4, 30)),
+        ("I have to pay the contractor by end of June.", MONDAY, "Pay the contractor", date(2026, 6, 30)),
+        ("Ik moet eind mei de aangifte doen.", MONDAY, "De aangifte doen", date(2026, 5, 31)),
+        ("I'll hang the shelves in two weeks.", MONDAY, "Hang the shelves", date(2026, 5, 4)),
+        ("Ik ga over drie dagen de tuin maaien.", MONDAY, "De tuin maaien", date(2026, 4, 23)),
+        ("Ik moet volgende week woensdag de auto ophalen.", SAT_25, "De auto ophalen", date(2026, 4, 29)),
+        ("Ik moet volgende week woensdag de auto ophalen.", MONDAY, "De auto ophalen", date(2026, 4, 29)),
+        (
+            "Ik moet uiterlijk maandag het formulier invullen.",
+            SAT_25,
+            "Het formulier invullen",
+            date(2026, 4, 27),
+        ),
+        ("I'll return the keys on 12 June 2026.", MONDAY, "Return the keys", date(2026, 6, 12)),
+        ("I'll return the keys on June 12th.", MONDAY, "Return the keys", date(2026, 6, 12)),
+    ],
+)
+def test_day_phrases_follow_the_date_conventions(text: str, when: datetime, label: str, due: date) -> None:
+    (task,) = extract(text, when=when).tasks
+    assert (task.label, task.due_on) == (label, due)
+
+
+@pytest.mark.parametrize(
+    ("text", "tasks", "people"),
+    [
+        # The owner's own task, even when it names a recipient: the recipient is a linked person.
+        ("I'll mail the contract to Vera tomorrow.", [("Mail the contract to Vera", None, TOMORROW)], ["Vera"]),
+        ("Ik stuur de foto's morgen naar Lotte.", [("Stuur de foto's naar Lotte", None, TOMORROW)], ["Lotte"]),
+        ("Donderdag bel ik de verhuurder.", [("Bel de verhuurder", None, THURSDAY)], []),
+        # Asking someone is the owner's task.
+        ("Ask Pieter to fix the gate before Friday.", [("Ask Pieter to fix the gate", None, FRIDAY)], ["Pieter"]),
+        ("Ik moet Lotte vragen om de sleutels.", [("Lotte vragen om de sleutels", None, None)], ["Lotte"]),
+        # Someone else's promise is theirs.
+        ("Hugo will repair the bike by Friday, so we can ride.", [("Repair the bike", "Hugo", FRIDAY)], ["Hugo"]),
+        ("Nina, our accountant, promised to file the return.", [("File the return", "Nina", None)], ["Nina"]),
+        ("Daan zal morgen de taart halen.", [("De taart halen", "Daan", TOMORROW)], ["Daan"]),
+        ("Hugo promised he would fix the gate.", [("Fix the gate", "Hugo", None)], ["Hugo"]),
+        ("Eva zegt dat ze morgen de taart haalt.", [("De taart haalt", "Eva", TOMORROW)], ["Eva"]),
+        ("Eva heeft beloofd dat ze vrijdag de foto's deelt.", [("De foto's deelt", "Eva", FRIDAY)], ["Eva"]),
+        # One task per commitment.
+        (
+            "I'll book the venue by Thursday, and Hugo will print the flyers by Friday.",
+            [("Book the venue", None, THURSDAY), ("Print the flyers", "Hugo", FRIDAY)],
+            ["Hugo"],
+        ),
+        ("I promised Nina I'd proofread her essay.", [("Proofread her essay", None, None)], ["Nina"]),
+        ("We need to repaint the fence by Friday.", [("Repaint the fence", None, FRIDAY)], []),
+        ("Note to self: buy a gift for Nina before Friday.", [("Buy a gift for Nina", None, FRIDAY)], ["Nina"]),
+        ("Don't forget to water the plants tomorrow.", [("Water the plants", None, TOMORROW)], []),
+        ("Can you remind me to water the plants tomorrow?", [("Water the plants", None, TOMORROW)], []),
+        ("Vergeet niet om morgen de planten water te geven.", [("De planten water te geven", None, TOMORROW)], []),
+        ("I'll try to finish the essay by Friday.", [("Finish the essay", None, FRIDAY)], []),
+        # Plans of other people, states, questions and wishes are not tasks.
+        ("I'll be in Rome next week.", [], []),
+        ("I'll manage.", [], []),
+        ("Maybe I'll repaint the shed on Friday.", [], []),
+        ("Misschien ga ik morgen de schuur verven.", [], []),
+        ("If it stops raining, I'll mow the lawn.", [], []),
+        ("Hugo will move to Lisbon next spring.", [], []),
+        ("Ik zie je morgen.", [], []),
+        ("Hugo is going to sell his car.", [], []),
+        ("Mijn zus Eva gaat in mei naar Japan.", [], []),
+        ("Should I repaint the kitchen on Friday?", [], []),
+        ("If I had time, I would learn the cello.", [], []),
+    ],
+)
+def test_each_commitment_has_its_owner_and_links_the_people_it_names(
+    text: str, tasks: list[tuple[str, str | None, date | None]], people: list[str]
+) -> None:
+    found = extract(text)
+    assert [(t.label, t.owner.label if t.owner else None, t.due_on, t.status) for t in found.tasks] == [
+        (*task, "pending") for task in tasks
+    ]
+    assert sorted({person.label for person in found.people}) == people
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "due"),
+    [
+        ("Heads up: the workshop moved to Thursday.", "the workshop", THURSDAY),
+        ("Push the dentist appointment to 5 May.", "the dentist appointment", date(2026, 5, 5)),
+        ("De presentatie is verschoven naar vrijdag.", "De presentatie", FRIDAY),
+        ("Good news, the report is now due on 3 June.", "the report", date(2026, 6, 3)),
+        ("We moved the retro to 5 May.", "the retro", date(2026, 5, 5)),
+        ("We pushed the retro back to 5 May.", "the retro", date(2026, 5, 5)),
+        ("The deadline for the essay got extended to 5 May.", "the essay", date(2026, 5, 5)),
+        ("De deadline van de scriptie is verschoven naar 5 mei.", "de scriptie", date(2026, 5, 5)),
+    ],
+)
+def test_a_new_day_for_a_named_task_reschedules_it(text: str, label: str, due: date) -> None:
+    (task,) = extract(text).tasks
+    assert (task.label, task.due_on, task.rescheduled, task.status) == (label, due, True, "pending")
+
+
+def test_committing_to_cancel_something_is_a_new_task() -> None:
+    (task,) = extract("I need to cancel the gym membership.").tasks
+    assert (task.label, task.status) == ("Cancel the gym membership", "pending")
+
+
+def conversation(*turns: tuple[str, str]) -> Extraction:
+    return RulesExtractor().extract(
+        [TextUnit(source_id=f"m{n}", text=text, role=role, authored_at=SAID_ON) for n, (role, text) in enumerate(turns)]
+    )
+
+
+@pytest.mark.parametrize(
+    ("offer", "reply", "tasks"),
+    [
+        ("Shall I add a reminder for you to renew the insurance by Friday?", "Sure, go ahead.",
+         [("Renew the insurance", FRIDAY)]),
+        ("Zal ik een taak toevoegen om morgen de band te plakken?", "Ja graag.", [("De band plakken", TOMORROW)]),
+        ("Shall I add a reminder for you to renew the insurance by Friday?", "No thanks, I'll manage.", []),
+        ("Shall I add a reminder for you to renew the insurance by Friday?", "Maybe later.", []),
+        ("You could renew the insurance by Friday.", "Sure.", []),
+    ],
+)  # fmt: skip
+def test_an_assistants_offer_of_a_task_counts_only_when_the_owner_accepts_it(
+    offer: str, reply: str, tasks: list[tuple[str, date]]
+) -> None:
+    found = conversation(("assistant", offer), ("user", reply))
+    assert [(t.label, t.due_on) for t in found.tasks] == tasks
+    assert all(t.evidence.source_id == "m1" for t in found.tasks)
+
+
+def test_someone_elses_absence_cancels_nothing() -> None:
+    assert extract("Hugo won't make it to the meeting.").tasks == []
