@@ -350,7 +350,7 @@ def timed_parts(parts: dict[str, float]) -> Iterator[None]:
 
     with (
         timed(module, "query_terms", lambda args: "query terms"),
-        timed(module, "_embed", lambda args: "embed query"),
+        timed(module, "query_vector", lambda args: "embed query"),
         timed(module, "keyword_hits", lambda args: f"keyword {args[0].name}"),
         timed(module, "vector_hits", lambda args: "vector, all corpora (one statement)"),
         timed(module, "_hydrated", lambda args: "hydrate"),
