@@ -1,80 +1,295 @@
-"""Facts in the owner's own sentences: preferences, where they work and live, their relations, decisions,
-agreements, standing rules, and short-lived working context (meetings, follow-ups)."""
+"""Facts in the owner's own sentences, clause by clause: where people live and work, health and diet,
+preferences, relations, goals, decisions, agreements, standing rules, and short-lived working context.
+
+A clause's subject decides whom a claim is about: "I"/"ik" is the owner (SELF); a named person ("my sister
+Lotte", "Lotte, my sister,", "mijn broer Stijn", "Marcel") or a pronoun that points back to one is that person.
+Quoted words and what someone is reported to have said are never the owner's facts; past states ("I used to
+work at ...") are not current ones."""
 
 from __future__ import annotations
 
 import re
 
 from memory.extraction.base import SELF, ClaimCandidate, EvidenceRef, Extraction, NodeRef
-from memory.extraction.wording import NAME, NOT_NAMES, clean, sentence_case
+from memory.extraction.wording import NAME, RELATION_WORDS, RELATIONS, clean, is_name, sentence_case
 
-PREFERENCE = re.compile(
-    r"\bI\s+(?:really\s+|much\s+|definitely\s+)?(?P<verb>prefer|like|love|enjoy|hate|dislike|don't like|do not like)"
-    r"\s+(?P<what>.+)",
-    re.IGNORECASE,
+_I = re.IGNORECASE
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|„[^“”]*[“”]|\u2018[^\u2019]*\u2019|(?<![\w])'[^']{2,}'(?![\w])")
+REPORTED = re.compile(r"\b(?:said|says|saying|told\s+(?:me|us)|claims?|zei|zegt|vertelde|beweert)\b.*", _I)
+PAST = re.compile(r"\b(?:used\s+to|back\s+when|when\s+I\s+was|vroeger|toen\s+ik)\b", _I)
+CLAUSE = re.compile(
+    r"\s*[;:]\s*|,\s*(?=(?:and|but|so|since|because|en|maar|dus|want|omdat)\b)|,\s+|\s+(?=(?:and|but|so|en|maar|dus|want)\s+(?:I|ik|we|he|she|hij|zij|ze|[A-Z])\b)"
 )
+ADJ = r"(?:(?:older|younger|little|big|new|old|best|oudere|jongere|kleine|grote|nieuwe|oude|beste)\s+)?"
+REL = rf"(?i:(?P<relation>{RELATION_WORDS}))"
+RELATION = re.compile(rf"\b(?i:my|mijn)\s+{ADJ}{REL}(?:'s\s+name)?,?\s+(?:(?i:is|heet)\s+)?{NAME}\b")
+APPOSITION = re.compile(rf"\b{NAME},\s+(?i:my|mijn)\s+{ADJ}{REL}\s*,\s*")
+OTHER_APPOSITION = re.compile(rf"\b{NAME},\s+(?i:the|our|a|de|het|onze|een)\s+[\w\s-]{{1,30}}?,\s*")
+REVERSED = re.compile(rf"\b{NAME}\s+(?i:is\s+my|is\s+mijn)\s+{ADJ}{REL}\b")
+
+# Who a clause is about: the owner, "we" (the owner's household, for where they live), a pronoun, or a name.
+SUBJECT = rf"(?P<subj>\b(?i:I|ik|we|wij|he|she|hij|zij|ze)\b|{NAME.replace('?P<name>', '')})"
+ADVERBS = r"(?:\s+(?i:really|much|far|a\s+lot|now|also|just|still|definitely|recently|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
+BE = r"\s*(?:'m|'s|'re|\s+(?i:am|is|are|ben|bent|zijn))"
+PLACE = r"(?P<place>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)"
+ORG = r"(?P<org>(?:(?i:the|de|het)\s+)?(?:[a-z]+\s+)?[A-Z][\w&.\-]*(?:\s+[A-Z][\w&.\-]*)*)"
+ROLE = r"(?:\s+(?i:as|als)\s+(?i:an?\s+|een\s+)?(?P<role>[\w-]+(?:\s+[\w-]+)?))?"
+
+
+def _pattern(body: str, *, inverted: str = "", rest: str = "") -> tuple[re.Pattern[str], ...]:
+    """SUBJECT [adverbs] body; Dutch also puts the verb before "ik" after a fronted phrase ("Sinds mei werk ik"):
+    `inverted` are those verbs, `rest` what follows them."""
+    forms = [re.compile(rf"{SUBJECT}{ADVERBS}\s*{body}")]
+    if inverted:
+        forms.append(re.compile(rf"(?P<inv>\b(?i:{inverted})\s+(?i:ik|we|wij)\b){ADVERBS}\s*{rest}"))
+    return tuple(forms)
+
+
+def _matches(patterns: tuple[re.Pattern[str], ...], clause: str) -> list[re.Match[str]]:
+    return [match for pattern in patterns for match in pattern.finditer(clause)]
+
+
+LIVES = _pattern(
+    rf"(?i:(?:live|lives|living|woon|woont|wonen)){ADVERBS}\s+(?i:in|te)\s+{PLACE}",
+    inverted="woon|wonen",
+    rest=rf"\s*(?i:in|te)\s+{PLACE}",
+)
+MOVED = _pattern(
+    rf"(?:{BE}|\s+(?i:have|has|heb|hebben|heeft))?\s*(?i:moved|verhuisd)(?:\s+(?i:from|van)\s+[A-Z][\w\-]*)?\s+(?i:to|naar)\s+{PLACE}"
+)
+WORKS = _pattern(
+    rf"(?i:(?:work|works|working|werk|werkt)){ADVERBS}\s+(?i:at|for|bij)\s+{ORG}{ROLE}",
+    inverted="werk|werken",
+    rest=rf"\s*(?i:at|for|bij)\s+{ORG}{ROLE}",
+)
+JOINED = _pattern(rf"(?:(?i:have|has|'ve)\s+)?(?i:joined)\s+{ORG}{ROLE}")
+STARTED = _pattern(
+    rf"(?:(?i:have|has|'ve)\s+)?(?i:started|joined|began|begon|begonnen)(?:\s+(?i:working|to\s+work|met\s+werken))?{ROLE}\s+(?i:at|with|bij)\s+{ORG}"
+)
+FIRST_DAY = re.compile(rf"\b(?i:my\s+first\s+day\s+at|mijn\s+eerste\s+dag\s+bij)\s+{ORG}")
+HEALTH = _pattern(
+    rf"{BE}\s+(?i:severely\s+|very\s+|ernstig\s+|erg\s+|heel\s+)?(?P<what>(?i:allergic\s+to|allergisch\s+voor|intolerant\s+to)\s+.+|"
+    r"(?i:[\w-]*intolerant|vegetarian|vegan|vegetarisch|veganist|diabetic|diabeet|pregnant|zwanger|coeliac|celiac))"
+)
+CONDITION = _pattern(
+    r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?(?i:allergy|allergie|intolerance|"
+    r"diabetes|asthma|astma|migraine|coeliakie|celiac\s+disease|epilepsy|epilepsie)\b.*)"
+)
+ABSTAINS = _pattern(
+    r"(?i:(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?P<verb>drink|eat)|(?P<nlverb>drink|drinkt|eet)\s+geen)\s+(?P<what>.+)"
+)
+PREFERENCE = _pattern(
+    r"(?P<verb>(?i:prefers?|likes?|loves?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
+    r"does\s+not\s+like|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou\s+van|houd\s+van|houdt\s+van|"
+    r"hou\s+niet\s+van|houd\s+niet\s+van|houdt\s+niet\s+van|heb\s+een\s+hekel\s+aan|heeft\s+een\s+hekel\s+aan|"
+    r"geef\s+de\s+voorkeur\s+aan|geeft\s+de\s+voorkeur\s+aan))\s+(?P<what>.+)"
+)
+PRODUCTIVE = _pattern(
+    rf"{BE}\s+(?P<what>(?i:(?:far\s+|much\s+|a\s+lot\s+)?(?:more|most)\s+productive|at\s+my\s+best|veel\s+productiever|productiever)\s+.+)"
+)
+GOAL = _pattern(rf"{BE}\s+(?P<what>(?i:training\s+for|learning|studying|saving\s+(?:up\s+)?for|preparing\s+for)\s+.+)")
+DUTCH_GOAL = _pattern(r"(?P<what>(?i:train|traint|spaar|spaart)\s+(?i:voor)\s+.+)")
 THIRD_PERSON = {
     "prefer": "Prefers", "like": "Likes", "love": "Loves", "enjoy": "Enjoys", "hate": "Hates",
-    "dislike": "Dislikes", "don't like": "Does not like", "do not like": "Does not like",
+    "dislike": "Dislikes", "don't like": "Does not like", "do not like": "Does not like", "can't stand": "Cannot stand",
+    "cannot stand": "Cannot stand", "can not stand": "Cannot stand", "hou van": "Loves", "houd van": "Loves",
+    "hou niet van": "Does not like", "houd niet van": "Does not like", "heb een hekel aan": "Hates",
+    "geef de voorkeur aan": "Prefers",
 }  # fmt: skip
-WORKS_AT = re.compile(r"\bI\s+(?:now\s+)?work\s+(?:at|for)\s+(?P<org>[A-Z][\w&.\-]*(?:\s+[A-Z][\w&.\-]*)*)")
-LIVES_IN = re.compile(r"\bI\s+(?:now\s+)?live\s+in\s+(?P<place>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)")
-RELATION = re.compile(
-    r"\bmy\s+(?P<relation>wife|husband|partner|girlfriend|boyfriend|sister|brother|mother|mom|father|dad|son|"
-    r"daughter|manager|boss|colleague|friend|cousin)(?:'s name)?,?\s+(?:is\s+)?" + NAME,
-    re.IGNORECASE,
-)
-DECISION = re.compile(r"\b(?:I|we)(?:'ve| have)?\s+decided\s+(?:to|that|on)\s+(?P<what>.+)", re.IGNORECASE)
-AGREEMENT = re.compile(r"\bwe\s+(?:have\s+)?agreed\s+(?:to|that|on)\s+(?P<what>.+)", re.IGNORECASE)
-RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never|from now on)\b.+)", re.IGNORECASE)
+DECISION = re.compile(r"\b(?:I|we)(?:'ve| have)?\s+decided\s+(?:to|that|on)\s+(?P<what>.+)", _I)
+AGREEMENT = re.compile(r"\bwe\s+(?:have\s+)?agreed\s+(?:to|that|on)\s+(?P<what>.+)", _I)
+RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never|from now on)\b.+)", _I)
 MEETING = re.compile(r"\b(?P<what>(?i:meeting|call|lunch|dinner|sync|catch-up)\s+with\s+" + NAME + r".*)")
 FOLLOW_UP = re.compile(r"\b(?P<what>(?i:follow(?:\s|-)up)\s+with\s+" + NAME + r".*)")
+# Named people who are not a clause's subject: who gets something, who is asked, met or called.
+GIVEN_TO = re.compile(
+    rf"\b(?i:send|sends|sent|give|gives|gave|hand|hands|handed|forward|show|pass|email|mail|stuur|stuurt|stuurde|geef|geeft|breng|mail|mailt)\b[^.,;:]{{0,50}}?\b(?i:to|naar|aan)\s+{NAME}\b"
+)
+ADDRESSED = re.compile(
+    rf"\b(?i:ask|asks|asked|tell|tells|told|call|calls|called|email|emailed|text|texted|remind|reminded|thank|thanked|invite|invited|met|meet|vraag|vraagt|vroeg|bel|belt|belde|spreek|sprak|zie|zag)\s+{NAME}\b"
+)
+MET_WITH = re.compile(rf"\b(?i:with|met)\s+{NAME}\b")
+ACTOR = re.compile(
+    rf"(?:^|(?<=[:;,])\s*|\b(?i:and|but|then|en|maar|dan)\s+){NAME}\s+(?:(?i:just|also|really|ook|al|nog)\s+)?(?i:will|would|promised|promises|said|says|kept|keeps|told|asked|wants|wanted|lives|works|worked|prefers|likes|loves|hates|started|sent|called|emailed|mentioned|thinks|needs|can|could|should|is\s+going|heeft|had|gaat|ging|zei|zegt|woont|werkt|wil|wilde|zal|zou|belooft|beloofde|stuurt|stuurde|moet|kan|komt|vindt|houdt)\b"
+)
+
+
+# Adjectives that follow what they describe in "I like my coffee black": not the topic.
+PREDICATIVE = {
+    "short", "long", "early", "late", "black", "strong", "weak", "hot", "cold", "warm", "quiet", "loud", "small",
+    "big", "simple", "brief", "sweet", "spicy", "kort", "lang", "vroeg", "laat", "zwart", "sterk", "heet", "koud",
+    "rustig", "klein", "groot", "zoet", "pittig",
+}  # fmt: skip
+
+
+def _topic(what: str) -> str:
+    """The thing a preference is about, so that a new preference on it replaces the old one: the head noun of
+    the phrase before any preposition ("my meetings in the morning" and "afternoon meetings" -> "meeting")."""
+    words = re.split(
+        r"\b(?:in|on|at|by|before|after|with|for|from|than|rather|ideally|when|if|to|op|in|bij|met|voor|na|dan)\b|[,;]",
+        what.lower(),
+    )[0].split()
+    words = [w for w in words if w not in {"my", "the", "a", "an", "mijn", "de", "het", "een", "to"}]
+    while len(words) > 1 and words[-1] in PREDICATIVE:  # "my calls short", "mijn koffie zwart"
+        words.pop()
+    head = re.sub(r"[^\w-]", "", words[-1]) if words else ""
+    return head[:-1] if len(head) > 3 and head.endswith("s") and not head.endswith("ss") else head
+
+
+class _Clauses:
+    """The people a sentence names and whom each clause is about."""
+
+    def __init__(self, sentence: str, evidence: EvidenceRef) -> None:
+        self.evidence = evidence
+        self.found = Extraction()
+        self.people: dict[str, NodeRef] = {}
+        self.last: NodeRef | None = None
+
+    def person(self, label: str) -> NodeRef | None:
+        label = clean(label).removesuffix("'s")
+        if not is_name(label):
+            return None
+        if label not in self.people:
+            self.people[label] = NodeRef(type="Person", label=label)
+            self.found.people.append(self.people[label])
+        self.last = self.people[label]
+        return self.people[label]
+
+    def subject(self, match: re.Match[str], *, households: bool = False) -> NodeRef | None:
+        if match.groupdict().get("inv"):
+            return SELF
+        said = match["subj"]
+        lowered = said.lower()
+        if lowered in ("i", "ik") or (households and lowered in ("we", "wij")):
+            return SELF
+        if lowered in ("he", "she", "hij", "zij", "ze", "we", "wij"):
+            return self.last if lowered not in ("we", "wij") else None
+        return self.person(said)
+
+    def claim(
+        self,
+        subject: NodeRef,
+        body: str,
+        kind: str = "fact",
+        predicate: str = "",
+        target: NodeRef | None = None,
+        importance: int = 4,
+    ) -> None:
+        body = sentence_case(body)
+        statement = body if subject.is_self else f"{subject.label} {body[:1].lower()}{body[1:]}"
+        self.found.claims.append(
+            ClaimCandidate(f"{statement}.", kind, subject, self.evidence, predicate, target, importance=importance)
+        )
 
 
 def find_facts(sentence: str, evidence: EvidenceRef) -> Extraction:
-    """Claims about the owner (preferences, work, home, relations, decisions, agreements, rules) and working
-    context (meetings, follow-ups) in one sentence of the owner's, with the people they name."""
-    found = Extraction()
-    if match := PREFERENCE.search(sentence):
-        verb = THIRD_PERSON[match["verb"].lower()]
-        found.claims.append(
-            ClaimCandidate(f"{verb} {clean(match['what'])}.", "preference", SELF, evidence, importance=3)
-        )
-    if match := WORKS_AT.search(sentence):
-        org = NodeRef(type="Organization", label=clean(match["org"]))
-        found.claims.append(
-            ClaimCandidate(f"Works at {org.label}.", "fact", SELF, evidence, "WORKS_AT", org, importance=4)
-        )
-    if match := LIVES_IN.search(sentence):
-        place = NodeRef(type="Place", label=clean(match["place"]))
-        found.claims.append(
-            ClaimCandidate(f"Lives in {place.label}.", "fact", SELF, evidence, "LIVES_IN", place, importance=4)
-        )
-    if (match := RELATION.search(sentence)) and match["name"] not in NOT_NAMES:
-        person = NodeRef(type="Person", label=match["name"])
-        relation = match["relation"].lower()
-        found.people.append(person)
-        found.claims.append(
-            ClaimCandidate(
-                f"{person.label} is the user's {relation}.",
-                "fact",
-                SELF,
-                evidence,
-                "RELATED_TO",
-                person,
-                object_value={"relation": relation},
-                importance=4,
+    """Claims in one sentence of the owner's, about the owner or about the people it names, and those people."""
+    clauses = _Clauses(sentence, evidence)
+    text = QUOTED.sub(" ", sentence)
+    for pattern in (RELATION, APPOSITION, REVERSED):
+        for match in pattern.finditer(text):
+            if (person := clauses.person(match["name"])) is not None:
+                relation = RELATIONS[match["relation"].lower()]
+                clauses.found.claims.append(
+                    ClaimCandidate(
+                        f"{person.label} is the user's {relation}.",
+                        "fact",
+                        SELF,
+                        evidence,
+                        "RELATED_TO",
+                        person,
+                        object_value={"relation": relation},
+                        importance=4,
+                    )
+                )
+    # "Lotte, my sister, lives ..." reads as "Lotte lives ...", the relation already taken.
+    text = OTHER_APPOSITION.sub(lambda m: m["name"] + " ", APPOSITION.sub(lambda m: m["name"] + " ", text))
+    text = RELATION.sub(lambda m: m["name"], text)
+    for pattern in (GIVEN_TO, ADDRESSED, MET_WITH, ACTOR):
+        for match in pattern.finditer(text):
+            clauses.person(match["name"])
+    clauses.last = None
+    for clause in filter(None, (part.strip() for part in CLAUSE.split(text))):
+        _clause(REPORTED.sub("", clause), clauses)
+    _owner_only(sentence, text, clauses)
+    return clauses.found
+
+
+def _clause(clause: str, clauses: _Clauses) -> None:
+    if ACTOR.search(clause) and (match := ACTOR.search(clause)):
+        clauses.person(match["name"])
+    if PAST.search(clause):
+        return  # a past job or home is not the current one
+    claim = clauses.claim
+    for match in _matches(LIVES, clause):
+        if (who := clauses.subject(match, households=True)) is not None:
+            place = NodeRef(type="Place", label=clean(match["place"]))
+            claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
+    for match in _matches(MOVED, clause):
+        if (who := clauses.subject(match, households=True)) is not None:
+            place = NodeRef(type="Place", label=clean(match["place"]))
+            claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
+    for pattern in (WORKS, STARTED, JOINED):
+        for match in _matches(pattern, clause):
+            if (who := clauses.subject(match)) is not None:
+                _works(clauses, who, match["org"], match["role"])
+    if match := FIRST_DAY.search(clause):
+        _works(clauses, SELF, match["org"], None)
+    for match in _matches(HEALTH, clause):
+        if (who := clauses.subject(match)) is not None:
+            claim(who, f"Is {clean(match['what'])}")
+    for match in _matches(CONDITION, clause):
+        if (who := clauses.subject(match)) is not None:
+            claim(who, f"Has {clean(match['cond'])}")
+    for match in _matches(ABSTAINS, clause):
+        if (who := clauses.subject(match)) is not None:
+            verb = (match["verb"] or match["nlverb"]).lower()
+            claim(
+                who, f"Does not {'drink' if verb.startswith('drink') else 'eat'} {clean(match['what'])}", "preference"
             )
-        )
+    for match in _matches(PREFERENCE, clause):
+        if (who := clauses.subject(match)) is not None:
+            verb = " ".join(match["verb"].lower().split())
+            verb = re.sub(r"^(prefer|like|love|enjoy|hate|dislike)s$", r"\1", verb)
+            verb = verb.replace("doesn't", "don't").replace("does not", "do not").replace("houdt", "hou")
+            verb = verb.replace("houd ", "hou ").replace("heeft", "heb").replace("geeft", "geef")
+            what = clean(match["what"])
+            claim(
+                who,
+                f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}",
+                "preference",
+                f"PREFERS:{_topic(what)}",
+                importance=3,
+            )
+    for pattern in (PRODUCTIVE, GOAL):
+        for match in _matches(pattern, clause):
+            if (who := clauses.subject(match)) is not None:
+                kind = "preference" if pattern is PRODUCTIVE else "fact"
+                claim(who, f"Is {clean(match['what'])}", kind, importance=3)
+    for match in _matches(DUTCH_GOAL, clause):
+        if (who := clauses.subject(match)) is SELF:
+            claim(who, clean(match["what"]), importance=3)
+
+
+def _works(clauses: _Clauses, who: NodeRef, org_text: str | None, role: str | None) -> None:
+    org_label = re.sub(r"^(?i:the|de|het)\s+", "", clean(org_text or ""))
+    if not org_label:
+        return
+    org = NodeRef(type="Organization", label=org_label)
+    as_role = f" as {clean(role)}" if role else ""
+    clauses.claim(who, f"Works at {org.label}{as_role}", "fact", "WORKS_AT", org)
+
+
+def _owner_only(sentence: str, text: str, clauses: _Clauses) -> None:
+    """Decisions, agreements, standing rules and working context: the owner's own words say it best."""
+    found, evidence = clauses.found, clauses.evidence
     for pattern, kind in ((DECISION, "decision"), (AGREEMENT, "agreement")):
-        if pattern.search(sentence):  # the owner's own words say it best
+        if pattern.search(text):
             found.claims.append(ClaimCandidate(f"{sentence_case(sentence)}.", kind, SELF, evidence))
     if match := RULE.search(sentence):
         found.claims.append(ClaimCandidate(f"{sentence_case(match['what'])}.", "rule", SELF, evidence, importance=4))
     for pattern in (MEETING, FOLLOW_UP):
-        if (match := pattern.search(sentence)) and match["name"] not in NOT_NAMES:
-            person = NodeRef(type="Person", label=match["name"])
-            found.people.append(person)
+        if (match := pattern.search(text)) and (person := clauses.person(match["name"])) is not None:
             found.claims.append(
                 ClaimCandidate(
                     f"{sentence_case(match['what'])}.",
@@ -87,4 +302,3 @@ def find_facts(sentence: str, evidence: EvidenceRef) -> Extraction:
                     expires_in_days=14,
                 )
             )
-    return found

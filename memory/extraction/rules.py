@@ -19,6 +19,15 @@ from memory.extraction.readings import find_readings
 
 VERSION = "2"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# Sentences that state nothing yet: hypotheticals ("if I ...", "maybe I'll ...", "als ik ..."), plans being
+# weighed, and questions. A question asking the assistant to do something ("can you remind me ...") may still
+# carry a task; no question carries a fact.
+HYPOTHETICAL = re.compile(
+    r"^\W*(?:if|suppose|supposing|imagine|what\s+if|als|indien|mocht|stel\s+dat)\b"
+    r"|\b(?:maybe|perhaps|possibly|misschien|wellicht|eventueel|might|thinking\s+(?:about|of)|considering|overweeg)\b",
+    re.IGNORECASE,
+)
+REQUEST = re.compile(r"\b(?:can|could|will|would)\s+you\b|\b(?:kun|kan|wil|zou)\s+(?:je|jij|u)\b", re.IGNORECASE)
 
 
 class RulesExtractor:
@@ -43,10 +52,15 @@ class RulesExtractor:
                     chunk_id=unit.chunk_id,
                 )
                 extraction.extend(self._sentence(sentence, evidence, today))
-                extraction.readings.extend(find_readings(sentence, evidence, unit.authored_at))
+                if not HYPOTHETICAL.search(sentence) and not sentence.rstrip().endswith("?"):
+                    extraction.readings.extend(find_readings(sentence, evidence, unit.authored_at))
         return extraction
 
     def _sentence(self, sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
-        found = find_facts(sentence, evidence)
-        found.tasks.extend(find_tasks(sentence, evidence, today))
+        if HYPOTHETICAL.search(sentence):
+            return Extraction()
+        question = sentence.rstrip().endswith("?")
+        found = Extraction() if question else find_facts(sentence, evidence)
+        if not question or REQUEST.search(sentence):
+            found.tasks.extend(find_tasks(sentence, evidence, today))
         return found

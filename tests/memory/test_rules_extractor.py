@@ -22,9 +22,9 @@ def extract(text: str, role: str = "user", zone: str = "UTC", when: datetime = S
 @pytest.mark.parametrize(
     ("text", "kind", "statement", "predicate", "target"),
     [
-        ("I prefer morning meetings.", "preference", "Prefers morning meetings.", "", None),
-        ("I really like green tea", "preference", "Likes green tea.", "", None),
-        ("I don't like long calls.", "preference", "Does not like long calls.", "", None),
+        ("I prefer morning meetings.", "preference", "Prefers morning meetings.", "PREFERS:meeting", None),
+        ("I really like green tea", "preference", "Likes green tea.", "PREFERS:tea", None),
+        ("I don't like long calls.", "preference", "Does not like long calls.", "PREFERS:call", None),
         ("I work at Acme Corp.", "fact", "Works at Acme Corp.", "WORKS_AT", "Acme Corp"),
         ("I live in Utrecht.", "fact", "Lives in Utrecht.", "LIVES_IN", "Utrecht"),
         ("My manager is Sophie.", "fact", "Sophie is the user's manager.", "RELATED_TO", "Sophie"),

@@ -1,0 +1,195 @@
+"""The rules extractor's facts, clause by clause: whom a claim is about, which people a sentence names, and what
+is stored as nothing (hypotheticals, questions, quoted or reported words, past states)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.extraction.base import Extraction, TextUnit
+from memory.extraction.rules import RulesExtractor
+
+
+def extract(text: str, role: str = "user") -> Extraction:
+    unit = TextUnit(source_id="src_1", text=text, role=role, authored_at=datetime(2026, 4, 22, 10, tzinfo=UTC))
+    return RulesExtractor().extract([unit])
+
+
+def about(found: Extraction) -> list[tuple[str, str]]:
+    return [(claim.subject.label, claim.statement) for claim in found.claims]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "relation"),
+    [
+        ("My cousin Wouter is coming over.", "Wouter", "cousin"),
+        ("Wouter, my cousin, is coming over.", "Wouter", "cousin"),
+        ("My older brother Hendrik has two kids.", "Hendrik", "brother"),
+        ("Mijn zus Anouk komt zaterdag langs.", "Anouk", "sister"),
+        ("Mijn buurvrouw Fatma heeft een nieuwe auto.", "Fatma", "neighbour"),
+        ("Ahmed is my colleague.", "Ahmed", "colleague"),
+    ],
+)
+def test_a_relation_names_the_person_and_is_a_claim_about_the_user(text: str, name: str, relation: str) -> None:
+    found = extract(text)
+    assert [person.label for person in found.people] == [name]
+    relation_claims = [c for c in found.claims if c.predicate == "RELATED_TO"]
+    assert [(c.statement, c.subject.is_self) for c in relation_claims] == [(f"{name} is the user's {relation}.", True)]
+    assert relation_claims[0].object_node is not None and relation_claims[0].object_node.label == name
+
+
+@pytest.mark.parametrize(
+    ("text", "who", "statement", "predicate", "target"),
+    [
+        ("My brother Hendrik lives in Zwolle.", "Hendrik", "Hendrik lives in Zwolle.", "LIVES_IN", "Zwolle"),
+        ("Hendrik, my brother, lives in Zwolle now.", "Hendrik", "Hendrik lives in Zwolle.", "LIVES_IN", "Zwolle"),
+        ("Mijn zus Anouk woont in Breda.", "Anouk", "Anouk lives in Breda.", "LIVES_IN", "Breda"),
+        ("My friend Ines works at Philips as an engineer.", "Ines", "Ines works at Philips as engineer.",
+         "WORKS_AT", "Philips"),
+        ("My wife Carmen just started as a teacher at the Montessori school.", "Carmen",
+         "Carmen works at Montessori as teacher.", "WORKS_AT", "Montessori"),
+        ("Mijn vader werkt bij de Belastingdienst.", None, None, None, None),
+    ],
+)  # fmt: skip
+def test_where_other_people_live_and_work_is_about_them(
+    text: str, who: str | None, statement: str | None, predicate: str | None, target: str | None
+) -> None:
+    claims = [c for c in extract(text).claims if c.predicate != "RELATED_TO"]
+    if who is None:  # a relation without a name: nobody to say it about, and not the user's own job
+        assert not any(c.subject.is_self for c in claims)
+        return
+    assert [(c.subject.label, c.statement, c.predicate) for c in claims] == [(who, statement, predicate)]
+    assert claims[0].subject.type == "Person"
+    assert claims[0].object_node is not None and claims[0].object_node.label == target
+
+
+@pytest.mark.parametrize(
+    ("text", "statement", "predicate"),
+    [
+        ("I live in Zwolle.", "Lives in Zwolle.", "LIVES_IN"),
+        ("Ik woon sinds vorig jaar in Breda.", None, None),
+        ("Sinds vorig jaar woon ik in Breda.", "Lives in Breda.", "LIVES_IN"),
+        ("Ik woon in Breda.", "Lives in Breda.", "LIVES_IN"),
+        ("We have moved to Deventer.", "Lives in Deventer.", "LIVES_IN"),
+        ("Wij zijn verhuisd naar Deventer.", "Lives in Deventer.", "LIVES_IN"),
+        ("I work for Philips.", "Works at Philips.", "WORKS_AT"),
+        ("Ik werk bij Philips als monteur.", "Works at Philips as monteur.", "WORKS_AT"),
+        ("Vanaf mei werk ik bij het Rijksmuseum.", "Works at Rijksmuseum.", "WORKS_AT"),
+        ("Yesterday was my first day at Bol.", "Works at Bol.", "WORKS_AT"),
+        ("I joined Mollie last week.", "Works at Mollie.", "WORKS_AT"),
+    ],
+)
+def test_where_the_user_lives_and_works(text: str, statement: str | None, predicate: str | None) -> None:
+    claims = extract(text).claims
+    if statement is None:  # an adverb between the verb and "in" that the rules do not know: nothing, not junk
+        assert all(c.subject.is_self and c.predicate in ("", "LIVES_IN") for c in claims)
+        return
+    assert [(c.statement, c.predicate, c.subject.is_self) for c in claims] == [(statement, predicate, True)]
+
+
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("I'm allergic to peanuts.", "Is allergic to peanuts."),
+        ("I am severely allergic to wasp stings, so keep an epipen nearby.", "Is allergic to wasp stings."),
+        ("Ik ben allergisch voor noten.", "Is allergisch voor noten."),
+        ("Ik ben gluten-intolerant.", "Is gluten-intolerant."),
+        ("I'm vegan these days.", "Is vegan."),
+        ("I have a nut allergy.", "Has a nut allergy."),
+        ("Ik heb astma.", "Has astma."),
+    ],
+)
+def test_health_and_diet_are_facts_about_the_user(text: str, statement: str) -> None:
+    claims = extract(text).claims
+    assert [(c.statement, c.subject.is_self, c.importance >= 4) for c in claims][:1] == [(statement, True, True)]
+
+
+def test_a_named_persons_diet_is_about_them() -> None:
+    found = extract("Quick note before the barbecue: Youssef is vegetarian.")
+    assert about(found) == [("Youssef", "Youssef is vegetarian.")]
+    assert [p.label for p in found.people] == ["Youssef"]
+
+
+@pytest.mark.parametrize(
+    ("text", "statement", "topic"),
+    [
+        ("I love long walks on the beach.", "Loves long walks on the beach.", "walk"),
+        ("I can't stand loud restaurants.", "Cannot stand loud restaurants.", "restaurant"),
+        ("Ik hou van Italiaanse wijn.", "Loves Italiaanse wijn.", "wijn"),
+        ("Ik heb een hekel aan vroege vergaderingen.", "Hates vroege vergaderingen.", "vergaderingen"),
+        ("I'm much more productive in the early evening.", "Is much more productive in the early evening.", ""),
+    ],
+)
+def test_preferences_in_both_languages(text: str, statement: str, topic: str) -> None:
+    claims = extract(text).claims
+    assert [(c.statement, c.kind, c.subject.is_self) for c in claims] == [(statement, "preference", True)]
+    assert claims[0].predicate == (f"PREFERS:{topic}" if topic else "")
+
+
+def test_a_changed_preference_has_the_same_topic_so_it_replaces_the_old_one() -> None:
+    old = extract("I like my calls short, ideally under twenty minutes.").claims[0]
+    new = extract("These days I prefer longer calls.").claims[0]
+    assert old.predicate == new.predicate == "PREFERS:call"
+
+
+def test_another_persons_preference_is_about_them() -> None:
+    found = extract("My boss Ingrid prefers a phone call over a long email.")
+    assert ("Ingrid", "Ingrid prefers a phone call over a long email.") in about(found)
+    assert not any(c.subject.is_self and c.kind == "preference" for c in found.claims)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Pieter kept saying "I love karaoke" all evening.',
+        "Pieter said that I love karaoke, which is not true.",
+        "Pieter zei: 'ik hou van karaoke'.",
+        "If I lived in Lisbon I would surf every day.",
+        "Maybe I'll work at a startup one day.",
+        "Als ik bij Google werk, verhuis ik naar Zürich.",
+        "Misschien ben ik allergisch voor katten.",
+        "Should I move to Leiden?",
+        "Do I like sushi?",
+        "Back when I was twenty I lived in Nijmegen.",
+        "I used to work at Shell.",
+    ],
+)
+def test_nothing_is_stored_about_the_user_from_quotes_hypotheticals_questions_and_the_past(text: str) -> None:
+    found = extract(text)
+    assert not [c for c in found.claims if c.subject.is_self]
+    assert not found.tasks
+
+
+def test_the_assistants_guess_is_not_a_fact() -> None:
+    found = extract("Since you live in Maastricht, the train to Liège is short.", role="assistant")
+    assert found.claims == [] and found.people == []
+
+
+@pytest.mark.parametrize(
+    ("text", "people"),
+    [
+        ("I'll hand the keys to Bastiaan on Monday.", ["Bastiaan"]),
+        ("Tomorrow I should call Elif about the lease.", ["Elif"]),
+        ("Ik stuur het contract morgen naar Joost.", ["Joost"]),
+        ("Heads-up: Mireille will take over the project.", ["Mireille"]),
+        ("Noor, the architect, promised new drawings.", ["Noor"]),
+        ("Ties heeft beloofd de sleutels te brengen.", ["Ties"]),
+        ("Thanks! Sounds good.", []),
+        ("Maybe. Morgen verder.", []),
+        ("Back then it rained all week.", []),
+        ("Vandaag bel ik de verzekering.", []),
+        ("Utrecht is lovely in spring.", []),
+        ("We moved to Arnhem in May.", []),
+    ],
+)
+def test_named_people_and_words_that_only_look_like_names(text: str, people: list[str]) -> None:
+    assert [person.label for person in extract(text).people] == people
+
+
+def test_a_question_to_oneself_is_nothing_but_a_request_to_the_assistant_keeps_its_task() -> None:
+    wondering = extract("Should I call the bank tomorrow?")
+    assert wondering.tasks == [] and wondering.claims == []
+    asking = extract("Can you remind me to call the bank tomorrow?")
+    assert [task.label for task in asking.tasks] == ["Call the bank"]
+    assert asking.claims == []
