@@ -52,6 +52,14 @@ logger = logging.getLogger("memory.reconcile")
 
 _COUNTED_AS = {ClaimStatus.SUGGESTED: "suggested", ClaimStatus.QUARANTINED: "quarantined"}
 SINGLE_VALUED = {"WORKS_AT", "LIVES_IN", "HAS_TASK_STATUS", "DUE_ON", "OWNED_BY"}
+
+
+def single_valued(predicate: str) -> bool:
+    """One current value per subject: these predicates, and a preference keyed by its topic ("PREFERS:meeting"),
+    so "I prefer afternoon meetings" replaces "I like meetings in the morning"."""
+    return predicate in SINGLE_VALUED or predicate.startswith("PREFERS:")
+
+
 OPEN_STATUSES = ("pending", "in_progress")
 _STOPWORDS = {
     "the", "a", "an", "to", "for", "with", "of", "my", "i", "me", "it", "on", "in", "and", "is", "by", "at",
@@ -136,7 +144,7 @@ class Reconciler:
             return duplicate
         superseded = []
         status = ClaimStatus.ACTIVE
-        if candidate.predicate in SINGLE_VALUED and candidate.origin == ClaimOrigin.USER_STATED:
+        if single_valued(candidate.predicate) and candidate.origin == ClaimOrigin.USER_STATED:
             superseded = list(current.filter(status=ClaimStatus.ACTIVE))
         vector, model_id = self._embed(candidate.statement)
         if quarantines(candidate.origin, candidate.statement):
