@@ -76,7 +76,8 @@ CONDITION = _pattern(
     r"diabetes|asthma|astma|migraine|coeliakie|celiac\s+disease|epilepsy|epilepsie)\b.*)"
 )
 ABSTAINS = _pattern(
-    r"(?i:(?:don't|doesn't|do\s+not|does\s+not|never)\s+(?P<verb>drink|eat)|(?P<nlverb>drink|drinkt|eet)\s+geen)\s+(?P<what>.+)"
+    r"(?i:(?:don't|doesn't|do\s+not|does\s+not|never|can't|cannot|can\s+not)\s+(?P<verb>drink|eat)|"
+    r"(?P<nlverb>drink|drinkt|eet|mag)\s+geen)\s+(?P<what>.+)"
 )
 PREFERENCE = _pattern(
     r"(?P<verb>(?i:prefers?|likes?|loves?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
@@ -89,6 +90,16 @@ PRODUCTIVE = _pattern(
 )
 GOAL = _pattern(rf"{BE}\s+(?P<what>(?i:training\s+for|learning|studying|saving\s+(?:up\s+)?for|preparing\s+for)\s+.+)")
 DUTCH_GOAL = _pattern(r"(?P<what>(?i:train|traint|spaar|spaart)\s+(?i:voor)\s+.+)")
+# Dutch "ik vind X leuk" / "X vind ik lekker", "ik drink liever thee", and "my favourite X is Y" in both languages.
+LIKES_NL = re.compile(
+    r"\b(?:(?i:ik)\s+(?i:vind)\s+(?P<what>.+?)|(?P<what2>\S.*?)\s+(?i:vind\s+ik))\s+(?:(?i:echt|erg|heel|zo|super)\s+)?"
+    r"(?P<adj>(?i:niet\s+)?(?i:leuk|fijn|lekker|heerlijk|prettig|vervelend|vreselijk|verschrikkelijk|saai))\b"
+)
+RATHER_NL = _pattern(r"(?P<verb>(?i:drink|eet|werk|heb|ga|doe|zou))\s+(?i:liever)\s+(?P<what>.+)")
+FAVOURITE = re.compile(
+    r"\b(?i:my\s+(?:favou?rite|favorite)|mijn\s+(?:favoriete|lievelings-?))\s*(?P<topic>[\w-]+(?:\s+[\w-]+)?)\s+"
+    r"(?i:is|are|zijn)\s+(?P<value>.+)"
+)
 THIRD_PERSON = {
     "prefer": "Prefers", "like": "Likes", "love": "Loves", "enjoy": "Enjoys", "hate": "Hates",
     "dislike": "Dislikes", "don't like": "Does not like", "do not like": "Does not like", "can't stand": "Cannot stand",
@@ -108,7 +119,11 @@ GIVEN_TO = re.compile(
 ADDRESSED = re.compile(
     rf"\b(?i:ask|asks|asked|tell|tells|told|call|calls|called|email|emailed|text|texted|remind|reminded|thank|thanked|invite|invited|met|meet|vraag|vraagt|vroeg|bel|belt|belde|spreek|sprak|zie|zag)\s+{NAME}\b"
 )
-MET_WITH = re.compile(rf"\b(?i:with|met)\s+{NAME}\b")
+MET_WITH = re.compile(
+    r"\b(?i:talk|talked|spoke|speak|meet|met|meeting|lunch|dinner|coffee|drinks|call|sync|chat|afspraak|overleg|"
+    r"gesprek|etentje|koffie|praat|praten|gepraat|gesproken|afgesproken|bellen|gebeld)\b[^.,;:]{0,20}?"
+    rf"\b(?i:with|met)\s+{NAME}\b"
+)
 ACTOR = re.compile(
     rf"(?:^|(?<=[:;,])\s*|\b(?i:and|but|then|en|maar|dan)\s+){NAME}\s+(?:(?i:just|also|really|ook|al|nog)\s+)?(?i:will|would|promised|promises|said|says|kept|keeps|told|asked|wants|wanted|lives|works|worked|prefers|likes|loves|hates|started|sent|called|emailed|mentioned|thinks|needs|can|could|should|is\s+going|heeft|had|gaat|ging|zei|zegt|woont|werkt|wil|wilde|zal|zou|belooft|beloofde|stuurt|stuurde|moet|kan|komt|vindt|houdt)\b"
 )
@@ -261,6 +276,7 @@ def _clause(clause: str, clauses: _Clauses) -> None:
                 f"PREFERS:{_topic(what)}",
                 importance=3,
             )
+    _dutch_and_favourite(clause, clauses)
     for pattern in (PRODUCTIVE, GOAL):
         for match in _matches(pattern, clause):
             if (who := clauses.subject(match)) is not None:
@@ -269,6 +285,36 @@ def _clause(clause: str, clauses: _Clauses) -> None:
     for match in _matches(DUTCH_GOAL, clause):
         if (who := clauses.subject(match)) is SELF:
             claim(who, clean(match["what"]), importance=3)
+
+
+def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
+    if match := LIKES_NL.search(clause):
+        what = clean(match["what"] or match["what2"])
+        if not re.search(r"\b(?i:het|dat|dit)$", what):  # "vind ik het leuk": no object to keep
+            disliked = match["adj"].lower().startswith("niet") or match["adj"].lower() in (
+                "vervelend",
+                "vreselijk",
+                "verschrikkelijk",
+                "saai",
+            )
+            verb = "Does not like" if disliked else "Likes"
+            clauses.claim(SELF, f"{verb} {what}", "preference", f"PREFERS:{_topic(what)}", importance=3)
+    for match in _matches(RATHER_NL, clause):
+        if clauses.subject(match) is SELF:
+            what = clean(match["what"])
+            topic = _topic(re.split(r"\b(?i:dan)\b", what)[0])
+            clauses.claim(
+                SELF, f"Prefers: {match['verb'].lower()} liever {what}", "preference", f"PREFERS:{topic}", importance=3
+            )
+    if match := FAVOURITE.search(clause):
+        topic = match["topic"].lower()
+        clauses.claim(
+            SELF,
+            f"Favourite {topic} is {clean(match['value'])}",
+            "preference",
+            f"PREFERS:favourite-{topic}",
+            importance=3,
+        )
 
 
 def _works(clauses: _Clauses, who: NodeRef, org_text: str | None, role: str | None) -> None:

@@ -23,7 +23,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # weighed, and questions. A question asking the assistant to do something ("can you remind me ...") may still
 # carry a task; no question carries a fact.
 HYPOTHETICAL = re.compile(
-    r"^\W*(?:if|suppose|supposing|imagine|what\s+if|als|indien|mocht|stel\s+dat)\b"
+    r"^\W*(?:if|suppose|supposing|imagine|what\s+if|indien|mocht|stel\s+dat)\b"
+    r"|^\W*als\s+(?:ik|je|jij|we|wij|het|er|u|hij|zij|ze|de|dat)\b"  # "als" also means "as" ("Als adviseur ...")
     r"|\b(?:maybe|perhaps|possibly|misschien|wellicht|eventueel|might|thinking\s+(?:about|of)|considering|overweeg)\b",
     re.IGNORECASE,
 )

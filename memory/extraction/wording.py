@@ -23,6 +23,15 @@ NOT_NAMES = {
     "Woensdag", "Donderdag", "Vrijdag", "Zaterdag", "Zondag", "January", "February", "March", "April", "May",
     "June", "July", "August", "September", "October", "November", "December", "Januari", "Februari", "Maart",
     "Mei", "Juni", "Juli", "Augustus", "Oktober",
+    # Sentence adverbs, quantifiers and question words: Dutch puts the verb right after a fronted one.
+    "Afterwards", "Later", "First", "Hopefully", "Unfortunately", "Luckily", "Actually", "Probably", "Apparently",
+    "Anyway", "Sadly", "Soon", "Finally", "Meanwhile", "Otherwise", "Instead", "Everyone", "Everybody", "Nobody",
+    "Someone", "Somebody", "Anyone", "Who", "What", "Where", "Why", "How", "Which", "These", "Those", "Every",
+    "Each", "All", "Both", "Some", "Most", "Many", "Christmas", "Easter", "Daarna", "Straks", "Eerst", "Daarom",
+    "Dus", "Gelukkig", "Helaas", "Eigenlijk", "Vanochtend", "Vanmiddag", "Volgende", "Vorige", "Afgelopen",
+    "Binnenkort", "Hopelijk", "Waarschijnlijk", "Zeker", "Toch", "Echter", "Verder", "Bovendien", "Zo", "Hier",
+    "Daar", "Er", "Wie", "Wat", "Waar", "Wanneer", "Hoe", "Waarom", "Welke", "Deze", "Die", "Elke", "Iedere",
+    "Alle", "Beide", "Iedereen", "Niemand", "Iemand", "Kerst", "Pasen", "Pinksteren", "Inmiddels", "Tegenwoordig",
 }  # fmt: skip
 
 # Relation words, English and Dutch, with the English word a statement uses.

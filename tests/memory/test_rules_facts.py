@@ -193,3 +193,38 @@ def test_a_question_to_oneself_is_nothing_but_a_request_to_the_assistant_keeps_i
     asking = extract("Can you remind me to call the bank tomorrow?")
     assert [task.label for task in asking.tasks] == ["Call the bank"]
     assert asking.claims == []
+
+
+@pytest.mark.parametrize(
+    ("text", "statement", "predicate"),
+    [
+        ("Ik vind lange wandelingen heerlijk.", "Likes lange wandelingen.", "PREFERS:wandelingen"),
+        ("Thee vind ik niet lekker.", "Does not like Thee.", "PREFERS:thee"),
+        ("Ik drink liever water dan frisdrank.", "Prefers: drink liever water dan frisdrank.", "PREFERS:water"),
+        ("My favourite author is Tolkien.", "Favourite author is Tolkien.", "PREFERS:favourite-author"),
+        ("Mijn favoriete sport is hockey.", "Favourite sport is hockey.", "PREFERS:favourite-sport"),
+        ("I can't eat gluten.", "Does not eat gluten.", ""),
+    ],
+)
+def test_more_ways_to_say_a_preference(text: str, statement: str, predicate: str) -> None:
+    claims = extract(text).claims
+    assert [(c.statement, c.predicate, c.subject.is_self) for c in claims] == [(statement, predicate, True)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Daarna gaat Pieter naar huis.",  # a fronted adverb, not a name (Pieter after the verb is not found)
+        "We flew to Porto with Transavia.",
+        "Ik ga met Kerst naar Limburg.",
+        "Straks moet ik nog boodschappen doen.",
+        "Everyone will join the call.",
+    ],
+)
+def test_no_junk_people(text: str) -> None:
+    assert [p.label for p in extract(text).people if p.label != "Pieter"] == []
+
+
+def test_dutch_als_meaning_as_is_not_a_hypothetical() -> None:
+    assert about(extract("Als adviseur werk ik bij de gemeente Delft.")) == [("me", "Works at gemeente Delft.")]
+    assert extract("Als ik bij de gemeente Delft werk, fiets ik elke dag.").claims == []
