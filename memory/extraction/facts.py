@@ -22,18 +22,20 @@ CLAUSE = re.compile(
 )
 ADJ = r"(?:(?:older|younger|little|big|new|old|best|oudere|jongere|kleine|grote|nieuwe|oude|beste)\s+)?"
 REL = rf"(?i:(?P<relation>{RELATION_WORDS}))"
-RELATION = re.compile(rf"\b(?i:my|mijn)\s+{ADJ}{REL}(?:'s\s+name)?,?\s+(?:(?i:is|heet)\s+)?{NAME}\b")
-APPOSITION = re.compile(rf"\b{NAME},\s+(?i:my|mijn)\s+{ADJ}{REL}\s*,\s*")
+RELATION = re.compile(rf"\b(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}(?:'s\s+name)?,?\s+(?:(?i:is|heet)\s+)?{NAME}\b")
+APPOSITION = re.compile(rf"\b{NAME},\s+(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}\s*,\s*")
 OTHER_APPOSITION = re.compile(rf"\b{NAME},\s+(?i:the|our|a|de|het|onze|een)\s+[\w\s-]{{1,30}}?,\s*")
 REVERSED = re.compile(rf"\b{NAME}\s+(?i:is\s+my|is\s+mijn)\s+{ADJ}{REL}\b")
 
 # Who a clause is about: the owner, "we" (the owner's household, for where they live), a pronoun, or a name.
 SUBJECT = rf"(?P<subj>\b(?i:I|ik|we|wij|he|she|hij|zij|ze)\b|{NAME.replace('?P<name>', '')})"
 ADVERBS = r"(?:\s+(?i:really|much|far|a\s+lot|now|also|just|still|definitely|recently|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
+GAP = r"(?:\s+(?!(?:in|te|at|for|bij)\b)[a-z0-9]+){0,4}?"  # "al twintig jaar", "sinds 2019"
 BE = r"\s*(?:'m|'s|'re|\s+(?i:am|is|are|ben|bent|zijn))"
 PLACE = r"(?P<place>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)"
 ORG = r"(?P<org>(?:(?i:the|de|het)\s+)?(?:[a-z]+\s+)?[A-Z][\w&.\-]*(?:\s+[A-Z][\w&.\-]*)*)"
-ROLE = r"(?:\s+(?i:as|als)\s+(?i:an?\s+|een\s+)?(?P<role>[\w-]+(?:\s+[\w-]+)?))?"
+NOT_PREP = r"(?!(?i:in|at|for|bij|te|op|on|since|sinds|and|en|but|maar|so|dus)\b)"
+ROLE = rf"(?:\s+(?i:as|als)\s+(?i:an?\s+|een\s+)?(?P<role>[\w-]+(?:\s+{NOT_PREP}[\w-]+)?))?"
 
 
 def _pattern(body: str, *, inverted: str = "", rest: str = "") -> tuple[re.Pattern[str], ...]:
@@ -50,18 +52,29 @@ def _matches(patterns: tuple[re.Pattern[str], ...], clause: str) -> list[re.Matc
 
 
 LIVES = _pattern(
-    rf"(?i:(?:live|lives|living|woon|woont|wonen)){ADVERBS}\s+(?i:in|te)\s+{PLACE}",
+    rf"(?i:(?:live|lives|living|woon|woont|wonen)){ADVERBS}{GAP}\s+(?i:in|te)\s+{PLACE}",
     inverted="woon|wonen",
-    rest=rf"\s*(?i:in|te)\s+{PLACE}",
+    rest=rf"{GAP}\s*(?i:in|te)\s+{PLACE}",
 )
 MOVED = _pattern(
     rf"(?:{BE}|\s+(?i:have|has|heb|hebben|heeft))?\s*(?i:moved|verhuisd)(?:\s+(?i:from|van)\s+[A-Z][\w\-]*)?\s+(?i:to|naar)\s+{PLACE}"
 )
 WORKS = _pattern(
-    rf"(?i:(?:work|works|working|werk|werkt)){ADVERBS}\s+(?i:at|for|bij)\s+{ORG}{ROLE}",
+    rf"(?i:(?:work|works|working|werk|werkt)){ADVERBS}{GAP}\s+(?i:at|for|bij)\s+{ORG}{ROLE}",
     inverted="werk|werken",
-    rest=rf"\s*(?i:at|for|bij)\s+{ORG}{ROLE}",
+    rest=rf"{GAP}\s*(?i:at|for|bij)\s+{ORG}{ROLE}",
 )
+# A job without an employer ("works as a dentist"), a job got, a role at an employer ("I'm a nurse at the UMC").
+WORKS_AS = _pattern(
+    rf"(?i:work|works|werk|werkt)\s+(?i:as|als)\s+(?i:an?\s+|een\s+)?(?P<role>[\w-]+(?:\s+{NOT_PREP}[a-z-]+)?)",
+    inverted="werk",
+    rest=r"\s*(?i:als)\s+(?:(?i:een)\s+)?(?P<role>[\w-]+)",
+)
+GOT_JOB = _pattern(
+    rf"(?:'ve\s+|\s+(?i:have|has)\s+)?(?i:got|landed|accepted)\s+(?i:a|an|the)\s+(?:new\s+)?(?i:job|position|role)\s+(?i:at|with)\s+{ORG}"
+)
+ROLE_AT = _pattern(rf"{BE}\s+(?i:an?|een)\s+(?P<role>[a-z-]+(?:\s+[a-z-]+)?)\s+(?i:at|bij)\s+{ORG}")
+IN_SERVICE = _pattern(rf"{BE}{GAP}\s+(?i:in\s+dienst\s+(?:bij|van))\s+{ORG}")
 JOINED = _pattern(rf"(?:(?i:have|has|'ve)\s+)?(?i:joined)\s+{ORG}{ROLE}")
 STARTED = _pattern(
     rf"(?:(?i:have|has|'ve)\s+)?(?i:started|joined|began|begon|begonnen)(?:\s+(?i:working|to\s+work|met\s+werken))?{ROLE}\s+(?i:at|with|bij)\s+{ORG}"
@@ -69,10 +82,10 @@ STARTED = _pattern(
 FIRST_DAY = re.compile(rf"\b(?i:my\s+first\s+day\s+at|mijn\s+eerste\s+dag\s+bij)\s+{ORG}")
 HEALTH = _pattern(
     rf"{BE}\s+(?i:severely\s+|very\s+|ernstig\s+|erg\s+|heel\s+)?(?P<what>(?i:allergic\s+to|allergisch\s+voor|intolerant\s+to)\s+.+|"
-    r"(?i:[\w-]*intolerant|vegetarian|vegan|vegetarisch|veganist|diabetic|diabeet|pregnant|zwanger|coeliac|celiac))"
+    r"(?i:(?:[\w]+[\s-])?intolerant|vegetarian|vegan|vegetarisch|veganist|diabetic|diabeet|pregnant|zwanger|coeliac|celiac))"
 )
 CONDITION = _pattern(
-    r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?(?i:allergy|allergie|intolerance|"
+    r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?[\w]*-?(?i:allergy|allergie|intolerance|"
     r"diabetes|asthma|astma|migraine|coeliakie|celiac\s+disease|epilepsy|epilepsie)\b.*)"
 )
 ABSTAINS = _pattern(
@@ -81,8 +94,8 @@ ABSTAINS = _pattern(
 )
 PREFERENCE = _pattern(
     r"(?P<verb>(?i:prefers?|likes?|loves?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
-    r"does\s+not\s+like|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou\s+van|houd\s+van|houdt\s+van|"
-    r"hou\s+niet\s+van|houd\s+niet\s+van|houdt\s+niet\s+van|heb\s+een\s+hekel\s+aan|heeft\s+een\s+hekel\s+aan|"
+    r"does\s+not\s+like|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou[dt]{0,2}(?:\s+(?:echt|erg|heel|zo|veel|wel|enorm|ook))*(?:\s+niet)?\s+van|"
+    r"heb\s+een\s+hekel\s+aan|heeft\s+een\s+hekel\s+aan|"
     r"geef\s+de\s+voorkeur\s+aan|geeft\s+de\s+voorkeur\s+aan))\s+(?P<what>.+)"
 )
 PRODUCTIVE = _pattern(
@@ -109,7 +122,7 @@ THIRD_PERSON = {
 }  # fmt: skip
 DECISION = re.compile(r"\b(?:I|we)(?:'ve| have)?\s+decided\s+(?:to|that|on)\s+(?P<what>.+)", _I)
 AGREEMENT = re.compile(r"\bwe\s+(?:have\s+)?agreed\s+(?:to|that|on)\s+(?P<what>.+)", _I)
-RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never|from now on)\b.+)", _I)
+RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never(?!\s+mind)|from now on)\b.+)", _I)
 MEETING = re.compile(r"\b(?P<what>(?i:meeting|call|lunch|dinner|sync|catch-up)\s+with\s+" + NAME + r".*)")
 FOLLOW_UP = re.compile(r"\b(?P<what>(?i:follow(?:\s|-)up)\s+with\s+" + NAME + r".*)")
 # Named people who are not a clause's subject: who gets something, who is asked, met or called.
@@ -141,8 +154,9 @@ def _topic(what: str) -> str:
     """The thing a preference is about, so that a new preference on it replaces the old one: the head noun of
     the phrase before any preposition ("my meetings in the morning" and "afternoon meetings" -> "meeting")."""
     words = re.split(
-        r"\b(?:in|on|at|by|before|after|with|for|from|than|rather|ideally|when|if|to|op|in|bij|met|voor|na|dan)\b|[,;]",
-        what.lower(),
+        r"\b(?:in|on|at|by|before|after|with|for|from|than|rather|over|instead|ideally|when|if|to|op|in|bij|met|voor|"
+        r"na|dan|boven)\b|[,;]",
+        re.sub(r"^(?:it|that|het|dat)\s+(?:when|if|als|wanneer)\s+", "", what.lower()),
     )[0].split()
     words = [w for w in words if w not in {"my", "the", "a", "an", "mijn", "de", "het", "een", "to"}]
     while len(words) > 1 and words[-1] in PREDICATIVE:  # "my calls short", "mijn koffie zwart"
@@ -248,6 +262,13 @@ def _clause(clause: str, clauses: _Clauses) -> None:
         for match in _matches(pattern, clause):
             if (who := clauses.subject(match)) is not None:
                 _works(clauses, who, match["org"], match["role"])
+    for pattern in (GOT_JOB, ROLE_AT, IN_SERVICE):
+        for match in _matches(pattern, clause):
+            if (who := clauses.subject(match)) is not None:
+                _works(clauses, who, match["org"], match.groupdict().get("role"))
+    for match in _matches(WORKS_AS, clause):
+        if (who := clauses.subject(match)) is not None and not re.search(r"\b(?i:at|for|bij)\s+[A-Z]", clause):
+            clauses.claim(who, f"Works as {clean(match['role'])}")
     if match := FIRST_DAY.search(clause):
         _works(clauses, SELF, match["org"], None)
     for match in _matches(HEALTH, clause):
@@ -266,8 +287,10 @@ def _clause(clause: str, clauses: _Clauses) -> None:
         if (who := clauses.subject(match)) is not None:
             verb = " ".join(match["verb"].lower().split())
             verb = re.sub(r"^(prefer|like|love|enjoy|hate|dislike)s$", r"\1", verb)
-            verb = verb.replace("doesn't", "don't").replace("does not", "do not").replace("houdt", "hou")
-            verb = verb.replace("houd ", "hou ").replace("heeft", "heb").replace("geeft", "geef")
+            verb = verb.replace("doesn't", "don't").replace("does not", "do not")
+            verb = verb.replace("heeft", "heb").replace("geeft", "geef")
+            if verb.startswith("hou"):  # "hou echt van", "houdt niet van"
+                verb = "hou niet van" if " niet " in verb else "hou van"
             what = clean(match["what"])
             claim(
                 who,

@@ -228,3 +228,31 @@ def test_no_junk_people(text: str) -> None:
 def test_dutch_als_meaning_as_is_not_a_hypothetical() -> None:
     assert about(extract("Als adviseur werk ik bij de gemeente Delft.")) == [("me", "Works at gemeente Delft.")]
     assert extract("Als ik bij de gemeente Delft werk, fiets ik elke dag.").claims == []
+
+
+@pytest.mark.parametrize(
+    ("text", "who", "statement"),
+    [
+        ("Onze buurvrouw Greet woont al dertig jaar in Zeist.", "Greet", "Greet lives in Zeist."),
+        ("Ik werk al vijf jaar bij Stedin.", "me", "Works at Stedin."),
+        ("My friend Olga works as a pilot in Dubai.", "Olga", "Olga works as pilot."),
+        ("I got a new job at Picnic.", "me", "Works at Picnic."),
+        ("I'm a data engineer at Bunq.", "me", "Works at Bunq as data engineer."),
+        ("Ik ben sinds april in dienst bij Enexis.", "me", "Works at Enexis."),
+        ("Ik werk bij Enexis als planner in Zwolle.", "me", "Works at Enexis as planner."),
+        ("Ik heb een noten-allergie.", "me", "Has een noten-allergie."),
+        ("I'm lactose intolerant.", "me", "Is lactose intolerant."),
+        ("Ik hou echt van Franse films.", "me", "Loves Franse films."),
+        ("Ik houd echt niet van koriander.", "me", "Does not like koriander."),
+        ("My manager's name is Wim.", None, None),
+    ],
+)
+def test_more_ways_to_say_where_and_how(text: str, who: str | None, statement: str | None) -> None:
+    facts = [pair for pair in about(extract(text)) if "the user's" not in pair[1]]
+    assert facts == ([(who, statement)] if who else [])
+
+
+def test_never_mind_is_not_a_rule_and_a_topic_skips_it_when() -> None:
+    assert extract("Oh well. Never mind.").claims == []
+    claims = extract("I hate it when trains are late. Honestly, I prefer trains over buses.").claims
+    assert [c.predicate for c in claims][1] == "PREFERS:train"
