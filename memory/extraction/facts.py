@@ -82,7 +82,7 @@ STARTED = _pattern(
 FIRST_DAY = re.compile(rf"\b(?i:my\s+first\s+day\s+at|mijn\s+eerste\s+dag\s+bij)\s+{ORG}")
 HEALTH = _pattern(
     rf"{BE}\s+(?i:severely\s+|very\s+|ernstig\s+|erg\s+|heel\s+)?(?P<what>(?i:allergic\s+to|allergisch\s+voor|intolerant\s+to)\s+.+|"
-    r"(?i:(?:[\w]+[\s-])?intolerant|vegetarian|vegan|vegetarisch|veganist|diabetic|diabeet|pregnant|zwanger|coeliac|celiac))"
+    r"(?i:(?:[\w]+[\s-])?intolerant|(?:an?\s+|een\s+)?(?:vegetarian|vegan|veganist|diabetic|diabeet)\b|vegetarian|vegan|vegetarisch|veganist|diabetic|diabeet|pregnant|zwanger|coeliac|celiac))"
 )
 CONDITION = _pattern(
     r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?[\w]*-?(?i:allergy|allergie|intolerance|"
@@ -96,13 +96,19 @@ PREFERENCE = _pattern(
     r"(?P<verb>(?i:prefers?|likes?|loves?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
     r"does\s+not\s+like|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou[dt]{0,2}(?:\s+(?:echt|erg|heel|zo|veel|wel|enorm|ook))*(?:\s+niet)?\s+van|"
     r"heb\s+een\s+hekel\s+aan|heeft\s+een\s+hekel\s+aan|"
-    r"geef\s+de\s+voorkeur\s+aan|geeft\s+de\s+voorkeur\s+aan))\s+(?P<what>.+)"
+    r"geef\s+de\s+voorkeur\s+aan|geeft\s+de\s+voorkeur\s+aan|(?:'m|am|is|ben)\s+(?:not\s+|geen\s+)?(?:a\s+|een\s+)?"
+    r"(?:big\s+|huge\s+|grote\s+)?fan\s+(?:of|van)|(?:'m|am|is)\s+(?:really\s+)?into|(?:ben|is)\s+(?:echt\s+|erg\s+)?(?:gek|dol)\s+op))"
+    r"\s+(?P<what>.+)"
 )
 PRODUCTIVE = _pattern(
     rf"{BE}\s+(?P<what>(?i:(?:far\s+|much\s+|a\s+lot\s+)?(?:more|most)\s+productive|at\s+my\s+best|veel\s+productiever|productiever)\s+.+)"
 )
-GOAL = _pattern(rf"{BE}\s+(?P<what>(?i:training\s+for|learning|studying|saving\s+(?:up\s+)?for|preparing\s+for)\s+.+)")
-DUTCH_GOAL = _pattern(r"(?P<what>(?i:train|traint|spaar|spaart)\s+(?i:voor)\s+.+)")
+GOAL = _pattern(
+    rf"{BE}\s+(?P<what>(?i:training\s+for|learning|studying|saving\s+(?:up\s+)?for|preparing\s+for|trying\s+to|"
+    r"working\s+towards?|aan\s+het\s+trainen\s+voor|aan\s+het\s+sparen\s+voor|bezig\s+met)\s+.+)"
+)
+DUTCH_GOAL = _pattern(r"(?P<what>(?i:train|traint|spaar|spaart|probeer|probeert)\s+(?i:voor|om|te)\s+.+)")
+MY_GOAL = re.compile(r"\b(?i:my\s+(?:main\s+|big\s+)?goal\s+(?:this\s+year\s+)?is|mijn\s+doel\s+is)\s+(?P<what>.+)")
 # Dutch "ik vind X leuk" / "X vind ik lekker", "ik drink liever thee", and "my favourite X is Y" in both languages.
 LIKES_NL = re.compile(
     r"\b(?:(?i:ik)\s+(?i:vind)\s+(?P<what>.+?)|(?P<what2>\S.*?)\s+(?i:vind\s+ik))\s+(?:(?i:echt|erg|heel|zo|super)\s+)?"
@@ -218,7 +224,8 @@ def find_facts(sentence: str, evidence: EvidenceRef) -> Extraction:
     for pattern in (RELATION, APPOSITION, REVERSED):
         for match in pattern.finditer(text):
             if (person := clauses.person(match["name"])) is not None:
-                relation = RELATIONS[match["relation"].lower()]
+                said = match["relation"].lower()
+                relation = RELATIONS[said] + ("" if RELATIONS[said] == said else f" ({said})")
                 clauses.found.claims.append(
                     ClaimCandidate(
                         f"{person.label} is the user's {relation}.",
@@ -291,6 +298,8 @@ def _clause(clause: str, clauses: _Clauses) -> None:
             verb = verb.replace("heeft", "heb").replace("geeft", "geef")
             if verb.startswith("hou"):  # "hou echt van", "houdt niet van"
                 verb = "hou niet van" if " niet " in verb else "hou van"
+            elif re.search(r"\b(?:fan|into|gek|dol)\b", verb):  # "a big fan of", "into", "gek op"
+                verb = "don't like" if re.search(r"\b(?:not|geen)\b", verb) else ("love" if "op" in verb else "like")
             what = clean(match["what"])
             claim(
                 who,
@@ -305,6 +314,8 @@ def _clause(clause: str, clauses: _Clauses) -> None:
             if (who := clauses.subject(match)) is not None:
                 kind = "preference" if pattern is PRODUCTIVE else "fact"
                 claim(who, f"Is {clean(match['what'])}", kind, importance=3)
+    if match := MY_GOAL.search(clause):
+        claim(SELF, f"Goal: {clean(match['what'])}", importance=3)
     for match in _matches(DUTCH_GOAL, clause):
         if (who := clauses.subject(match)) is SELF:
             claim(who, clean(match["what"]), importance=3)

@@ -45,7 +45,7 @@ RELATIONS = {
     "grandmother": "grandmother", "grandma": "grandmother", "grandfather": "grandfather",
     "grandpa": "grandfather", "niece": "niece", "nephew": "nephew", "roommate": "roommate",
     "flatmate": "flatmate", "landlord": "landlord", "landlady": "landlady", "mentor": "mentor",
-    "vrouw": "wife", "man": "husband", "vriendin": "girlfriend", "vriend": "friend", "zus": "sister",
+    "vrouw": "wife", "man": "husband", "vriendin": "girlfriend or friend", "vriend": "friend", "zus": "sister",
     "zuster": "sister", "broer": "brother", "moeder": "mother", "mama": "mother", "vader": "father",
     "papa": "father", "zoon": "son", "dochter": "daughter", "baas": "boss", "leidinggevende": "manager",
     "collega": "colleague", "buurman": "neighbour", "buurvrouw": "neighbour", "neef": "cousin",

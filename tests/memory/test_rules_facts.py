@@ -26,8 +26,9 @@ def about(found: Extraction) -> list[tuple[str, str]]:
         ("My cousin Wouter is coming over.", "Wouter", "cousin"),
         ("Wouter, my cousin, is coming over.", "Wouter", "cousin"),
         ("My older brother Hendrik has two kids.", "Hendrik", "brother"),
-        ("Mijn zus Anouk komt zaterdag langs.", "Anouk", "sister"),
-        ("Mijn buurvrouw Fatma heeft een nieuwe auto.", "Fatma", "neighbour"),
+        ("Mijn zus Anouk komt zaterdag langs.", "Anouk", "sister (zus)"),
+        ("Mijn buurvrouw Fatma heeft een nieuwe auto.", "Fatma", "neighbour (buurvrouw)"),
+        ("Mijn vriendin Eva komt eten.", "Eva", "girlfriend or friend (vriendin)"),
         ("Ahmed is my colleague.", "Ahmed", "colleague"),
     ],
 )
@@ -256,3 +257,34 @@ def test_never_mind_is_not_a_rule_and_a_topic_skips_it_when() -> None:
     assert extract("Oh well. Never mind.").claims == []
     claims = extract("I hate it when trains are late. Honestly, I prefer trains over buses.").claims
     assert [c.predicate for c in claims][1] == "PREFERS:train"
+
+
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("I'm a big fan of Belgian beer.", "Likes Belgian beer."),
+        ("I'm not a fan of podcasts.", "Does not like podcasts."),
+        ("I'm really into bouldering.", "Likes bouldering."),
+        ("Ik ben gek op drop.", "Loves drop."),
+        ("Ik ben dol op wandelen.", "Loves wandelen."),
+    ],
+)
+def test_fan_of_into_and_gek_op_are_preferences(text: str, statement: str) -> None:
+    assert [(c.statement, c.kind) for c in extract(text).claims] == [(statement, "preference")]
+
+
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("My goal this year is to swim a mile.", "Goal: to swim a mile."),
+        ("Mijn doel is om Spaans te leren.", "Goal: om Spaans te leren."),
+        ("I'm trying to sleep more.", "Is trying to sleep more."),
+        ("I'm learning Portuguese for our trip.", "Is learning Portuguese for our trip."),
+    ],
+)
+def test_goals_are_facts_about_the_user(text: str, statement: str) -> None:
+    assert [(c.statement, c.subject.is_self) for c in extract(text).claims] == [(statement, True)]
+
+
+def test_a_named_persons_diet_with_an_article() -> None:
+    assert about(extract("Bart is a vegetarian.")) == [("Bart", "Bart is a vegetarian.")]
