@@ -217,8 +217,9 @@ class _Clauses:
         )
 
 
-def find_facts(sentence: str, evidence: EvidenceRef) -> Extraction:
-    """Claims in one sentence of the owner's, about the owner or about the people it names, and those people."""
+def find_facts(sentence: str, evidence: EvidenceRef, *, antecedent: NodeRef | None = None) -> Extraction:
+    """Claims in one sentence of the owner's, about the owner or about the people it names, and those people.
+    `antecedent`: the person the previous sentence named last, whom a leading "she"/"hij" may mean."""
     clauses = _Clauses(sentence, evidence)
     text = QUOTED.sub(" ", sentence)
     for pattern in (RELATION, APPOSITION, REVERSED):
@@ -244,7 +245,7 @@ def find_facts(sentence: str, evidence: EvidenceRef) -> Extraction:
     for pattern in (GIVEN_TO, ADDRESSED, MET_WITH, ACTOR):
         for match in pattern.finditer(text):
             clauses.person(match["name"])
-    clauses.last = None
+    clauses.last = antecedent
     for clause in filter(None, (part.strip() for part in CLAUSE.split(text))):
         _clause(REPORTED.sub("", clause), clauses)
     _owner_only(sentence, text, clauses)

@@ -44,6 +44,7 @@ class RulesExtractor:
                 extraction.people.append(NodeRef(type="Person", label=unit.speaker))
             if not unit.by_owner:
                 continue  # an assistant's or another person's words are not facts about the owner
+            antecedent: NodeRef | None = None  # whom "she" or "hij" in the next sentence may mean
             for sentence in filter(None, (part.strip() for part in _SENTENCE.split(unit.text))):
                 evidence = EvidenceRef(
                     source_id=unit.source_id,
@@ -52,16 +53,18 @@ class RulesExtractor:
                     authored_at=unit.authored_at,
                     chunk_id=unit.chunk_id,
                 )
-                extraction.extend(self._sentence(sentence, evidence, today))
+                found = self._sentence(sentence, evidence, today, antecedent)
+                antecedent = found.people[-1] if found.people else antecedent
+                extraction.extend(found)
                 if not HYPOTHETICAL.search(sentence) and not sentence.rstrip().endswith("?"):
                     extraction.readings.extend(find_readings(sentence, evidence, unit.authored_at))
         return extraction
 
-    def _sentence(self, sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
+    def _sentence(self, sentence: str, evidence: EvidenceRef, today: date, antecedent: NodeRef | None) -> Extraction:
         if HYPOTHETICAL.search(sentence):
             return Extraction()
         question = sentence.rstrip().endswith("?")
-        found = Extraction() if question else find_facts(sentence, evidence)
+        found = Extraction() if question else find_facts(sentence, evidence, antecedent=antecedent)
         if not question or REQUEST.search(sentence):
             found.tasks.extend(find_tasks(sentence, evidence, today))
         return found

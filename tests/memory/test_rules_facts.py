@@ -288,3 +288,13 @@ def test_goals_are_facts_about_the_user(text: str, statement: str) -> None:
 
 def test_a_named_persons_diet_with_an_article() -> None:
     assert about(extract("Bart is a vegetarian.")) == [("Bart", "Bart is a vegetarian.")]
+
+
+def test_a_pronoun_in_the_next_sentence_means_the_person_named_before() -> None:
+    found = extract("I had coffee with my cousin Wouter. He lives in Enschede now. Ik woon in Hengelo.")
+    assert ("Wouter", "Wouter lives in Enschede.") in about(found)
+    assert ("me", "Lives in Hengelo.") in about(found)
+
+
+def test_a_pronoun_with_nobody_named_before_is_nothing() -> None:
+    assert extract("She lives in Enschede now.").claims == []
