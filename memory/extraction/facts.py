@@ -114,6 +114,10 @@ LIKES_NL = re.compile(
     r"\b(?:(?i:ik)\s+(?i:vind)\s+(?P<what>.+?)|(?P<what2>\S.*?)\s+(?i:vind\s+ik))\s+(?:(?i:echt|erg|heel|zo|super)\s+)?"
     r"(?P<adj>(?i:niet\s+)?(?i:leuk|fijn|lekker|heerlijk|prettig|vervelend|vreselijk|verschrikkelijk|saai))\b"
 )
+HOU_INVERTED = re.compile(
+    r"\b(?i:hou|houd)\s+(?i:ik)(?:\s+(?i:echt|erg|heel|zo|veel|wel|ook|helemaal))*(?:\s+(?P<neg>(?i:niet)))?\s+(?i:van)\s+"
+    r"(?P<what>.+)"
+)
 RATHER_NL = _pattern(r"(?P<verb>(?i:drink|eet|werk|heb|ga|doe|zou))\s+(?i:liever)\s+(?P<what>.+)")
 FAVOURITE = re.compile(
     r"\b(?i:my\s+(?:favou?rite|favorite)|mijn\s+(?:favoriete|lievelings-?))\s*(?P<topic>[\w-]+(?:\s+[\w-]+)?)\s+"
@@ -143,8 +147,17 @@ MET_WITH = re.compile(
     r"gesprek|etentje|koffie|praat|praten|gepraat|gesproken|afgesproken|bellen|gebeld)\b[^.,;:]{0,20}?"
     rf"\b(?i:with|met)\s+{NAME}\b"
 )
+# A name as the subject of what people do. Things are subjects too ("Dinner will be at seven", "Rent is going
+# up", "Netflix keeps raising prices"), so a modal counts only before a verb of doing, "going" only with "to",
+# "kept" only with speech.
 ACTOR = re.compile(
-    rf"(?:^|(?<=[:;,])\s*|\b(?i:and|but|then|en|maar|dan)\s+){NAME}\s+(?:(?i:just|also|really|ook|al|nog)\s+)?(?i:will|would|promised|promises|said|says|kept|keeps|told|asked|wants|wanted|lives|works|worked|prefers|likes|loves|hates|started|sent|called|emailed|mentioned|thinks|needs|can|could|should|is\s+going|heeft|had|gaat|ging|zei|zegt|woont|werkt|wil|wilde|zal|zou|belooft|beloofde|stuurt|stuurde|moet|kan|komt|vindt|houdt)\b"
+    rf"(?:^|(?<=[:;,])\s*|\b(?i:and|but|then|en|maar|dan)\s+){NAME}\s+(?:(?i:just|also|really|ook|al|nog)\s+)?"
+    r"(?:(?i:promised|promises|said|says|told|asked|wants|wanted|lives|works|worked|prefers|likes|loves|hates|"
+    r"started|sent|called|emailed|mentioned|thinks|needs|heeft\s+beloofd|heeft\s+gezegd|zei|zegt|woont|werkt|wil|"
+    r"wilde|belooft|beloofde|stuurt|stuurde|vindt|houdt)|(?i:kept|keeps)\s+(?i:saying|asking|telling|talking|"
+    r"complaining|calling|texting|mentioning)|(?i:is|was)\s+(?i:going)\s+(?i:to)|"
+    r"(?i:will|would|can|could|should|gaat|ging|zal|zou|moet|kan|komt|heeft|had)\s+(?!(?i:be|been|become|change|"
+    r"happen|cost|go\s+up|zijn|worden|kosten|duren|gebeuren|veranderen)\b)[a-z]+)\b"
 )
 
 
@@ -323,6 +336,10 @@ def _clause(clause: str, clauses: _Clauses) -> None:
 
 
 def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
+    if match := HOU_INVERTED.search(clause):  # "Eerlijk gezegd hou ik niet van sushi"
+        what = clean(match["what"])
+        verb = "Does not like" if match["neg"] else "Loves"
+        clauses.claim(SELF, f"{verb} {what}", "preference", f"PREFERS:{_topic(what)}", importance=3)
     if match := LIKES_NL.search(clause):
         what = clean(match["what"] or match["what2"])
         if not re.search(r"\b(?i:het|dat|dit)$", what):  # "vind ik het leuk": no object to keep

@@ -31,7 +31,8 @@ NOT_NAMES = {
     "Dus", "Gelukkig", "Helaas", "Eigenlijk", "Vanochtend", "Vanmiddag", "Volgende", "Vorige", "Afgelopen",
     "Binnenkort", "Hopelijk", "Waarschijnlijk", "Zeker", "Toch", "Echter", "Verder", "Bovendien", "Zo", "Hier",
     "Daar", "Er", "Wie", "Wat", "Waar", "Wanneer", "Hoe", "Waarom", "Welke", "Deze", "Die", "Elke", "Iedere",
-    "Alle", "Beide", "Iedereen", "Niemand", "Iemand", "Kerst", "Pasen", "Pinksteren", "Inmiddels", "Tegenwoordig",
+    "Alle", "Beide", "Everything", "Nothing", "Something", "Anything", "Alles", "Niets", "Iets",
+    "Iedereen", "Niemand", "Iemand", "Kerst", "Pasen", "Pinksteren", "Inmiddels", "Tegenwoordig",
 }  # fmt: skip
 
 # Relation words, English and Dutch, with the English word a statement uses.

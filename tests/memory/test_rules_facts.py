@@ -298,3 +298,35 @@ def test_a_pronoun_in_the_next_sentence_means_the_person_named_before() -> None:
 
 def test_a_pronoun_with_nobody_named_before_is_nothing() -> None:
     assert extract("She lives in Enschede now.").claims == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Breakfast will be late today.",
+        "Parking is going up in price.",
+        "Spotify keeps changing the app.",
+        "Nothing will change here.",
+        "De huur gaat omhoog. Koffie kan zijn.",
+    ],
+)
+def test_things_as_subjects_are_not_people(text: str) -> None:
+    assert extract(text).people == []
+
+
+@pytest.mark.parametrize(
+    ("text", "people"),
+    [
+        ("Rosa will call the landlord.", ["Rosa"]),
+        ("Hugo kept asking about the budget.", ["Hugo"]),
+        ("Thijs is going to paint the fence.", ["Thijs"]),
+        ("Lieke heeft gezegd dat ze komt.", ["Lieke"]),
+    ],
+)
+def test_people_as_subjects(text: str, people: list[str]) -> None:
+    assert [p.label for p in extract(text).people] == people
+
+
+def test_dutch_inverted_hou_ik_van() -> None:
+    assert about(extract("Eerlijk gezegd hou ik niet van olijven.")) == [("me", "Does not like olijven.")]
+    assert about(extract("Sinds kort hou ik echt van hardlopen.")) == [("me", "Loves hardlopen.")]
