@@ -195,6 +195,9 @@ class _Clauses:
 
     def person(self, label: str) -> NodeRef | None:
         label = clean(label).removesuffix("'s")
+        words = label.split()
+        if len(words) > 1 and not is_name(words[-1]):  # "call Anna Tuesday": the weekday is not her surname
+            label = " ".join(words[:-1])
         if not is_name(label):
             return None
         if label not in self.people:

@@ -330,3 +330,15 @@ def test_people_as_subjects(text: str, people: list[str]) -> None:
 def test_dutch_inverted_hou_ik_van() -> None:
     assert about(extract("Eerlijk gezegd hou ik niet van olijven.")) == [("me", "Does not like olijven.")]
     assert about(extract("Sinds kort hou ik echt van hardlopen.")) == [("me", "Loves hardlopen.")]
+
+
+@pytest.mark.parametrize(
+    ("text", "people"),
+    [
+        ("I'll call Anna Tuesday about the keys.", ["Anna"]),
+        ("My colleague Jan de Vries works at Ortec.", ["Jan de Vries"]),
+        ("Mijn zus Lotte Jansen woont in Tiel.", ["Lotte Jansen"]),
+    ],
+)
+def test_a_persons_label_is_their_name_only(text: str, people: list[str]) -> None:
+    assert [p.label for p in extract(text).people] == people
