@@ -118,7 +118,16 @@ HOU_INVERTED = re.compile(
     r"\b(?i:hou|houd)\s+(?i:ik)(?:\s+(?i:echt|erg|heel|zo|veel|wel|ook|helemaal))*(?:\s+(?P<neg>(?i:niet)))?\s+(?i:van)\s+"
     r"(?P<what>.+)"
 )
-RATHER_NL = _pattern(r"(?P<verb>(?i:drink|eet|werk|heb|ga|doe|zou))\s+(?i:liever)\s+(?P<what>.+)")
+# Words that say a preference changed, so it replaces the earlier one on its topic.
+CHANGE = re.compile(
+    r"\b(?:now|nowadays|these\s+days|anymore|any\s+more|no\s+longer|since|lately|from\s+now\s+on|tegenwoordig|"
+    r"inmiddels|nu|niet\s+meer|sinds|voortaan)\b",
+    re.IGNORECASE,
+)
+RATHER_NL = _pattern(
+    r"(?P<verb>(?i:drink|eet|werk|heb|ga|doe|zou))(?:\s+(?i:tegenwoordig|nu|inmiddels|echt|toch|veel|ook|zelf))*"
+    r"\s+(?i:liever)\s+(?P<what>.+)"
+)
 FAVOURITE = re.compile(
     r"\b(?i:my\s+(?:favou?rite|favorite)|mijn\s+(?:favoriete|lievelings-?))\s*(?P<topic>[\w-]+(?:\s+[\w-]+)?)\s+"
     r"(?i:is|are|zijn)\s+(?P<value>.+)"
@@ -189,6 +198,7 @@ class _Clauses:
 
     def __init__(self, sentence: str, evidence: EvidenceRef) -> None:
         self.evidence = evidence
+        self.sentence = sentence
         self.found = Extraction()
         self.people: dict[str, NodeRef] = {}
         self.last: NodeRef | None = None
@@ -225,12 +235,23 @@ class _Clauses:
         predicate: str = "",
         target: NodeRef | None = None,
         importance: int = 4,
+        value: dict[str, object] | None = None,
     ) -> None:
         body = sentence_case(body)
         statement = body if subject.is_self else f"{subject.label} {body[:1].lower()}{body[1:]}"
         self.found.claims.append(
-            ClaimCandidate(f"{statement}.", kind, subject, self.evidence, predicate, target, importance=importance)
+            ClaimCandidate(
+                f"{statement}.", kind, subject, self.evidence, predicate, target, value, importance=importance
+            )
         )
+
+    def preference(self, subject: NodeRef, body: str, topic: str, *, exclusive: bool = False) -> None:
+        """A preference keyed by its topic. It replaces the earlier ones on that topic when it says so: a choice
+        ("prefer", "liever", "favourite") or a change ("now", "these days", "no longer", "tegenwoordig"); "I like
+        strong coffee" and "I love iced coffee" both stay."""
+        replaces = exclusive or bool(CHANGE.search(self.sentence))
+        value = {"topic": topic, "replaces": replaces}
+        self.claim(subject, body, "preference", f"PREFERS:{topic}", importance=3, value=value)
 
 
 def find_facts(sentence: str, evidence: EvidenceRef, *, antecedent: NodeRef | None = None) -> Extraction:
@@ -318,12 +339,9 @@ def _clause(clause: str, clauses: _Clauses) -> None:
             elif re.search(r"\b(?:fan|into|gek|dol)\b", verb):  # "a big fan of", "into", "gek op"
                 verb = "don't like" if re.search(r"\b(?:not|geen)\b", verb) else ("love" if "op" in verb else "like")
             what = clean(match["what"])
-            claim(
-                who,
-                f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}",
-                "preference",
-                f"PREFERS:{_topic(what)}",
-                importance=3,
+            exclusive = verb in ("prefer", "geef de voorkeur aan")
+            clauses.preference(
+                who, f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}", _topic(what), exclusive=exclusive
             )
     _dutch_and_favourite(clause, clauses)
     for pattern in (PRODUCTIVE, GOAL):
@@ -342,7 +360,7 @@ def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
     if match := HOU_INVERTED.search(clause):  # "Eerlijk gezegd hou ik niet van sushi"
         what = clean(match["what"])
         verb = "Does not like" if match["neg"] else "Loves"
-        clauses.claim(SELF, f"{verb} {what}", "preference", f"PREFERS:{_topic(what)}", importance=3)
+        clauses.preference(SELF, f"{verb} {what}", _topic(what))
     if match := LIKES_NL.search(clause):
         what = clean(match["what"] or match["what2"])
         if not re.search(r"\b(?i:het|dat|dit)$", what):  # "vind ik het leuk": no object to keep
@@ -353,23 +371,15 @@ def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
                 "saai",
             )
             verb = "Does not like" if disliked else "Likes"
-            clauses.claim(SELF, f"{verb} {what}", "preference", f"PREFERS:{_topic(what)}", importance=3)
+            clauses.preference(SELF, f"{verb} {what}", _topic(what))
     for match in _matches(RATHER_NL, clause):
         if clauses.subject(match) is SELF:
             what = clean(match["what"])
             topic = _topic(re.split(r"\b(?i:dan)\b", what)[0])
-            clauses.claim(
-                SELF, f"Prefers: {match['verb'].lower()} liever {what}", "preference", f"PREFERS:{topic}", importance=3
-            )
+            clauses.preference(SELF, f"Prefers: {match['verb'].lower()} liever {what}", topic, exclusive=True)
     if match := FAVOURITE.search(clause):
         topic = match["topic"].lower()
-        clauses.claim(
-            SELF,
-            f"Favourite {topic} is {clean(match['value'])}",
-            "preference",
-            f"PREFERS:favourite-{topic}",
-            importance=3,
-        )
+        clauses.preference(SELF, f"Favourite {topic} is {clean(match['value'])}", f"favourite-{topic}", exclusive=True)
 
 
 def _works(clauses: _Clauses, who: NodeRef, org_text: str | None, role: str | None) -> None:

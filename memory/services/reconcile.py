@@ -54,10 +54,13 @@ _COUNTED_AS = {ClaimStatus.SUGGESTED: "suggested", ClaimStatus.QUARANTINED: "qua
 SINGLE_VALUED = {"WORKS_AT", "LIVES_IN", "HAS_TASK_STATUS", "DUE_ON", "OWNED_BY"}
 
 
-def single_valued(predicate: str) -> bool:
-    """One current value per subject: these predicates, and a preference keyed by its topic ("PREFERS:meeting"),
-    so "I prefer afternoon meetings" replaces "I like meetings in the morning"."""
-    return predicate in SINGLE_VALUED or predicate.startswith("PREFERS:")
+def supersedes(candidate: ClaimCandidate) -> bool:
+    """One current value per subject: these predicates, and a preference on a topic ("PREFERS:meeting") that
+    says it replaces the earlier ones (a choice or a change: "now I prefer afternoon meetings")."""
+    if candidate.predicate in SINGLE_VALUED:
+        return True
+    value = candidate.object_value
+    return candidate.predicate.startswith("PREFERS:") and isinstance(value, dict) and bool(value.get("replaces"))
 
 
 OPEN_STATUSES = ("pending", "in_progress")
@@ -144,7 +147,7 @@ class Reconciler:
             return duplicate
         superseded = []
         status = ClaimStatus.ACTIVE
-        if single_valued(candidate.predicate) and candidate.origin == ClaimOrigin.USER_STATED:
+        if supersedes(candidate) and candidate.origin == ClaimOrigin.USER_STATED:
             superseded = list(current.filter(status=ClaimStatus.ACTIVE))
         vector, model_id = self._embed(candidate.statement)
         if quarantines(candidate.origin, candidate.statement):

@@ -67,6 +67,13 @@ def test_a_changed_preference_on_the_same_topic_supersedes_the_old_one(api: Api,
     assert Claim.objects.get(statement="Loves koffie.").status == "active"  # another topic stays
 
 
+def test_another_liking_on_the_same_topic_does_not_replace_the_first(api: Api, owner: Persona) -> None:
+    say(api, owner, "I like strong coffee.")
+    say(api, owner, "I love iced coffee.")
+    assert Claim.objects.get(statement="Likes strong coffee.").status == "active"
+    assert Claim.objects.get(statement="Loves iced coffee.").superseded_by_id is None
+
+
 def test_where_a_named_relative_lives_is_about_them_and_moves_with_them(api: Api, owner: Persona) -> None:
     say(api, owner, "My brother Hendrik lives in Zwolle.")
     say(api, owner, "Hendrik, my brother, lives in Deventer now.")

@@ -132,6 +132,24 @@ def test_a_changed_preference_has_the_same_topic_so_it_replaces_the_old_one() ->
     old = extract("I like my calls short, ideally under twenty minutes.").claims[0]
     new = extract("These days I prefer longer calls.").claims[0]
     assert old.predicate == new.predicate == "PREFERS:call"
+    assert (old.object_value["replaces"], new.object_value["replaces"]) == (False, True)
+
+
+@pytest.mark.parametrize(
+    ("text", "replaces"),
+    [
+        ("I love iced coffee.", False),  # another liking on the topic; both stay
+        ("I prefer iced coffee.", True),  # a choice
+        ("Nowadays I love iced coffee.", True),  # a change
+        ("I no longer like iced coffee.", None),  # not read: nothing replaces anything
+        ("Ik drink tegenwoordig liever thee.", True),
+        ("Tegenwoordig hou ik van thee.", True),
+        ("Ik hou van thee.", False),
+    ],
+)
+def test_which_preferences_replace_the_earlier_ones_on_their_topic(text: str, replaces: bool | None) -> None:
+    claims = extract(text).claims
+    assert [c.object_value["replaces"] for c in claims] == ([] if replaces is None else [replaces])
 
 
 def test_another_persons_preference_is_about_them() -> None:
