@@ -156,6 +156,10 @@ MET_WITH = re.compile(
     r"gesprek|etentje|koffie|praat|praten|gepraat|gesproken|afgesproken|bellen|gebeld)\b[^.,;:]{0,20}?"
     rf"\b(?i:with|met)\s+{NAME}\b"
 )
+SPEAKER_QUOTE = re.compile(
+    rf"\b{NAME}\s+(?i:said|says|kept\s+saying|keeps\s+saying|told\s+(?:me|us)|wrote|texted|zei|zegt|riep|schreef|"
+    r"appte)(?:\s+\w+){0,2}?\s*[:,]?\s*(?:\"(?P<quote>[^\"]+)\"|“(?P<q2>[^”]+)”)"
+)
 # A name as the subject of what people do. Things are subjects too ("Dinner will be at seven", "Rent is going
 # up", "Netflix keeps raising prices"), so a modal counts only before a verb of doing, "going" only with "to",
 # "kept" only with speech.
@@ -199,6 +203,7 @@ class _Clauses:
     def __init__(self, sentence: str, evidence: EvidenceRef) -> None:
         self.evidence = evidence
         self.sentence = sentence
+        self.me = SELF  # whom "I" means: the owner, or the speaker of a quote being read
         self.found = Extraction()
         self.people: dict[str, NodeRef] = {}
         self.last: NodeRef | None = None
@@ -218,11 +223,11 @@ class _Clauses:
 
     def subject(self, match: re.Match[str], *, households: bool = False) -> NodeRef | None:
         if match.groupdict().get("inv"):
-            return SELF
+            return self.me
         said = match["subj"]
         lowered = said.lower()
-        if lowered in ("i", "ik") or (households and lowered in ("we", "wij")):
-            return SELF
+        if lowered in ("i", "ik") or (households and self.me.is_self and lowered in ("we", "wij")):
+            return self.me
         if lowered in ("he", "she", "hij", "zij", "ze", "we", "wij"):
             return self.last if lowered not in ("we", "wij") else None
         return self.person(said)
@@ -285,6 +290,12 @@ def find_facts(sentence: str, evidence: EvidenceRef, *, antecedent: NodeRef | No
     clauses.last = antecedent
     for clause in filter(None, (part.strip() for part in CLAUSE.split(text))):
         _clause(REPORTED.sub("", clause), clauses)
+    for match in SPEAKER_QUOTE.finditer(sentence):  # 'Jan said "I hate sushi"' is about Jan
+        if (speaker := clauses.person(match["name"])) is not None:
+            clauses.me, clauses.last = speaker, speaker
+            for clause in filter(None, (part.strip() for part in CLAUSE.split(match["quote"] or match["q2"]))):
+                _clause(clause, clauses)
+            clauses.me = SELF
     _owner_only(sentence, text, clauses)
     return clauses.found
 
@@ -315,7 +326,7 @@ def _clause(clause: str, clauses: _Clauses) -> None:
         if (who := clauses.subject(match)) is not None and not re.search(r"\b(?i:at|for|bij)\s+[A-Z]", clause):
             clauses.claim(who, f"Works as {clean(match['role'])}")
     if match := FIRST_DAY.search(clause):
-        _works(clauses, SELF, match["org"], None)
+        _works(clauses, clauses.me, match["org"], None)
     for match in _matches(HEALTH, clause):
         if (who := clauses.subject(match)) is not None:
             claim(who, f"Is {clean(match['what'])}")
@@ -350,9 +361,9 @@ def _clause(clause: str, clauses: _Clauses) -> None:
                 kind = "preference" if pattern is PRODUCTIVE else "fact"
                 claim(who, f"Is {clean(match['what'])}", kind, importance=3)
     if match := MY_GOAL.search(clause):
-        claim(SELF, f"Goal: {clean(match['what'])}", importance=3)
+        claim(clauses.me, f"Goal: {clean(match['what'])}", importance=3)
     for match in _matches(DUTCH_GOAL, clause):
-        if (who := clauses.subject(match)) is SELF:
+        if (who := clauses.subject(match)) is clauses.me:
             claim(who, clean(match["what"]), importance=3)
 
 
@@ -360,7 +371,7 @@ def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
     if match := HOU_INVERTED.search(clause):  # "Eerlijk gezegd hou ik niet van sushi"
         what = clean(match["what"])
         verb = "Does not like" if match["neg"] else "Loves"
-        clauses.preference(SELF, f"{verb} {what}", _topic(what))
+        clauses.preference(clauses.me, f"{verb} {what}", _topic(what))
     if match := LIKES_NL.search(clause):
         what = clean(match["what"] or match["what2"])
         if not re.search(r"\b(?i:het|dat|dit)$", what):  # "vind ik het leuk": no object to keep
@@ -371,15 +382,17 @@ def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
                 "saai",
             )
             verb = "Does not like" if disliked else "Likes"
-            clauses.preference(SELF, f"{verb} {what}", _topic(what))
+            clauses.preference(clauses.me, f"{verb} {what}", _topic(what))
     for match in _matches(RATHER_NL, clause):
-        if clauses.subject(match) is SELF:
+        if clauses.subject(match) is clauses.me:
             what = clean(match["what"])
             topic = _topic(re.split(r"\b(?i:dan)\b", what)[0])
-            clauses.preference(SELF, f"Prefers: {match['verb'].lower()} liever {what}", topic, exclusive=True)
+            clauses.preference(clauses.me, f"Prefers: {match['verb'].lower()} liever {what}", topic, exclusive=True)
     if match := FAVOURITE.search(clause):
         topic = match["topic"].lower()
-        clauses.preference(SELF, f"Favourite {topic} is {clean(match['value'])}", f"favourite-{topic}", exclusive=True)
+        clauses.preference(
+            clauses.me, f"Favourite {topic} is {clean(match['value'])}", f"favourite-{topic}", exclusive=True
+        )
 
 
 def _works(clauses: _Clauses, who: NodeRef, org_text: str | None, role: str | None) -> None:

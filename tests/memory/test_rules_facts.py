@@ -360,3 +360,18 @@ def test_dutch_inverted_hou_ik_van() -> None:
 )
 def test_a_persons_label_is_their_name_only(text: str, people: list[str]) -> None:
     assert [p.label for p in extract(text).people] == people
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ('Pieter kept saying "I love karaoke" all evening.', [("Pieter", "Pieter loves karaoke.")]),
+        ('Mila told me "I work at Zalando now".', [("Mila", "Mila works at Zalando.")]),
+        ('Sanne zei: "Ik ben allergisch voor noten."', [("Sanne", "Sanne is allergisch voor noten.")]),
+        ("Daan texted “my first day at Coolblue went fine”.", [("Daan", "Daan works at Coolblue.")]),
+    ],
+)
+def test_a_quote_is_attributed_to_its_speaker(text: str, facts: list[tuple[str, str]]) -> None:
+    found = extract(text)
+    assert about(found) == facts
+    assert all(not c.subject.is_self for c in found.claims)
