@@ -3,15 +3,27 @@ preferences, relations, goals, decisions, agreements, standing rules, and short-
 
 A clause's subject decides whom a claim is about: "I"/"ik" is the owner (SELF); a named person ("my sister
 Lotte", "Lotte, my sister,", "mijn broer Stijn", "Marcel") or a pronoun that points back to one is that person.
-Quoted words and what someone is reported to have said are never the owner's facts; past states ("I used to
-work at ...") are not current ones."""
+Quoted words are their speaker's ('Jan said "I hate sushi"' is about Jan), what someone is reported to have
+said without quotes is not stored, and past states ("I used to work at ...") are not current ones. The people
+a sentence names are found by people.py."""
 
 from __future__ import annotations
 
 import re
 
 from memory.extraction.base import SELF, ClaimCandidate, EvidenceRef, Extraction, NodeRef
-from memory.extraction.wording import NAME, RELATION_WORDS, RELATIONS, clean, is_name, sentence_case
+from memory.extraction.people import (
+    ACTOR,
+    ADDRESSED,
+    APPOSITION,
+    GIVEN_TO,
+    MET_WITH,
+    OTHER_APPOSITION,
+    RELATION,
+    REVERSED,
+    SPEAKER_QUOTE,
+)
+from memory.extraction.wording import NAME, RELATIONS, clean, is_name, sentence_case
 
 _I = re.IGNORECASE
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|„[^“”]*[“”]|\u2018[^\u2019]*\u2019|(?<![\w])'[^']{2,}'(?![\w])")
@@ -20,12 +32,6 @@ PAST = re.compile(r"\b(?:used\s+to|back\s+when|when\s+I\s+was|vroeger|toen\s+ik)
 CLAUSE = re.compile(
     r"\s*[;:]\s*|,\s*(?=(?:and|but|so|since|because|en|maar|dus|want|omdat)\b)|,\s+|\s+(?=(?:and|but|so|en|maar|dus|want)\s+(?:I|ik|we|he|she|hij|zij|ze|[A-Z])\b)"
 )
-ADJ = r"(?:(?:older|younger|little|big|new|old|best|oudere|jongere|kleine|grote|nieuwe|oude|beste)\s+)?"
-REL = rf"(?i:(?P<relation>{RELATION_WORDS}))"
-RELATION = re.compile(rf"\b(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}(?:'s\s+name)?,?\s+(?:(?i:is|heet)\s+)?{NAME}\b")
-APPOSITION = re.compile(rf"\b{NAME},\s+(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}\s*,\s*")
-OTHER_APPOSITION = re.compile(rf"\b{NAME},\s+(?i:the|our|a|de|het|onze|een)\s+[\w\s-]{{1,30}}?,\s*")
-REVERSED = re.compile(rf"\b{NAME}\s+(?i:is\s+my|is\s+mijn)\s+{ADJ}{REL}\b")
 
 # Who a clause is about: the owner, "we" (the owner's household, for where they live), a pronoun, or a name.
 SUBJECT = rf"(?P<subj>\b(?i:I|ik|we|wij|he|she|hij|zij|ze)\b|{NAME.replace('?P<name>', '')})"
@@ -144,36 +150,6 @@ AGREEMENT = re.compile(r"\bwe\s+(?:have\s+)?agreed\s+(?:to|that|on)\s+(?P<what>.
 RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never(?!\s+mind)|from now on)\b.+)", _I)
 MEETING = re.compile(r"\b(?P<what>(?i:meeting|call|lunch|dinner|sync|catch-up)\s+with\s+" + NAME + r".*)")
 FOLLOW_UP = re.compile(r"\b(?P<what>(?i:follow(?:\s|-)up)\s+with\s+" + NAME + r".*)")
-# Named people who are not a clause's subject: who gets something, who is asked, met or called.
-GIVEN_TO = re.compile(
-    rf"\b(?i:send|sends|sent|give|gives|gave|hand|hands|handed|forward|show|pass|email|mail|stuur|stuurt|stuurde|geef|geeft|breng|mail|mailt)\b[^.,;:]{{0,50}}?\b(?i:to|naar|aan)\s+{NAME}\b"
-)
-ADDRESSED = re.compile(
-    rf"\b(?i:ask|asks|asked|tell|tells|told|call|calls|called|email|emailed|text|texted|remind|reminded|thank|thanked|invite|invited|met|meet|vraag|vraagt|vroeg|bel|belt|belde|spreek|sprak|zie|zag)\s+{NAME}\b"
-)
-MET_WITH = re.compile(
-    r"\b(?i:talk|talked|spoke|speak|meet|met|meeting|lunch|dinner|coffee|drinks|call|sync|chat|afspraak|overleg|"
-    r"gesprek|etentje|koffie|praat|praten|gepraat|gesproken|afgesproken|bellen|gebeld)\b[^.,;:]{0,20}?"
-    rf"\b(?i:with|met)\s+{NAME}\b"
-)
-SPEAKER_QUOTE = re.compile(
-    rf"\b{NAME}\s+(?i:said|says|kept\s+saying|keeps\s+saying|told\s+(?:me|us)|wrote|texted|zei|zegt|riep|schreef|"
-    r"appte)(?:\s+\w+){0,2}?\s*[:,]?\s*(?:\"(?P<quote>[^\"]+)\"|“(?P<q2>[^”]+)”)"
-)
-# A name as the subject of what people do. Things are subjects too ("Dinner will be at seven", "Rent is going
-# up", "Netflix keeps raising prices"), so a modal counts only before a verb of doing, "going" only with "to",
-# "kept" only with speech.
-ACTOR = re.compile(
-    rf"(?:^|(?<=[:;,])\s*|\b(?i:and|but|then|en|maar|dan)\s+){NAME}\s+(?:(?i:just|also|really|ook|al|nog)\s+)?"
-    r"(?:(?i:promised|promises|said|says|told|asked|wants|wanted|lives|works|worked|prefers|likes|loves|hates|"
-    r"started|sent|called|emailed|mentioned|thinks|needs|heeft\s+beloofd|heeft\s+gezegd|zei|zegt|woont|werkt|wil|"
-    r"wilde|belooft|beloofde|stuurt|stuurde|vindt|houdt)|(?i:kept|keeps)\s+(?i:saying|asking|telling|talking|"
-    r"complaining|calling|texting|mentioning)|(?i:is|was)\s+(?i:going)\s+(?i:to)|"
-    r"(?i:will|would|can|could|should|gaat|ging|zal|zou|moet|kan|komt|heeft|had)\s+(?!(?i:be|been|become|change|"
-    r"happen|cost|go\s+up|zijn|worden|kosten|duren|gebeuren|veranderen)\b)[a-z]+)\b"
-)
-
-
 # Adjectives that follow what they describe in "I like my coffee black": not the topic.
 PREDICATIVE = {
     "short", "long", "early", "late", "black", "strong", "weak", "hot", "cold", "warm", "quiet", "loud", "small",
