@@ -87,8 +87,8 @@ STARTED = _pattern(
 )
 FIRST_DAY = re.compile(rf"\b(?i:my\s+first\s+day\s+at|mijn\s+eerste\s+dag\s+bij)\s+{ORG}")
 HEALTH = _pattern(
-    rf"{BE}\s+(?i:severely\s+|very\s+|ernstig\s+|erg\s+|heel\s+)?(?P<what>(?i:allergic\s+to|allergisch\s+voor|intolerant\s+to)\s+.+|"
-    r"(?i:(?:[\w]+[\s-])?intolerant|(?:an?\s+|een\s+)?(?:vegetarian|vegan|veganist|diabetic|diabeet)\b|vegetarian|vegan|vegetarisch|veganist|diabetic|diabeet|pregnant|zwanger|coeliac|celiac))"
+    rf"{BE}{ADVERBS}\s+(?i:severely\s+|very\s+|ernstig\s+|erg\s+|heel\s+)?(?P<what>(?i:allergic\s+to|allergisch\s+voor|intolerant\s+to)\s+.+|"
+    r"(?i:(?:[\w]+[\s-])?intolerant|(?:an?\s+|een\s+)?(?:vegetarian|vegan|veganist|vegetari[eë]r|diabetic|diabeet)\b|vegetarisch|pregnant|zwanger|coeliac|celiac))"
 )
 CONDITION = _pattern(
     r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?[\w]*-?(?i:allergy|allergie|intolerance|"

@@ -99,6 +99,8 @@ def test_where_the_user_lives_and_works(text: str, statement: str | None, predic
         ("I'm vegan these days.", "Is vegan."),
         ("I have a nut allergy.", "Has a nut allergy."),
         ("Ik heb astma.", "Has astma."),
+        ("Ik ben vegetariër.", "Is vegetariër."),
+        ("Ik ben sinds kort veganist.", "Is veganist."),
     ],
 )
 def test_health_and_diet_are_facts_about_the_user(text: str, statement: str) -> None:
