@@ -61,8 +61,9 @@ BOUNDARY = re.compile(
 )
 TRAILING = re.compile(r"(?:\s+(?:anymore|any more|meer|and|en|this (?:morning|afternoon|evening|week)|"
                       r"today|yesterday|vandaag|gisteren|vanochtend|vanmiddag|vanavond))+$", _I)  # fmt: skip
+# "to" and "naar" lead to places as often as to people ("drive to Paris"); people.py knows who is sent things.
 PERSON_AFTER = re.compile(
-    r"\b(?i:to|with|for|ask|tell|remind|call|email|mail|phone|text|meet|send|give|naar|aan|met|vraag|vragen|"
+    r"\b(?i:with|for|ask|tell|remind|call|email|mail|phone|text|meet|send|give|met|vraag|vragen|"
     r"bel|stuur|geef|spreek|voor|bij|promised|told|beloofd)\s+" + NAME + r"\b"
 )
 PERSON_BEFORE = re.compile(r"\b" + NAME + r"\s+(?:vragen|bellen|mailen|appen|spreken|laten weten)\b")  # Dutch verb-last

@@ -17,8 +17,18 @@ from memory.extraction.commitments import accepted_offer, find_tasks
 from memory.extraction.facts import find_facts
 from memory.extraction.readings import find_readings
 
-VERSION = "2"
+VERSION = "3"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# Sentences that state nothing yet: hypotheticals ("if I ...", "maybe I'll ...", "als ik ..."), plans being
+# weighed, and questions. A question asking the assistant to do something ("can you remind me ...") may still
+# carry a task; no question carries a fact.
+HYPOTHETICAL = re.compile(
+    r"^\W*(?:if|suppose|supposing|imagine|what\s+if|indien|mocht|stel\s+dat)\b"
+    r"|^\W*als\s+(?:ik|je|jij|we|wij|het|er|u|hij|zij|ze|de|dat)\b"  # "als" also means "as" ("Als adviseur ...")
+    r"|\b(?:maybe|perhaps|possibly|misschien|wellicht|eventueel|might|thinking\s+(?:about|of)|considering|overweeg)\b",
+    re.IGNORECASE,
+)
+REQUEST = re.compile(r"\b(?:can|could|will|would)\s+you\b|\b(?:kun|kan|wil|zou)\s+(?:je|jij|u)\b", re.IGNORECASE)
 
 
 class RulesExtractor:
@@ -41,6 +51,7 @@ class RulesExtractor:
                                     authored_at=unit.authored_at, chunk_id=unit.chunk_id)  # fmt: skip
                 extraction.extend(accepted_offer(offer, unit.text, reply, today))
                 offer = ""
+            antecedent: NodeRef | None = None  # whom "she" or "hij" in the next sentence may mean
             for sentence in filter(None, (part.strip() for part in _SENTENCE.split(unit.text))):
                 evidence = EvidenceRef(
                     source_id=unit.source_id,
@@ -49,11 +60,25 @@ class RulesExtractor:
                     authored_at=unit.authored_at,
                     chunk_id=unit.chunk_id,
                 )
-                extraction.extend(self._sentence(sentence, evidence, today))
-                extraction.readings.extend(find_readings(sentence, evidence, unit.authored_at))
+                found = self._sentence(sentence, evidence, today, antecedent)
+                antecedent = found.people[-1] if found.people else antecedent
+                extraction.extend(found)
+                if not HYPOTHETICAL.search(sentence) and not sentence.rstrip().endswith("?"):
+                    extraction.readings.extend(find_readings(sentence, evidence, unit.authored_at))
         return extraction
 
-    def _sentence(self, sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
-        found = find_facts(sentence, evidence)
-        found.extend(find_tasks(sentence, evidence, today))
+    def _sentence(self, sentence: str, evidence: EvidenceRef, today: date, antecedent: NodeRef | None) -> Extraction:
+        if HYPOTHETICAL.search(sentence):
+            return Extraction()
+        question = sentence.rstrip().endswith("?")
+        found = Extraction() if question else find_facts(sentence, evidence, antecedent=antecedent)
+        if question and not REQUEST.search(sentence):
+            return found
+        tasks = find_tasks(sentence, evidence, today)
+        found.tasks.extend(tasks.tasks)
+        # Both readers name people; the facts reader's label wins ("call Anna Tuesday" names Anna).
+        known = [person.label for person in found.people]
+        for person in tasks.people:
+            if not any(person.label == label or person.label.startswith(label + " ") for label in known):
+                found.people.append(person)
         return found

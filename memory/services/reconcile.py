@@ -52,6 +52,17 @@ logger = logging.getLogger("memory.reconcile")
 
 _COUNTED_AS = {ClaimStatus.SUGGESTED: "suggested", ClaimStatus.QUARANTINED: "quarantined"}
 SINGLE_VALUED = {"WORKS_AT", "LIVES_IN", "HAS_TASK_STATUS", "DUE_ON", "OWNED_BY"}
+
+
+def supersedes(candidate: ClaimCandidate) -> bool:
+    """One current value per subject: these predicates, and a preference on a topic ("PREFERS:meeting") that
+    says it replaces the earlier ones (a choice or a change: "now I prefer afternoon meetings")."""
+    if candidate.predicate in SINGLE_VALUED:
+        return True
+    value = candidate.object_value
+    return candidate.predicate.startswith("PREFERS:") and isinstance(value, dict) and bool(value.get("replaces"))
+
+
 OPEN_STATUSES = ("pending", "in_progress")
 _STOPWORDS = {
     "the", "a", "an", "to", "for", "with", "of", "my", "i", "me", "it", "on", "in", "and", "is", "by", "at",
@@ -136,7 +147,7 @@ class Reconciler:
             return duplicate
         superseded = []
         status = ClaimStatus.ACTIVE
-        if candidate.predicate in SINGLE_VALUED and candidate.origin == ClaimOrigin.USER_STATED:
+        if supersedes(candidate) and candidate.origin == ClaimOrigin.USER_STATED:
             superseded = list(current.filter(status=ClaimStatus.ACTIVE))
         vector, model_id = self._embed(candidate.statement)
         if quarantines(candidate.origin, candidate.statement):

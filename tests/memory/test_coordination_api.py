@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from commitments.services import task_create
 from memory.access import Actor, access_for_token
+from memory.extraction.rules import VERSION as RULES_VERSION
 from memory.models import (
     Claim,
     Evidence,
@@ -385,7 +386,7 @@ def test_a_dry_run_answers_what_would_be_stored_and_stores_nothing(api: Api, own
     before = written_rows()
     body = ok(api.post("/coord/curate", owner, {"sessionId": session}))
     assert written_rows() == before
-    assert (body["dryRun"], body["eventsRead"], body["extractor"]) == (True, 3, "rules@2")
+    assert (body["dryRun"], body["eventsRead"], body["extractor"]) == (True, 3, f"rules@{RULES_VERSION}")
     assert (body["sourceId"], body["operationId"]) == (None, None)
     (claim,) = body["claims"]
     assert claim["statement"] == wrapped("Prefers dark roast coffee.")

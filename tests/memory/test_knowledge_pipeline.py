@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from memory.extraction.rules import VERSION as RULES_VERSION
 from memory.models import Claim, Evidence, Node, Source
 from memory.pipeline.runner import run_operation
 from tests.conftest import Api, Persona
@@ -41,7 +42,7 @@ def test_a_preference_becomes_a_claim_about_the_user_with_evidence(api: Api, own
     say(api, owner, "I prefer morning meetings.")
     claim = Claim.objects.get(kind="preference")
     assert (claim.statement, claim.status, claim.origin, claim.extractor) == (
-        "Prefers morning meetings.", "active", "user_stated", "rules@2",
+        "Prefers morning meetings.", "active", "user_stated", f"rules@{RULES_VERSION}",
     )  # fmt: skip
     assert claim.subject is not None and claim.subject.is_self
     evidence = claim.evidence.get()
@@ -57,13 +58,34 @@ def test_the_same_preference_again_adds_evidence_to_one_claim(api: Api, owner: P
     assert Evidence.objects.count() == 2
 
 
-def test_a_conflicting_near_duplicate_lands_in_suggested(api: Api, owner: Persona) -> None:
+def test_a_changed_preference_on_the_same_topic_supersedes_the_old_one(api: Api, owner: Persona) -> None:
     say(api, owner, "I prefer morning meetings.")
-    say(api, owner, "I prefer afternoon meetings.")
-    assert dict(Claim.objects.filter(kind="preference").values_list("statement", "status")) == {
-        "Prefers morning meetings.": "active",
-        "Prefers afternoon meetings.": "suggested",
-    }
+    say(api, owner, "Ik hou van koffie.")
+    say(api, owner, "These days I like my meetings after lunch.")
+    old = Claim.objects.get(statement="Prefers morning meetings.")
+    new = Claim.objects.get(statement="Likes my meetings after lunch.")
+    assert (old.status, old.superseded_by_id, new.status) == ("superseded", new.pk, "active")
+    assert Claim.objects.get(statement="Loves koffie.").status == "active"  # another topic stays
+
+
+def test_another_liking_on_the_same_topic_does_not_replace_the_first(api: Api, owner: Persona) -> None:
+    say(api, owner, "I like strong coffee.")
+    say(api, owner, "I love iced coffee.")
+    assert Claim.objects.get(statement="Likes strong coffee.").status == "active"
+    assert Claim.objects.get(statement="Loves iced coffee.").superseded_by_id is None
+
+
+def test_where_a_named_relative_lives_is_about_them_and_moves_with_them(api: Api, owner: Persona) -> None:
+    say(api, owner, "My brother Hendrik lives in Zwolle.")
+    say(api, owner, "Hendrik, my brother, lives in Deventer now.")
+    assert list(Node.objects.filter(type="Person").values_list("label", flat=True)) == ["Hendrik"]
+    homes = Claim.objects.filter(predicate="LIVES_IN").select_related("subject").order_by("recorded_at")
+    assert [(c.subject.label, c.statement, c.status) for c in homes] == [  # type: ignore[union-attr]
+        ("Hendrik", "Hendrik lives in Zwolle.", "superseded"),
+        ("Hendrik", "Hendrik lives in Deventer.", "active"),
+    ]
+    relation = Claim.objects.get(predicate="RELATED_TO", status="active")
+    assert relation.subject is not None and relation.subject.is_self
 
 
 def test_a_new_employer_supersedes_the_old_one_and_keeps_history(api: Api, owner: Persona) -> None:

@@ -22,9 +22,9 @@ def extract(text: str, role: str = "user", zone: str = "UTC", when: datetime = S
 @pytest.mark.parametrize(
     ("text", "kind", "statement", "predicate", "target"),
     [
-        ("I prefer morning meetings.", "preference", "Prefers morning meetings.", "", None),
-        ("I really like green tea", "preference", "Likes green tea.", "", None),
-        ("I don't like long calls.", "preference", "Does not like long calls.", "", None),
+        ("I prefer morning meetings.", "preference", "Prefers morning meetings.", "PREFERS:meeting", None),
+        ("I really like green tea", "preference", "Likes green tea.", "PREFERS:tea", None),
+        ("I don't like long calls.", "preference", "Does not like long calls.", "PREFERS:call", None),
         ("I work at Acme Corp.", "fact", "Works at Acme Corp.", "WORKS_AT", "Acme Corp"),
         ("I live in Utrecht.", "fact", "Lives in Utrecht.", "LIVES_IN", "Utrecht"),
         ("My manager is Sophie.", "fact", "Sophie is the user's manager.", "RELATED_TO", "Sophie"),
@@ -407,16 +407,16 @@ def test_day_phrases_follow_the_date_conventions(text: str, when: datetime, labe
         ("Can you remind me to water the plants tomorrow?", [("Water the plants", None, TOMORROW)], []),
         ("Vergeet niet om morgen de planten water te geven.", [("De planten water te geven", None, TOMORROW)], []),
         ("I'll try to finish the essay by Friday.", [("Finish the essay", None, FRIDAY)], []),
-        # Plans of other people, states, questions and wishes are not tasks.
+        # Plans of other people, states, questions and wishes are not tasks (the people named still are people).
         ("I'll be in Rome next week.", [], []),
         ("I'll manage.", [], []),
         ("Maybe I'll repaint the shed on Friday.", [], []),
         ("Misschien ga ik morgen de schuur verven.", [], []),
         ("If it stops raining, I'll mow the lawn.", [], []),
-        ("Hugo will move to Lisbon next spring.", [], []),
+        ("Hugo will move to Lisbon next spring.", [], ["Hugo"]),
         ("Ik zie je morgen.", [], []),
-        ("Hugo is going to sell his car.", [], []),
-        ("Mijn zus Eva gaat in mei naar Japan.", [], []),
+        ("Hugo is going to sell his car.", [], ["Hugo"]),
+        ("Mijn zus Eva gaat in mei naar Japan.", [], ["Eva"]),
         ("Should I repaint the kitchen on Friday?", [], []),
         ("If I had time, I would learn the cello.", [], []),
     ],
