@@ -72,6 +72,7 @@ class TaskCandidate:
     status: str = "pending"
     origin: str = "user_stated"
     rescheduled: bool = False  # a new day for an open task named elsewhere; never a new task
+    people: tuple[NodeRef, ...] = ()  # named in the commitment besides its owner ("send the spec to Marcel")
 
 
 @dataclass(frozen=True)

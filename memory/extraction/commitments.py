@@ -6,6 +6,7 @@ those to an open task); removal of a deadline. English and Dutch."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date
 
 from memory.extraction.base import EvidenceRef, Extraction, NodeRef, TaskCandidate
@@ -129,8 +130,9 @@ def find_tasks(sentence: str, evidence: EvidenceRef, today: date) -> Extraction:
         window_start = 0 if index == 0 else start  # "Tomorrow I need to ...": the day before the subject
         task = _task(sentence, window_start, action_at, end, owner, evidence, today)
         if task is not None:
-            found.tasks.append(task)
-            found.people.extend(_people(sentence[start:end]))
+            named = _people(sentence[start:end])
+            found.tasks.append(replace(task, people=tuple(dict.fromkeys(p for p in named if p != owner))))
+            found.people.extend(named)
             if owner is not None:
                 found.people.append(owner)
     if not starts and removes_deadline(sentence):

@@ -9,6 +9,7 @@ for the owner's metrics; named people become Person nodes.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
@@ -75,10 +76,21 @@ class RulesExtractor:
         if question and not REQUEST.search(sentence):
             return found
         tasks = find_tasks(sentence, evidence, today)
-        found.tasks.extend(tasks.tasks)
         # Both readers name people; the facts reader's label wins ("call Anna Tuesday" names Anna).
-        known = [person.label for person in found.people]
+        known = {person.label: person for person in found.people}
         for person in tasks.people:
-            if not any(person.label == label or person.label.startswith(label + " ") for label in known):
+            if _known(person, known) is None:
+                known[person.label] = person
                 found.people.append(person)
+        for task in tasks.tasks:
+            # A task names whom its own reader found in its clause and anyone named in its label.
+            named = [_known(person, known) or person for person in task.people]
+            named += [person for person in found.people if re.search(rf"\b{re.escape(person.label)}\b", task.label)]
+            people = tuple(person for person in dict.fromkeys(named) if person != task.owner)
+            found.tasks.append(replace(task, people=people))
         return found
+
+
+def _known(person: NodeRef, known: dict[str, NodeRef]) -> NodeRef | None:
+    """The person already named under this label or its first words ("Anna" for "Anna Tuesday")."""
+    return next((ref for label, ref in known.items() if f"{person.label} ".startswith(f"{label} ")), None)

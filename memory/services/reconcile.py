@@ -348,7 +348,19 @@ class Reconciler:
         if candidate.due_on is not None:
             self._task_claim(task, "DUE_ON", f"due {candidate.due_on.isoformat()}", candidate,
                              object_value=candidate.due_on.isoformat())  # fmt: skip
+        for ref in candidate.people:
+            self._mention(task, self._node(ref), candidate)
         self.counts["tasksCreated"] += 1
+
+    def _mention(self, task: Node, person: Node, candidate: TaskCandidate) -> None:
+        """A person the commitment names besides its owner (the recipient, the one asked): an edge from the
+        task, so the person's neighbourhood shows what is owed to or asked of them. Many may hold at once."""
+        claim_candidate = ClaimCandidate(
+            statement=f"{task.label}: mentions {person.label}", kind=ClaimKind.FACT,
+            subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=candidate.evidence, predicate="MENTIONS",
+            origin=candidate.origin,
+        )  # fmt: skip
+        self._create(claim_candidate, task, person, ClaimStatus.ACTIVE, None, "")
 
     def _set_status(self, task: Node, candidate: TaskCandidate, *, quarantined: bool = False) -> None:
         ref = candidate.evidence

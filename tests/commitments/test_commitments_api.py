@@ -166,6 +166,22 @@ def test_a_task_said_in_a_conversation_is_open_until_it_is_done(api: Api, owner:
     assert listed_labels(api, owner, status=["completed"]) == ["Send the spec"]
 
 
+def test_the_owners_own_task_links_the_person_it_names(api: Api, owner: Persona, alice: User) -> None:
+    # The README's first example: the user owns the task (owner null); Marcel, its recipient, is a linked person.
+    say(api, owner, "I'll send the spec to Marcel by Friday.")
+    task = Node.objects.get(owner=alice, type="Task")
+    marcel = Node.objects.get(owner=alice, type="Person", label="Marcel")
+    [commitment] = ok(api.post("/commitments/open", owner, {}))["commitments"]
+    assert (commitment["label"], commitment["owner"], commitment["dueOn"]) == (
+        "Send the spec to Marcel", None, "2026-04-24",
+    )  # fmt: skip
+    mention = Claim.objects.get(subject=task, predicate="MENTIONS")
+    assert (mention.object_node, mention.status, mention.origin) == (marcel, "active", "user_stated")
+    assert not Claim.objects.filter(subject=task, predicate="OWNED_BY").exists()
+    neighborhood = ok(api.post("/node/neighborhood", owner, {"nodeId": marcel.pk}))
+    assert [n["label"] for n in neighborhood["neighbors"]] == ["Send the spec to Marcel"]
+
+
 def test_the_formatted_result_lists_the_open_tasks(api: Api, owner: Persona, alice: User) -> None:
     marcel = NodeFactory.create(owner=alice, type="Person", label="Marcel")
     task = make_task(alice, "Send the spec", due="2026-04-24", owned_by=marcel)

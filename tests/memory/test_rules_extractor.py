@@ -432,6 +432,22 @@ def test_each_commitment_has_its_owner_and_links_the_people_it_names(
 
 
 @pytest.mark.parametrize(
+    ("text", "linked"),
+    [
+        ("I'll mail the contract to Vera tomorrow.", [["Vera"]]),
+        ("Ask Pieter to fix the gate before Friday.", [["Pieter"]]),
+        ("I promised Nina I'd proofread her essay.", [["Nina"]]),
+        ("Ik moet Lotte vragen om de sleutels.", [["Lotte"]]),
+        ("Hugo will repair the bike by Friday, so we can ride.", [[]]),  # the owner is no mention
+        ("I'll call Anna Tuesday about the keys.", [["Anna"]]),
+        ("I'll book the venue by Thursday, and Hugo will print the flyers for Vera.", [[], ["Vera"]]),
+    ],
+)
+def test_a_task_links_the_people_it_names_besides_its_owner(text: str, linked: list[list[str]]) -> None:
+    assert [[person.label for person in task.people] for task in extract(text).tasks] == linked
+
+
+@pytest.mark.parametrize(
     ("text", "label", "due"),
     [
         ("Heads up: the workshop moved to Thursday.", "the workshop", THURSDAY),
