@@ -76,8 +76,10 @@ DONE = re.compile(
     r"\b(?P<who>I|" + NAME.replace("?P<name>", "") + r")(?:'ve| has| have)?\s+(?:just\s+|already\s+|finally\s+)?"
     r"(?P<verb>" + _PAST + r")\b(?P<post>.*)"
 )
+# A "pre" group is a whole clause before its keyword; anchoring it at the clause's start keeps the match the
+# same and the search linear (unanchored, every position of a long clause was tried in turn).
 DONE_PASSIVE = re.compile(
-    r"(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|zijn|werd|is nu|zijn nu)\s+"
+    r"(?:^|(?<=[,:;]))(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|zijn|werd|is nu|zijn nu)\s+"
     r"(?:al\s+|now\s+|just\s+|already\s+|finally\s+|eindelijk\s+)?(?:sent|done|finished|paid|submitted|signed|"
     r"booked|fixed|renewed|handed in|delivered|sorted|verlengd|betaald|verstuurd|gestuurd|opgestuurd|ingeleverd|"
     r"gedaan|geregeld|getekend|geboekt|afgerond|klaar|ingediend|rondgestuurd)\b",
@@ -92,19 +94,19 @@ CANCELLED = re.compile(
     r"\b(?:no need to|don't need to|do not need to|(?<=I )won't|(?<=I )will not|cancel(?:led)?|never mind|"
     r"(?<!n't )(?<!not )forget(?: about)?(?! to\b)|"
     r"(?:^|(?<=[,:;] ))(?:scrap|drop|skip)|laat maar)\s*[,:]?\s+(?P<post>.+)|\blaat\s+(?P<post2>.+?)\s+maar\b|"
-    r"(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|got|werd|wordt|is)\s+"
+    r"(?:^|(?<=[,:;]))(?P<pre>[^,:;]+?)\s+(?:is|are|has been|have been|was|were|got|werd|wordt|is)\s+"
     r"(?:cancelled|canceled|called off|scrapped|off|geschrapt|afgezegd|geannuleerd)\b|"
-    r"(?P<pre2>[^,:;]+?)\s+(?:gaat niet door|hoeft niet meer|is van de baan)\b",
+    r"(?:^|(?<=[,:;]))(?P<pre2>[^,:;]+?)\s+(?:gaat niet door|hoeft niet meer|is van de baan)\b",
     _I,
 )
 RESCHEDULED = re.compile(
-    r"(?P<pre>[^,:;]+?)\s+(?:has been\s+|have been\s+|is\s+|was\s+|got\s+|are\s+|wordt\s+|werd\s+)?"
+    r"(?:^|(?<=[,:;]))(?P<pre>[^,:;]+?)\s+(?:has been\s+|have been\s+|is\s+|was\s+|got\s+|are\s+|wordt\s+|werd\s+)?"
     r"(?:moved|pushed(?: back)?|postponed|rescheduled|delayed|shifted|extended|verschoven|verplaatst|uitgesteld|"
     r"verzet|verlengd)"
     r"\s+(?:to|until|till|naar|tot)\b|"
     r"\b(?:push|move|postpone|reschedule|verschuif|verplaats|verzet)(?:e?d)?\s+(?:back\s+)?(?P<post>.+?)(?:\s+back)?\s+"
     r"(?:to|until|naar|tot)\b|"
-    r"(?P<pre2>[^,:;]+?)\s+(?:is|are)\s+now\s+due\b|"
+    r"(?:^|(?<=[,:;]))(?P<pre2>[^,:;]+?)\s+(?:is|are)\s+now\s+due\b|"
     r"\b(?:deadline|due date) (?:for|of|van|voor) (?P<post2>.+?)\s+(?:is now|is|moved|wordt|is nu)\b",
     _I,
 )
