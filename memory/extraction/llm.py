@@ -167,6 +167,7 @@ def _candidates(answer: dict[str, Any], units: dict[str, TextUnit], zone: ZoneIn
                 label=item["label"].strip(),
                 evidence=evidence,
                 owner=NodeRef(type="Person", label=item["owner"].strip()) if item["owner"] else None,
+                people=tuple(NodeRef(type="Person", label=name.strip()) for name in item["mentions"] if name.strip()),
                 due_on=_day(item["dueOn"]),
                 due_removed=item["dueRemoved"],
                 status=item["status"],

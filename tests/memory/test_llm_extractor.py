@@ -35,8 +35,9 @@ def claim(**overrides: Any) -> dict[str, Any]:
 
 def task(**overrides: Any) -> dict[str, Any]:
     item = {
-        "label": "Send the spec", "status": "pending", "owner": "Marcel", "dueOn": "2026-04-24", "dueRemoved": False,
-        "userStated": True, "evidenceId": "u1", "excerpt": "I'll send the spec to Marcel by Friday.",
+        "label": "Send the spec to Marcel", "status": "pending", "owner": None, "mentions": ["Marcel"],
+        "dueOn": "2026-04-24", "dueRemoved": False, "userStated": True, "evidenceId": "u1",
+        "excerpt": "I'll send the spec to Marcel by Friday.",
     }  # fmt: skip
     return item | overrides
 
@@ -67,8 +68,8 @@ def test_a_canned_answer_becomes_claims_tasks_people_and_readings(llm: FakeLLM) 
     )  # fmt: skip
     assert (preference.evidence.source_id, preference.evidence.message_id) == ("src_1", "m1")
     (spec,) = found.tasks
-    assert (spec.label, spec.owner.label if spec.owner else None, spec.due_on) == (
-        "Send the spec", "Marcel", date(2026, 4, 24),
+    assert (spec.label, spec.owner, [person.label for person in spec.people], spec.due_on) == (
+        "Send the spec to Marcel", None, ["Marcel"], date(2026, 4, 24),
     )  # fmt: skip
     assert [person.label for person in found.people] == ["Marcel"]
     (weight,) = found.readings

@@ -48,10 +48,11 @@ def test_a_valid_answer_is_stored_with_model_attribution_and_evidence(api: Api, 
         "Prefers morning meetings.", "user_stated", "llm@fake-model", "active",
     )  # fmt: skip
     assert preference.evidence.get().message_id == "m1"
-    spec = Node.objects.get(type="Task", label="Send the spec")
+    spec = Node.objects.get(type="Task", label="Send the spec to Marcel")
     current = {c.predicate: c for c in Claim.objects.filter(subject=spec, status="active")}
     assert current["HAS_TASK_STATUS"].object_value == "pending"
-    assert current["OWNED_BY"].object_node.label == "Marcel"  # type: ignore[union-attr]
+    assert "OWNED_BY" not in current  # the owner's own task
+    assert current["MENTIONS"].object_node.label == "Marcel"  # type: ignore[union-attr]
     assert current["DUE_ON"].object_value == "2026-04-24"
     assert llm.prompt()["messages"][0]["text"] == TEXT
 
