@@ -5,4 +5,7 @@ from django.urls import path
 from memory.web import views
 
 app_name = "ui"
-urlpatterns = [path("", views.home, name="home")]
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("partition", views.switch_partition, name="switch-partition"),
+]

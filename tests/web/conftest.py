@@ -45,3 +45,39 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+PASSWORD = "correct horse battery staple"  # tests.factories.UserFactory's password
+
+
+def sign_in_as(page, live_server, user) -> None:
+    """A signed-in browser session for `user`, without typing: Django's test client logs in and the session
+    cookie is handed to the browser (the login form itself is tested in test_home)."""
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
+
+
+def screenshots(page, name: str) -> None:
+    """The page at 1280 and at 390 px wide (test artifacts, not committed); at 390 nothing may be wider than
+    the screen (no horizontal scrolling)."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    screenshot(page, f"{name}-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    screenshot(page, f"{name}-390")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    assert overflow <= 0, f"{name} scrolls sideways at 390 px by {overflow} px"
+
+
+def post_without_csrf(user, path: str, data: dict[str, str] | None = None) -> int:
+    """The status of a form POST that carries the session but no CSRF token (it must be refused)."""
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    return int(client.post(path, data or {}).status_code)

@@ -7,7 +7,7 @@ import pytest
 from memory.access import Actor
 from memory.services.tokens import token_issue, token_revoke
 from tests.factories import PartitionFactory, UserFactory
-from tests.web.conftest import screenshot
+from tests.web.conftest import post_without_csrf, screenshot, screenshots, sign_in_as
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -61,3 +61,39 @@ def test_wrong_password_stays_on_the_login_page(page, live_server) -> None:
     assert "/accounts/login/" in page.url
     assert "not correct" in page.inner_text("body").lower()
     screenshot(page, "login-error")
+
+
+def test_the_partition_switcher_remembers_the_choice_in_the_session(page, live_server) -> None:
+    alice = UserFactory.create(username="alice")
+    PartitionFactory.create(owner=alice, key="project:apollo", label="Apollo")
+    PartitionFactory.create(owner=alice, key="project:old", label="Old", is_active=False)
+    sign_in_as(page, live_server, alice)
+    page.goto(f"{live_server.url}/ui/")
+    switch = page.get_by_label("Partition")
+    assert switch.input_value() == "memory:personal"  # strict, personal by default
+    options = page.locator("#partition-switch option").all_inner_texts()
+    assert options == ["Personal", "Apollo", "All partitions"]  # inactive partitions are not offered
+    switch.select_option("project:apollo")
+    page.wait_for_load_state("load")
+    page.goto(f"{live_server.url}/ui/")
+    assert page.get_by_label("Partition").input_value() == "project:apollo"
+    page.get_by_label("Partition").select_option(label="All partitions")
+    page.wait_for_load_state("load")
+    page.goto(f"{live_server.url}/ui/")
+    assert page.get_by_label("Partition").input_value() == "*"
+    screenshots(page, "ui-header")
+
+
+def test_the_switcher_refuses_a_partition_that_is_not_the_persons_and_a_post_without_csrf(page, live_server) -> None:
+    alice = UserFactory.create(username="alice")
+    PartitionFactory.create(owner=UserFactory.create(username="bob"), key="project:bobs")
+    sign_in_as(page, live_server, alice)
+    page.goto(f"{live_server.url}/ui/")
+    page.evaluate(
+        "() => { const s = document.querySelector('#partition-switch'); s.add(new Option('x', 'project:bobs'));"
+        " s.value = 'project:bobs'; s.form.requestSubmit(); }"
+    )
+    page.wait_for_load_state("load")
+    page.goto(f"{live_server.url}/ui/")
+    assert page.get_by_label("Partition").input_value() == "memory:personal"
+    assert post_without_csrf(alice, "/ui/partition", {"partition": "*"}) == 403
