@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from memory.extraction.base import SELF, ClaimCandidate, EvidenceRef, Extraction, NodeRef
+from memory.extraction.lexicon import JOB, JOB_BARE, NOT_JOBS, topic_of
 from memory.extraction.people import (
     ACTOR,
     ADDRESSED,
@@ -62,6 +63,7 @@ LIVES = _pattern(
     inverted="woon|wonen",
     rest=rf"{GAP}\s*(?i:in|te)\s+{PLACE}",
 )
+BASED = _pattern(rf"{BE}{ADVERBS}\s+(?i:based|located|settled|gevestigd)\s+(?i:in|te)\s+{PLACE}")
 MOVED = _pattern(
     rf"(?:{BE}|\s+(?i:have|has|heb|hebben|heeft))?\s*(?i:moved|verhuisd)(?:\s+(?i:from|van)\s+[A-Z][\w\-]*)?\s+(?i:to|naar)\s+{PLACE}"
 )
@@ -80,6 +82,13 @@ GOT_JOB = _pattern(
     rf"(?:'ve\s+|\s+(?i:have|has)\s+)?(?i:got|landed|accepted)\s+(?i:a|an|the)\s+(?:new\s+)?(?i:job|position|role)\s+(?i:at|with)\s+{ORG}"
 )
 ROLE_AT = _pattern(rf"{BE}\s+(?i:an?|een)\s+(?P<role>[a-z-]+(?:\s+[a-z-]+)?)\s+(?i:at|bij)\s+{ORG}")
+# "I'm a pharmacist at a hospital", "Gerrit is a retired pilot", "ik ben verpleegkundige": a job noun (by its
+# ending) after "a"/"een", ending the clause or followed by where; "a patient person", "a big fan" are not jobs.
+IS_JOB = _pattern(
+    rf"{BE}\s+(?P<role>(?:(?i:an?|een)\s+)(?:(?i:retired|former|senior|junior|trainee|freelance|self-employed|"
+    rf"gepensioneerde?|zelfstandig|ex-)\s+)?{JOB}|{JOB_BARE})(?=\s*[.!]*\s*$|\s*[,;]|\s+(?i:at|in|for|with|bij|op|and|en|by|van)\b)"
+    r"(?P<where>(?:\s+(?i:at|in|for|with|bij|op|van)\s+[^,;]+)?)"
+)
 IN_SERVICE = _pattern(rf"{BE}{GAP}\s+(?i:in\s+dienst\s+(?:bij|van))\s+{ORG}")
 JOINED = _pattern(rf"(?:(?i:have|has|'ve)\s+)?(?i:joined)\s+{ORG}{ROLE}")
 STARTED = _pattern(
@@ -93,6 +102,14 @@ HEALTH = _pattern(
 CONDITION = _pattern(
     r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?[\w]*-?(?i:allergy|allergie|intolerance|"
     r"diabetes|asthma|astma|migraine|coeliakie|celiac\s+disease|epilepsy|epilepsie)\b.*)"
+)
+# "I can't have gluten", "ik kan niet tegen lactose": a bare thing, not "can't have the meeting on Friday".
+CANNOT_HAVE = _pattern(
+    r"(?i:can't|cannot|can\s+not|shouldn't|should\s+not)\s+(?i:have|tolerate|digest)\s+(?:(?i:any)\s+)?"
+    r"(?P<what>(?!(?i:the|a|an|my|your|his|her|our|their|this|that|it|them|you|me|time|fun)\b)[a-z].+)"
+)
+CANNOT_HAVE_NL = re.compile(
+    r"\b(?i:ik)\s+(?i:kan)\s+(?i:niet\s+tegen)\s+(?P<what>(?!(?i:de|het|een|mijn|dat|dit)\b)[a-z].+)"
 )
 ABSTAINS = _pattern(
     r"(?i:(?:don't|doesn't|do\s+not|does\s+not|never|can't|cannot|can\s+not)\s+(?P<verb>drink|eat)|"
@@ -108,6 +125,10 @@ PREFERENCE = _pattern(
 )
 PRODUCTIVE = _pattern(
     rf"{BE}\s+(?P<what>(?i:(?:far\s+|much\s+|a\s+lot\s+)?(?:more|most)\s+productive|at\s+my\s+best|veel\s+productiever|productiever)\s+.+)"
+)
+TEACHES = _pattern(
+    r"(?P<verb>(?i:teach|teaches|teaching|study|studies|studying|studeer|studeert|geef\s+les\s+in|geeft\s+les\s+in|"
+    r"doceer|doceert))\s+(?P<what>(?!(?i:the|a|an|my|me|him|her|them|us|for|hard)\b)\w.+)"
 )
 GOAL = _pattern(
     rf"{BE}\s+(?P<what>(?i:training\s+for|learning|studying|saving\s+(?:up\s+)?for|preparing\s+for|trying\s+to|"
@@ -150,27 +171,6 @@ AGREEMENT = re.compile(r"\bwe\s+(?:have\s+)?agreed\s+(?:to|that|on)\s+(?P<what>.
 RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never(?!\s+mind)|from now on)\b.+)", _I)
 MEETING = re.compile(r"\b(?P<what>(?i:meeting|call|lunch|dinner|sync|catch-up)\s+with\s+" + NAME + r".*)")
 FOLLOW_UP = re.compile(r"\b(?P<what>(?i:follow(?:\s|-)up)\s+with\s+" + NAME + r".*)")
-# Adjectives that follow what they describe in "I like my coffee black": not the topic.
-PREDICATIVE = {
-    "short", "long", "early", "late", "black", "strong", "weak", "hot", "cold", "warm", "quiet", "loud", "small",
-    "big", "simple", "brief", "sweet", "spicy", "kort", "lang", "vroeg", "laat", "zwart", "sterk", "heet", "koud",
-    "rustig", "klein", "groot", "zoet", "pittig",
-}  # fmt: skip
-
-
-def _topic(what: str) -> str:
-    """The thing a preference is about, so that a new preference on it replaces the old one: the head noun of
-    the phrase before any preposition ("my meetings in the morning" and "afternoon meetings" -> "meeting")."""
-    words = re.split(
-        r"\b(?:in|on|at|by|before|after|with|for|from|than|rather|over|instead|ideally|when|if|to|op|in|bij|met|voor|"
-        r"na|dan|boven)\b|[,;]",
-        re.sub(r"^(?:it|that|het|dat)\s+(?:when|if|als|wanneer)\s+", "", what.lower()),
-    )[0].split()
-    words = [w for w in words if w not in {"my", "the", "a", "an", "mijn", "de", "het", "een", "to"}]
-    while len(words) > 1 and words[-1] in PREDICATIVE:  # "my calls short", "mijn koffie zwart"
-        words.pop()
-    head = re.sub(r"[^\w-]", "", words[-1]) if words else ""
-    return head[:-1] if len(head) > 3 and head.endswith("s") and not head.endswith("ss") else head
 
 
 class _Clauses:
@@ -290,6 +290,10 @@ def _clause(clause: str, clauses: _Clauses) -> None:
         if (who := clauses.subject(match, households=True)) is not None:
             place = NodeRef(type="Place", label=clean(match["place"]))
             claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
+    for match in _matches(BASED, clause):
+        if (who := clauses.subject(match, households=True)) is not None:
+            place = NodeRef(type="Place", label=clean(match["place"]))
+            claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
     for pattern in (WORKS, STARTED, JOINED):
         for match in _matches(pattern, clause):
             if (who := clauses.subject(match)) is not None:
@@ -301,6 +305,18 @@ def _clause(clause: str, clauses: _Clauses) -> None:
     for match in _matches(WORKS_AS, clause):
         if (who := clauses.subject(match)) is not None and not re.search(r"\b(?i:at|for|bij)\s+[A-Z]", clause):
             clauses.claim(who, f"Works as {clean(match['role'])}")
+    if not _matches(ROLE_AT, clause) and not _matches(HEALTH, clause):  # "a vegetarian" is a diet, not a job
+        for match in _matches(IS_JOB, clause):
+            role = match["role"].split()[-1].lower().split("-")[-1]
+            if role not in NOT_JOBS and (who := clauses.subject(match)) is not None:
+                role = re.sub(r"^(?i:an?|een)\s+", "", clean(match["role"]))
+                article = "an" if role[:1].lower() in "aeiou" else "a"
+                claim(who, " ".join(filter(None, ("Is", article, role, clean(match["where"])))))
+    for match in _matches(TEACHES, clause):
+        if (who := clauses.subject(match)) is not None:
+            verb = match["verb"].lower()
+            studies = verb.startswith(("stud", "study"))
+            claim(who, f"{'Studies' if studies else 'Teaches'} {clean(match['what'])}")
     if match := FIRST_DAY.search(clause):
         _works(clauses, clauses.me, match["org"], None)
     for match in _matches(HEALTH, clause):
@@ -309,6 +325,11 @@ def _clause(clause: str, clauses: _Clauses) -> None:
     for match in _matches(CONDITION, clause):
         if (who := clauses.subject(match)) is not None:
             claim(who, f"Has {clean(match['cond'])}")
+    for match in _matches(CANNOT_HAVE, clause):
+        if (who := clauses.subject(match)) is not None:
+            claim(who, f"Cannot have {clean(match['what'])}")
+    if (match := CANNOT_HAVE_NL.search(clause)) and clauses.me.is_self:
+        claim(clauses.me, f"Cannot have {clean(match['what'])}")
     for match in _matches(ABSTAINS, clause):
         if (who := clauses.subject(match)) is not None:
             verb = (match["verb"] or match["nlverb"]).lower()
@@ -328,7 +349,7 @@ def _clause(clause: str, clauses: _Clauses) -> None:
             what = clean(match["what"])
             exclusive = verb in ("prefer", "geef de voorkeur aan")
             clauses.preference(
-                who, f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}", _topic(what), exclusive=exclusive
+                who, f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}", topic_of(what), exclusive=exclusive
             )
     _dutch_and_favourite(clause, clauses)
     for pattern in (PRODUCTIVE, GOAL):
@@ -347,7 +368,7 @@ def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
     if match := HOU_INVERTED.search(clause):  # "Eerlijk gezegd hou ik niet van sushi"
         what = clean(match["what"])
         verb = "Does not like" if match["neg"] else "Loves"
-        clauses.preference(clauses.me, f"{verb} {what}", _topic(what))
+        clauses.preference(clauses.me, f"{verb} {what}", topic_of(what))
     if match := LIKES_NL.search(clause):
         what = clean(match["what"] or match["what2"])
         if not re.search(r"\b(?i:het|dat|dit)$", what):  # "vind ik het leuk": no object to keep
@@ -358,11 +379,11 @@ def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
                 "saai",
             )
             verb = "Does not like" if disliked else "Likes"
-            clauses.preference(clauses.me, f"{verb} {what}", _topic(what))
+            clauses.preference(clauses.me, f"{verb} {what}", topic_of(what))
     for match in _matches(RATHER_NL, clause):
         if clauses.subject(match) is clauses.me:
             what = clean(match["what"])
-            topic = _topic(re.split(r"\b(?i:dan)\b", what)[0])
+            topic = topic_of(re.split(r"\b(?i:dan)\b", what)[0])
             clauses.preference(clauses.me, f"Prefers: {match['verb'].lower()} liever {what}", topic, exclusive=True)
     if match := FAVOURITE.search(clause):
         topic = match["topic"].lower()

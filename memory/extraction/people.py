@@ -10,7 +10,10 @@ from memory.extraction.wording import NAME, RELATION_WORDS
 
 ADJ = r"(?:(?:older|younger|little|big|new|old|best|oudere|jongere|kleine|grote|nieuwe|oude|beste)\s+)?"
 REL = rf"(?i:(?P<relation>{RELATION_WORDS}))"
-RELATION = re.compile(rf"\b(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}(?:'s\s+name)?,?\s+(?:(?i:is|heet)\s+)?{NAME}\b")
+# "My manager, Olivia, lives ...": a name set off by commas takes its closing comma along.
+RELATION = re.compile(
+    rf"\b(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}(?:'s\s+name)?(?P<comma>,)?\s+(?:(?i:is|heet)\s+)?{NAME}\b(?(comma),?)"
+)
 APPOSITION = re.compile(rf"\b{NAME},\s+(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}\s*,\s*")
 OTHER_APPOSITION = re.compile(rf"\b{NAME},\s+(?i:the|our|a|de|het|onze|een)\s+[\w\s-]{{1,30}}?,\s*")
 REVERSED = re.compile(rf"\b{NAME}\s+(?i:is\s+my|is\s+mijn)\s+{ADJ}{REL}\b")
