@@ -20,7 +20,9 @@ NOT_PEOPLE = NOT_NAMES | {
 }  # fmt: skip
 SELF = re.compile(
     r"\b(?:I'll|I will|I'm going to|I am going to|I have to|I've got to|I've gotta|I got to|I gotta|I need to|I must|"
-    r"I promised to|I'm supposed to|I should(?! have\b)|I ought to|I'd better|I had better|we need to|we have to|"
+    r"I promised to|I'm supposed to|I'm meant to|I'm expected to|I(?:'m| am) planning to|I plan to|I intend to|"
+    r"I(?:'m| am) gonna|I(?:'ve| have) been asked to|I was asked to|I should(?! have\b)|I ought to|I'd better|"
+    r"I had better|we need to|we have to|"
     r"we must|we should(?! have\b)|ik zal|ik ga|ik moet|ik beloof(?: om| te)?|we moeten|"
     r"I (?:promised|told) [A-Z][a-z]+ (?:to|I'd|I would|that I'd|that I would)|"
     # Asked of the owner by someone else: still the owner's to do ("My manager asked me to ...").
@@ -42,8 +44,10 @@ OTHER = re.compile(
 OTHER_PLAN = re.compile(NAME + r"(?:,\s[^,]{1,40},)?\s+(?:is going to|gaat)\s+")
 SERVICE = re.compile(
     r"\b(?:regelen|organiseren|fixen|repareren|maken|ophalen|halen|brengen|sturen|bellen|nakijken|checken|"
-    r"controleren|betalen|boeken|kopen|bestellen|take care of|sort out|arrange|organi[sz]e|handle|pick up|fix|"
-    r"repair|bring|send|book|buy|order|check|call)\b",
+    r"controleren|betalen|boeken|kopen|bestellen|mailen|delen|printen|voorbereiden|schrijven|tekenen|afleveren|"
+    r"terugbrengen|lenen|installeren|schoonmaken|koken|bakken|take care of|sort out|arrange|organi[sz]e|handle|"
+    r"pick up|fix|repair|bring|send|book|buy|order|check|call|email|mail|share|print|prepare|write|draft|review|"
+    r"sign|deliver|drop off|return|lend|collect|install|clean|cook|bake|make)\b",
     _I,
 )
 SHARED_THING = re.compile(r"\b(?:the|those|us|me|de|het|die|dat|ons|me|mij)\b", _I)
@@ -60,6 +64,14 @@ REMIND = re.compile(r"\b(?:remind me to|(?:don't|do not) forget to|vergeet niet(
 TODO = re.compile(r"^\s*(?:TODO|to-do|action item|actiepunt|note to self|reminder|herinnering)\s*[:\-]\s*", _I)
 ASK = re.compile(r"^\s*(?=(?i:ask|vraag)\s+" + NAME + r"\s+(?:to|om|of)\b)")
 # Dutch speaks of the future in the present tense: "Morgen bel ik de garage", "Ik stuur het vrijdag".
+# With a day these say what the owner will do: "Let me book the tickets tonight", "I want to finish it by Friday",
+# "Tomorrow I'm calling the plumber" (the present progressive of a plan); without one they are chatter or wishes.
+DATED = re.compile(
+    r"\b(?:let me|I want to|I'd like to|I would like to|ik wil(?: graag)?|"
+    r"I(?:'m| am) (?!(?:going|feeling|being|working|staying|coming|leaving|flying|travell?ing|having|thinking|hoping|"
+    r"looking|trying|meeting|getting|starting|sleeping|running|eating|off|out|free|busy|away|home|back)\b)(?=[a-z]+ing\b))\s*",
+    _I,
+)
 NL_INVERTED = re.compile(r"^\s*\w+(?:\s+\w+){0,2}\s+(?P<verb>[a-z]+)\s+ik\s+", _I)
 NL_PRESENT = re.compile(r"\bik\s+(?P<verb>[a-z]+)\s+", _I)
 NOT_NL_TASK_VERBS = {
@@ -68,10 +80,22 @@ NOT_NL_TASK_VERBS = {
     "zie", "spreek", "kom", "eet", "slaap", "sta", "zit", "lig", "reis", "vertrek", "vlieg",
 }  # fmt: skip
 LEADING = re.compile(
-    r"^(?:(?:try to|also|definitely|probably|first|still|just|really|then|proberen (?:om|te)|ook|nog|eerst|even)\s+)+",
+    r"^(?:(?:try to|that|dat(?: ik| we)?|also|definitely|probably|first|still|just|really|then|proberen (?:om|te)|"
+    r"ook|nog|eerst|even)\s+)+",
     _I,
 )
 STATE = re.compile(r"^(?:be|zijn)\b", _I)
+# Manners of speaking and resolutions, not things to track: "I'll think about it", "I have to say, ...",
+# "I must admit ...", "I'll keep that in mind", "I should exercise more", "we should grab coffee sometime".
+NOT_A_TASK = re.compile(
+    r"^(?:think(?: about| it over)?|consider|see (?:how|if|whether|what)|keep (?:that|it|this) in mind|"
+    r"let (?:you|u|je) know|admit|say\b(?!\s+(?:goodbye|bye|hi|hello|thanks|thank))|guess|suppose|wonder|hope|"
+    r"(?:erover |er over )?nadenken|zeggen|toegeven|bedenken|laat het (?:je|u) weten)\b|"
+    r"\b(?:more|less|sometime|some time|someday|one day|meer|minder|ooit)$|"
+    r"^(?:drink|eat|sleep|exercise|walk|run|read|relax|rest|move|stretch|meditate|drinken|eten|slapen|sporten|"
+    r"bewegen|lezen)\b.*\b(?:more|less|meer|minder)\b",
+    _I,
+)
 # Another person's plan for their own life ("Kees will move to Spain") is not a commitment to the owner.
 OWN_LIFE = re.compile(
     r"^(?:go|move|travel|retire|leave|stay|come|fly|quit|gaan|verhuizen|reizen|vertrekken|blijven|komen|stoppen)\b",
@@ -197,6 +221,8 @@ def _clause_starts(sentence: str) -> list[tuple[int, int, NodeRef | None]]:
         ):  # fmt: skip
             starts.append((match.start(), match.end(), NodeRef(type="Person", label=match["name"])))
     if not starts and find_day(sentence, date.min) is not None:
+        starts += [(match.start(), match.end(), None) for match in DATED.finditer(sentence)]
+    if not starts and find_day(sentence, date.min) is not None:
         for pattern in (NL_INVERTED, NL_PRESENT):
             present = pattern.search(sentence)
             if present and present["verb"].lower() not in NOT_NL_TASK_VERBS:
@@ -224,8 +250,13 @@ def _task(
         cut = (window_start + day.start - action_at, window_start + day.end - action_at)
         action = action[: cut[0]] + action[cut[1] :]
     action = re.sub(r"^(\w+)\s+ik\s+", r"\1 ", action, flags=_I)  # "bel ik de garage": the verb, then its object
+    # "(dat ik) de auto moet wegbrengen": the modal before a Dutch verb-last infinitive is no part of the task.
+    action = re.sub(r"\s(?:moet|moeten|ga|gaan|zal|zullen|wil|willen)\s+(?=[a-z]+en\W*$)", " ", action)
     label = sentence_case(TRAILING.sub("", LEADING.sub("", clean(action))))
-    if len(label.split()) < 2 or STATE.match(label) or (owner is not None and OWN_LIFE.match(label)):
+    if (
+        len(label.split()) < 2 or STATE.match(label) or NOT_A_TASK.search(label)
+        or (owner is not None and OWN_LIFE.match(label))
+    ):  # fmt: skip
         return None  # "I'll manage", "I'll be in Berlin": no thing to track
     return TaskCandidate(
         label=label, evidence=evidence, owner=owner, due_on=day.day if day else None,

@@ -555,3 +555,54 @@ def test_more_completion_and_cancellation_wording(text: str, status: str, label:
 def test_offers_phrased_as_want_me_to(offer: str, reply: str, tasks: list[tuple[str, date]]) -> None:
     found = conversation(("assistant", offer), ("user", reply))
     assert [(t.label, t.due_on) for t in found.tasks] == tasks
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "owner", "due"),
+    [
+        # Plans and assignments in other words.
+        ("I'm planning to sort the attic boxes on Friday.", "Sort the attic boxes", None, FRIDAY),
+        ("I intend to reply to the auditor by Thursday.", "Reply to the auditor", None, THURSDAY),
+        ("I've been asked to chair the residents' meeting on Friday.", "Chair the residents' meeting", None, FRIDAY),
+        # With a day, "let me", "I want to" and the present progressive are plans.
+        ("Let me order the printer ink tomorrow.", "Order the printer ink", None, TOMORROW),
+        ("I want to repot the cactus by Friday.", "Repot the cactus", None, FRIDAY),
+        ("Tomorrow I'm collecting the new glasses from the optician.",
+         "Collecting the new glasses from the optician", None, TOMORROW),
+        ("Ik wil donderdag de zolder opruimen.", "De zolder opruimen", None, THURSDAY),
+        # Dutch: "dat" and the modal before the verb-last infinitive are no part of the label.
+        ("Vergeet niet dat ik morgen de glasbak moet legen.", "De glasbak legen", None, TOMORROW),
+        # Someone else doing a shared chore.
+        ("Anouk is going to print the flyers on Friday.", "Print the flyers", "Anouk", FRIDAY),
+    ],
+)  # fmt: skip
+def test_plans_with_a_day_and_assignments_are_tasks(text: str, label: str, owner: str | None, due: date) -> None:
+    (task,) = extract(text).tasks
+    assert (task.label, task.owner.label if task.owner else None, task.due_on) == (label, owner, due)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Let me think about it.",
+        "I want to learn the harp.",
+        "I'm working from home tomorrow.",
+        "I'll think it over.",
+        "I'll keep it in mind.",
+        "I'll see how the weather is on Friday.",
+        "I have to say, the concert was amazing.",
+        "I must admit the new layout is better.",
+        "I should really drink more water.",
+        "We should have dinner together sometime.",
+        "Ik zal erover nadenken.",
+        "Ik moet zeggen dat de taart heerlijk was.",
+    ],
+)
+def test_manners_of_speaking_wishes_and_resolutions_are_not_tasks(text: str) -> None:
+    assert extract(text).tasks == []
+
+
+def test_a_possessive_of_a_persons_things_names_the_person() -> None:
+    found = extract("Remind me to feed Yusuf's cat tomorrow.")
+    assert [p.label for p in found.people] == ["Yusuf"]
+    assert [p.label for p in extract("I really like Spotify's new app.").people] == []
