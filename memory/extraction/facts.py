@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from memory.extraction.base import SELF, ClaimCandidate, EvidenceRef, Extraction, NodeRef
-from memory.extraction.lexicon import JOB, JOB_BARE, NOT_JOBS, topic_of
+from memory.extraction.lexicon import JOB, JOB_BARE, NOT_JOBS, THIRD_PERSON, topic_of
 from memory.extraction.people import (
     ACTOR,
     ADDRESSED,
@@ -20,6 +20,7 @@ from memory.extraction.people import (
     GIVEN_TO,
     MET_WITH,
     OTHER_APPOSITION,
+    POSSESSOR,
     RELATION,
     REVERSED,
     SPEAKER_QUOTE,
@@ -36,7 +37,7 @@ CLAUSE = re.compile(
 
 # Who a clause is about: the owner, "we" (the owner's household, for where they live), a pronoun, or a name.
 SUBJECT = rf"(?P<subj>\b(?i:I|ik|we|wij|he|she|hij|zij|ze)\b|{NAME.replace('?P<name>', '')})"
-ADVERBS = r"(?:\s+(?i:really|much|far|a\s+lot|now|also|just|still|definitely|recently|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
+ADVERBS = r"(?:\s+(?i:really|much|far|a\s+lot|now|also|just|still|definitely|recently|absolutely|totally|honestly|genuinely|truly|actually|quite|simply|gewoon|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
 GAP = r"(?:\s+(?!(?:in|te|at|for|bij)\b)[a-z0-9]+){0,4}?"  # "al twintig jaar", "sinds 2019"
 BE = r"\s*(?:'m|'s|'re|\s+(?i:am|is|are|ben|bent|zijn))"
 PLACE = r"(?P<place>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)"
@@ -59,13 +60,14 @@ def _matches(patterns: tuple[re.Pattern[str], ...], clause: str) -> list[re.Matc
 
 
 LIVES = _pattern(
-    rf"(?i:(?:live|lives|living|woon|woont|wonen)){ADVERBS}{GAP}\s+(?i:in|te)\s+{PLACE}",
+    rf"(?:(?:'ve|\s+(?i:have|has)){ADVERBS}\s+(?i:lived)|(?i:live|lives|living|woon|woont|wonen)){ADVERBS}{GAP}"
+    rf"\s+(?i:in|te)\s+{PLACE}",
     inverted="woon|wonen",
     rest=rf"{GAP}\s*(?i:in|te)\s+{PLACE}",
 )
 BASED = _pattern(rf"{BE}{ADVERBS}\s+(?i:based|located|settled|gevestigd)\s+(?i:in|te)\s+{PLACE}")
 MOVED = _pattern(
-    rf"(?:{BE}|\s+(?i:have|has|heb|hebben|heeft))?\s*(?i:moved|verhuisd)(?:\s+(?i:from|van)\s+[A-Z][\w\-]*)?\s+(?i:to|naar)\s+{PLACE}"
+    rf"(?:{BE}|\s+(?i:have|has|heb|hebben|heeft))?\s*(?i:moved|relocated|emigrated|verhuisd|ge[eë]migreerd)(?:\s+(?i:from|van)\s+[A-Z][\w\-]*)?\s+(?i:to|naar)\s+{PLACE}"
 )
 WORKS = _pattern(
     rf"(?i:(?:work|works|working|werk|werkt)){ADVERBS}{GAP}\s+(?i:at|for|bij)\s+{ORG}{ROLE}",
@@ -89,7 +91,12 @@ IS_JOB = _pattern(
     rf"gepensioneerde?|zelfstandig|ex-)\s+)?{JOB}|{JOB_BARE})(?=\s*[.!]*\s*$|\s*[,;]|\s+(?i:at|in|for|with|bij|op|and|en|by|van)\b)"
     r"(?P<where>(?:\s+(?i:at|in|for|with|bij|op|van)\s+[^,;]+)?)"
 )
-IN_SERVICE = _pattern(rf"{BE}{GAP}\s+(?i:in\s+dienst\s+(?:bij|van))\s+{ORG}")
+IN_SERVICE = _pattern(rf"{BE}{GAP}\s+(?i:in\s+dienst\s+(?:bij|van)|employed\s+(?:by|at))\s+{ORG}")
+# An employer without a name: "I work remotely for a startup in Berlin", "ze werkt bij de bank".
+WORKS_SOME = _pattern(
+    rf"(?i:work|works|working|werk|werkt){ADVERBS}(?:\s+(?i:remotely|part-time|full-time|parttime|fulltime))?\s+"
+    r"(?P<prep>(?i:at|for|bij))\s+(?P<org>(?!(?i:a\s+living)\b)(?i:an?|the|een|de|het)\s+[a-z][\w-]*(?:\s+(?!(?i:as|als)\b)[^,;]+)?)"
+)
 JOINED = _pattern(rf"(?:(?i:have|has|'ve)\s+)?(?i:joined)\s+{ORG}{ROLE}")
 STARTED = _pattern(
     rf"(?:(?i:have|has|'ve)\s+)?(?i:started|joined|began|begon|begonnen)(?:\s+(?i:working|to\s+work|met\s+werken))?{ROLE}\s+(?i:at|with|bij)\s+{ORG}"
@@ -97,7 +104,8 @@ STARTED = _pattern(
 FIRST_DAY = re.compile(rf"\b(?i:my\s+first\s+day\s+at|mijn\s+eerste\s+dag\s+bij)\s+{ORG}")
 HEALTH = _pattern(
     rf"{BE}{ADVERBS}\s+(?i:severely\s+|very\s+|ernstig\s+|erg\s+|heel\s+)?(?P<what>(?i:allergic\s+to|allergisch\s+voor|intolerant\s+to)\s+.+|"
-    r"(?i:(?:[\w]+[\s-])?intolerant|(?:an?\s+|een\s+)?(?:vegetarian|vegan|veganist|vegetari[eë]r|diabetic|diabeet)\b|vegetarisch|pregnant|zwanger|coeliac|celiac))"
+    r"(?i:(?:[\w]+[\s-])?intolerant|(?:an?\s+|een\s+)?(?:vegetarian|vegan|veganist|vegetari[eë]r|diabetic|diabeet)\b|vegetarisch|pregnant|zwanger|coeliac|celiac|"
+    r"(?:gluten|dairy|lactose|sugar|nut|alcohol)[\s-]free|(?:gluten|lactose|suiker|alcohol)vrij))"
 )
 CONDITION = _pattern(
     r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?[\w]*-?(?i:allergy|allergie|intolerance|"
@@ -116,7 +124,7 @@ ABSTAINS = _pattern(
     r"(?P<nlverb>drink|drinkt|eet|mag)\s+geen)\s+(?P<what>.+)"
 )
 PREFERENCE = _pattern(
-    r"(?P<verb>(?i:prefers?|likes?|loves?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
+    r"(?P<verb>(?i:prefers?|'d\s+rather|would\s+rather|likes?|loves?|adores?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
     r"does\s+not\s+like|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou[dt]{0,2}(?:\s+(?:echt|erg|heel|zo|veel|wel|enorm|ook))*(?:\s+niet)?\s+van|"
     r"heb\s+een\s+hekel\s+aan|heeft\s+een\s+hekel\s+aan|"
     r"geef\s+de\s+voorkeur\s+aan|geeft\s+de\s+voorkeur\s+aan|(?:'m|am|is|ben)\s+(?:not\s+|geen\s+)?(?:a\s+|een\s+)?"
@@ -159,13 +167,6 @@ FAVOURITE = re.compile(
     r"\b(?i:my\s+(?:favou?rite|favorite)|mijn\s+(?:favoriete|lievelings-?))\s*(?P<topic>[\w-]+(?:\s+[\w-]+)?)\s+"
     r"(?i:is|are|zijn)\s+(?P<value>.+)"
 )
-THIRD_PERSON = {
-    "prefer": "Prefers", "like": "Likes", "love": "Loves", "enjoy": "Enjoys", "hate": "Hates",
-    "dislike": "Dislikes", "don't like": "Does not like", "do not like": "Does not like", "can't stand": "Cannot stand",
-    "cannot stand": "Cannot stand", "can not stand": "Cannot stand", "hou van": "Loves", "houd van": "Loves",
-    "hou niet van": "Does not like", "houd niet van": "Does not like", "heb een hekel aan": "Hates",
-    "geef de voorkeur aan": "Prefers",
-}  # fmt: skip
 DECISION = re.compile(r"\b(?:I|we)(?:'ve| have)?\s+decided\s+(?:to|that|on)\s+(?P<what>.+)", _I)
 AGREEMENT = re.compile(r"\bwe\s+(?:have\s+)?agreed\s+(?:to|that|on)\s+(?P<what>.+)", _I)
 RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never(?!\s+mind)|from now on)\b.+)", _I)
@@ -260,7 +261,7 @@ def find_facts(sentence: str, evidence: EvidenceRef, *, antecedent: NodeRef | No
     # "Lotte, my sister, lives ..." reads as "Lotte lives ...", the relation already taken.
     text = OTHER_APPOSITION.sub(lambda m: m["name"] + " ", APPOSITION.sub(lambda m: m["name"] + " ", text))
     text = RELATION.sub(lambda m: m["name"], text)
-    for pattern in (GIVEN_TO, ADDRESSED, MET_WITH, ACTOR):
+    for pattern in (GIVEN_TO, ADDRESSED, MET_WITH, ACTOR, POSSESSOR):
         for match in pattern.finditer(text):
             clauses.person(match["name"])
     clauses.last = antecedent
@@ -302,6 +303,10 @@ def _clause(clause: str, clauses: _Clauses) -> None:
         for match in _matches(pattern, clause):
             if (who := clauses.subject(match)) is not None:
                 _works(clauses, who, match["org"], match.groupdict().get("role"))
+    if not any(_matches(p, clause) for p in (WORKS, ROLE_AT)):
+        for match in _matches(WORKS_SOME, clause):
+            if (who := clauses.subject(match)) is not None:
+                clauses.claim(who, f"Works {match['prep'].lower().replace('bij', 'at')} {clean(match['org'])}")
     for match in _matches(WORKS_AS, clause):
         if (who := clauses.subject(match)) is not None and not re.search(r"\b(?i:at|for|bij)\s+[A-Z]", clause):
             clauses.claim(who, f"Works as {clean(match['role'])}")
@@ -334,12 +339,14 @@ def _clause(clause: str, clauses: _Clauses) -> None:
         if (who := clauses.subject(match)) is not None:
             verb = (match["verb"] or match["nlverb"]).lower()
             claim(
-                who, f"Does not {'drink' if verb.startswith('drink') else 'eat'} {clean(match['what'])}", "preference"
+                who,
+                f"Does not {'drink' if verb.startswith('drink') else 'eat'} {NO_MORE.sub('', clean(match['what']))}",
+                "preference",
             )
     for match in _matches(PREFERENCE, clause):
         if (who := clauses.subject(match)) is not None:
             verb = " ".join(match["verb"].lower().split())
-            verb = re.sub(r"^(prefer|like|love|enjoy|hate|dislike)s$", r"\1", verb)
+            verb = re.sub(r"^(prefer|like|love|adore|enjoy|hate|dislike)s$", r"\1", verb)
             verb = verb.replace("doesn't", "don't").replace("does not", "do not")
             verb = verb.replace("heeft", "heb").replace("geeft", "geef")
             if verb.startswith("hou"):  # "hou echt van", "houdt niet van"
@@ -347,7 +354,7 @@ def _clause(clause: str, clauses: _Clauses) -> None:
             elif re.search(r"\b(?:fan|into|gek|dol)\b", verb):  # "a big fan of", "into", "gek op"
                 verb = "don't like" if re.search(r"\b(?:not|geen)\b", verb) else ("love" if "op" in verb else "like")
             what = clean(match["what"])
-            exclusive = verb in ("prefer", "geef de voorkeur aan")
+            exclusive = verb in ("prefer", "geef de voorkeur aan", "'d rather", "would rather")
             clauses.preference(
                 who, f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}", topic_of(what), exclusive=exclusive
             )
@@ -362,6 +369,9 @@ def _clause(clause: str, clauses: _Clauses) -> None:
     for match in _matches(DUTCH_GOAL, clause):
         if (who := clauses.subject(match)) is clauses.me:
             claim(who, clean(match["what"]), importance=3)
+
+
+NO_MORE = re.compile(r"\s+(?i:meer|anymore|any\s+more)$")
 
 
 def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:

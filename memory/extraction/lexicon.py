@@ -12,6 +12,15 @@ JOB = (
 )
 # Dutch names a job without an article ("ik ben tandarts"); English "I'm better" is no job, so only these.
 JOB_BARE = r"[a-z-]*(?:kundige|arts|aris|leraar|lerares|docent|eur|ist|ster|kok|boer|agent|chef|coach)"
+# How a preference verb reads in a statement about someone.
+THIRD_PERSON = {
+    "prefer": "Prefers", "'d rather": "Would rather", "would rather": "Would rather", "like": "Likes",
+    "love": "Loves", "adore": "Loves", "enjoy": "Enjoys", "hate": "Hates",
+    "dislike": "Dislikes", "don't like": "Does not like", "do not like": "Does not like", "can't stand": "Cannot stand",
+    "cannot stand": "Cannot stand", "can not stand": "Cannot stand", "hou van": "Loves", "houd van": "Loves",
+    "hou niet van": "Does not like", "houd niet van": "Does not like", "heb een hekel aan": "Hates",
+    "geef de voorkeur aan": "Prefers",
+}  # fmt: skip
 NOT_JOBS = {
     "fan", "member", "user", "owner", "beginner", "believer", "lover", "leader", "winner", "loser", "other",
     "number", "parent", "patient", "resident", "student", "regular", "customer", "client", "donor", "visitor",

@@ -45,3 +45,11 @@ ACTOR = re.compile(
     r"(?i:will|would|can|could|should|gaat|ging|zal|zou|moet|kan|komt|heeft|had)\s+(?!(?i:be|been|become|change|"
     r"happen|cost|go\s+up|zijn|worden|kosten|duren|gebeuren|veranderen)\b)[a-z]+)\b"
 )
+# "Ingrid's plants", "Tom's birthday": only people have these (unlike "Apple's new phone", "Sainsbury's").
+POSSESSOR = re.compile(
+    rf"\b{NAME}'s\s+(?:(?i:new|old|little|big|first|last|surprise|farewell|retirement|leaving|\d+\w*)\s+)?"
+    r"(?i:plants?|kids?|children|baby|dog|cat|pets?|birthday|party|wedding|funeral|graduation|house|flat|apartment|"
+    r"place|home|car|bike|keys|mail|post|parents|mum|mom|dad|mother|father|wife|husband|partner|son|daughter|sister|"
+    r"brother|garden|thesis|essay|homework|recital|flight|suitcase|present|gift|visa|passport|room|desk|cake|"
+    r"surgery|operation|appointment)\b"
+)

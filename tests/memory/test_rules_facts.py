@@ -442,3 +442,30 @@ def test_an_infinitive_and_a_gerund_share_a_preference_topic(first: str, second:
     (new,) = extract(second).claims
     assert old.predicate == new.predicate != "PREFERS:"
     assert new.object_value == {"topic": new.predicate.removeprefix("PREFERS:"), "replaces": True}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I've lived in Deventer since 2015.", [("me", "Lives in Deventer.")]),
+        ("We emigrated to Auckland last year.", [("me", "Lives in Auckland.")]),
+        ("I'm employed by the Kadaster.", [("me", "Works at Kadaster.")]),
+        ("I work part-time for a charity in Gouda.", [("me", "Works for a charity in Gouda.")]),
+        ("Mijn broer Sem werkt bij de brandweer.",
+         [("me", "Sem is the user's brother (broer)."), ("Sem", "Sem works at de brandweer.")]),
+        ("I'm dairy-free these days.", [("me", "Is dairy-free.")]),
+        ("I honestly adore Thai curries.", [("me", "Loves Thai curries.")]),
+        ("I'd rather take the bus to work.", [("me", "Would rather take the bus to work.")]),
+        ("Ik drink geen koffie meer.", [("me", "Does not drink koffie.")]),
+    ],
+)  # fmt: skip
+def test_present_perfect_homes_unnamed_employers_and_more_preferences(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    found = extract(text)
+    assert [("me" if c.subject.is_self else c.subject.label, c.statement) for c in found.claims] == expected
+
+
+@pytest.mark.parametrize("text", ["I lived in Lyon as a student.", "I work for a living, you know."])
+def test_a_past_home_and_an_idiom_are_not_current_facts(text: str) -> None:
+    assert extract(text).claims == []
