@@ -24,7 +24,11 @@ SELF = re.compile(
     r"I(?:'m| am) gonna|I(?:'ve| have) been asked to|I was asked to|I should(?! have\b)|I ought to|I'd better|"
     r"I had better|we need to|we have to|"
     r"we must|we should(?! have\b)|ik zal|ik ga|ik moet|ik beloof(?: om| te)?|we moeten|"
-    r"I (?:promised|told) [A-Z][a-z]+ (?:to|I'd|I would|that I'd|that I would)|"
+    r"I(?:'ve| have)? (?:promised|told)(?: (?:the|my|our) [a-z]+| [A-Z][a-z]+| him| her| them)? "
+    r"(?:to|I'd|I would|that I'd|that I would)|"
+    # An adverb between "I" and the modal: "I really need to", "I still have to".
+    r"I (?:really|still|just|definitely|absolutely|urgently|seriously|also|finally|probably|desperately) "
+    r"(?:need to|have to|must|should(?! have\b)|ought to|want to)|"
     # Asked of the owner by someone else: still the owner's to do ("My manager asked me to ...").
     r"(?<!\bI )(?<!\bwe )(?:asked|asks|told|tells|wants|needs|reminded) me to|"
     r"(?:heeft|hebben) me (?:gevraagd|verzocht)(?: om| te)?|vroeg me(?: om| te)?)\s+"
@@ -98,7 +102,9 @@ NOT_A_TASK = re.compile(
 )
 # Another person's plan for their own life ("Kees will move to Spain") is not a commitment to the owner.
 OWN_LIFE = re.compile(
-    r"^(?:go|move|travel|retire|leave|stay|come|fly|quit|gaan|verhuizen|reizen|vertrekken|blijven|komen|stoppen)\b",
+    r"^(?:go|move|travel|retire|leave|stay|come|fly|quit|run|race|compete|participate|take part|visit|learn|study|"
+    r"celebrate|marry|get married|graduate|gaan|verhuizen|reizen|vertrekken|blijven|komen|stoppen|lopen|meedoen|"
+    r"deelnemen|leren|studeren|trouwen|vieren|afstuderen)\b",
     _I,
 )
 # A hedged or conditional commitment is not one yet ("Maybe I'll repaint the shed", "If it rains, I'll ...").
@@ -255,7 +261,7 @@ def _task(
     label = sentence_case(TRAILING.sub("", LEADING.sub("", clean(action))))
     if (
         len(label.split()) < 2 or STATE.match(label) or NOT_A_TASK.search(label)
-        or (owner is not None and OWN_LIFE.match(label))
+        or (owner is not None and (OWN_LIFE.match(label) or OWN_LIFE.match(label.split()[-1])))  # Dutch: verb last
     ):  # fmt: skip
         return None  # "I'll manage", "I'll be in Berlin": no thing to track
     return TaskCandidate(

@@ -606,3 +606,29 @@ def test_a_possessive_of_a_persons_things_names_the_person() -> None:
     found = extract("Remind me to feed Yusuf's cat tomorrow.")
     assert [p.label for p in found.people] == ["Yusuf"]
     assert [p.label for p in extract("I really like Spotify's new app.").people] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "owner", "due"),
+    [
+        ("I've promised the club to send the membership list by Friday.", "Send the membership list", None, FRIDAY),
+        ("I have promised my mother to fix her printer tomorrow.", "Fix her printer", None, TOMORROW),
+        ("I still have to pay the window cleaner by Thursday.", "Pay the window cleaner", None, THURSDAY),
+        ("I urgently need to reply to the landlord tomorrow.", "Reply to the landlord", None, TOMORROW),
+    ],
+)  # fmt: skip
+def test_promises_to_groups_and_an_adverb_before_the_modal(text: str, label: str, owner: str | None, due: date) -> None:
+    (task,) = extract(text).tasks
+    assert (task.label, task.owner.label if task.owner else None, task.due_on) == (label, owner, due)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Julia will run the half marathon in spring.",
+        "Mijn neef Bas zal volgend jaar in Delft studeren.",
+        "Tess will celebrate her birthday in Rome.",
+    ],
+)
+def test_another_persons_races_studies_and_celebrations_are_their_own(text: str) -> None:
+    assert extract(text).tasks == []
