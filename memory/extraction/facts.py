@@ -37,9 +37,9 @@ CLAUSE = re.compile(
 
 # Who a clause is about: the owner, "we" (the owner's household, for where they live), a pronoun, or a name.
 SUBJECT = rf"(?P<subj>\b(?i:I|ik|we|wij|he|she|hij|zij|ze)\b|{NAME.replace('?P<name>', '')})"
-ADVERBS = r"(?:\s+(?i:really|much|far|a\s+lot|now|also|just|still|definitely|recently|absolutely|totally|honestly|genuinely|truly|actually|quite|simply|gewoon|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
+ADVERBS = r"(?:\s+(?i:al\s+jaren|al\s+lang|jaren|really|much|far|a\s+lot|now|also|just|still|definitely|recently|absolutely|totally|honestly|genuinely|truly|actually|quite|simply|gewoon|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
 GAP = r"(?:\s+(?!(?:in|te|at|for|bij)\b)[a-z0-9]+){0,4}?"  # "al twintig jaar", "sinds 2019"
-BE = r"\s*(?:'m|'s|'re|\s+(?i:am|is|are|ben|bent|zijn))"
+BE = r"\s*(?:'m|'s|'re|'ve\s+been|\s+(?i:am|is|are|ben|bent|zijn|have\s+been|has\s+been))"
 PLACE = r"(?P<place>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)"
 ORG = r"(?P<org>(?:(?i:the|de|het)\s+)?(?:[a-z]+\s+)?[A-Z][\w&.\-]*(?:\s+[A-Z][\w&.\-]*)*)"
 NOT_PREP = r"(?!(?i:in|at|for|bij|te|op|on|since|sinds|and|en|but|maar|so|dus)\b)"
@@ -59,11 +59,14 @@ def _matches(patterns: tuple[re.Pattern[str], ...], clause: str) -> list[re.Matc
     return [match for pattern in patterns for match in pattern.finditer(clause)]
 
 
+# "in a care home in Assen", "op een boerderij bij Zwolle": a kind of home before the town.
+INSIDE = r"(?:\s+(?i:in|at|on|op)\s+(?i:a|an|the|een|het|de)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)?"
+NEAR = r"(?P<prep>(?i:in|te|near|outside|just\s+outside|close\s+to|bij|vlakbij|buiten))"
 LIVES = _pattern(
     rf"(?:(?:'ve|\s+(?i:have|has)){ADVERBS}\s+(?i:lived)|(?i:live|lives|living|woon|woont|wonen)){ADVERBS}{GAP}"
-    rf"\s+(?i:in|te)\s+{PLACE}",
+    rf"{INSIDE}\s+{NEAR}\s+{PLACE}",
     inverted="woon|wonen",
-    rest=rf"{GAP}\s*(?i:in|te)\s+{PLACE}",
+    rest=rf"{GAP}{INSIDE}\s*{NEAR}\s+{PLACE}",
 )
 BASED = _pattern(rf"{BE}{ADVERBS}\s+(?i:based|located|settled|gevestigd)\s+(?i:in|te)\s+{PLACE}")
 MOVED = _pattern(
@@ -88,7 +91,7 @@ ROLE_AT = _pattern(rf"{BE}\s+(?i:an?|een)\s+(?P<role>[a-z-]+(?:\s+[a-z-]+)?)\s+(
 # ending) after "a"/"een", ending the clause or followed by where; "a patient person", "a big fan" are not jobs.
 IS_JOB = _pattern(
     rf"{BE}\s+(?P<role>(?:(?i:an?|een)\s+)(?:(?i:retired|former|senior|junior|trainee|freelance|self-employed|"
-    rf"gepensioneerde?|zelfstandig|ex-)\s+)?{JOB}|{JOB_BARE})(?=\s*[.!]*\s*$|\s*[,;]|\s+(?i:at|in|for|with|bij|op|and|en|by|van)\b)"
+    rf"gepensioneerde?|zelfstandig|ex-)\s+)?(?:[a-z-]+\s+)?{JOB}|{JOB_BARE})(?=\s*[.!]*\s*$|\s*[,;]|\s+(?i:at|in|for|with|bij|op|and|en|by|van)\b)"
     r"(?P<where>(?:\s+(?i:at|in|for|with|bij|op|van)\s+[^,;]+)?)"
 )
 IN_SERVICE = _pattern(rf"{BE}{GAP}\s+(?i:in\s+dienst\s+(?:bij|van)|employed\s+(?:by|at))\s+{ORG}")
@@ -124,8 +127,8 @@ ABSTAINS = _pattern(
     r"(?P<nlverb>drink|drinkt|eet|mag)\s+geen)\s+(?P<what>.+)"
 )
 PREFERENCE = _pattern(
-    r"(?P<verb>(?i:prefers?|'d\s+rather|would\s+rather|likes?|loves?|adores?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
-    r"does\s+not\s+like|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou[dt]{0,2}(?:\s+(?:echt|erg|heel|zo|veel|wel|enorm|ook))*(?:\s+niet)?\s+van|"
+    r"(?P<verb>(?i:prefers?|'d\s+rather|would\s+rather|likes?|loves?|adores?|enjoys?|hates?|dislikes?|"
+    r"(?:don't|doesn't|do\s+not|does\s+not)\s+(?:really\s+)?(?:like|enjoy|love|care\s+for)|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou[dt]{0,2}(?:\s+(?:echt|erg|heel|zo|veel|wel|enorm|ook))*(?:\s+niet)?\s+van|"
     r"heb\s+een\s+hekel\s+aan|heeft\s+een\s+hekel\s+aan|"
     r"geef\s+de\s+voorkeur\s+aan|geeft\s+de\s+voorkeur\s+aan|(?:'m|am|is|ben)\s+(?:not\s+|geen\s+)?(?:a\s+|een\s+)?"
     r"(?:big\s+|huge\s+|grote\s+)?fan\s+(?:of|van)|(?:'m|am|is)\s+(?:really\s+)?into|(?:ben|is)\s+(?:echt\s+|erg\s+)?(?:gek|dol)\s+op))"
@@ -286,7 +289,9 @@ def _clause(clause: str, clauses: _Clauses) -> None:
     for match in _matches(LIVES, clause):
         if (who := clauses.subject(match, households=True)) is not None:
             place = NodeRef(type="Place", label=clean(match["place"]))
-            claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
+            prep = match["prep"].lower()
+            near = "in" if prep in ("in", "te") else "near" if prep in ("bij", "vlakbij", "close to") else prep
+            claim(who, f"Lives {near} {place.label}", "fact", "LIVES_IN", place)
     for match in _matches(MOVED, clause):
         if (who := clauses.subject(match, households=True)) is not None:
             place = NodeRef(type="Place", label=clean(match["place"]))
@@ -348,6 +353,7 @@ def _clause(clause: str, clauses: _Clauses) -> None:
             verb = " ".join(match["verb"].lower().split())
             verb = re.sub(r"^(prefer|like|love|adore|enjoy|hate|dislike)s$", r"\1", verb)
             verb = verb.replace("doesn't", "don't").replace("does not", "do not")
+            verb = re.sub(r"^(don't|do not)\s+(?:really\s+)?(?:enjoy|love|care\s+for)$", r"\1 like", verb)
             verb = verb.replace("heeft", "heb").replace("geeft", "geef")
             if verb.startswith("hou"):  # "hou echt van", "houdt niet van"
                 verb = "hou niet van" if " niet " in verb else "hou van"

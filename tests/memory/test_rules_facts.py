@@ -469,3 +469,22 @@ def test_present_perfect_homes_unnamed_employers_and_more_preferences(
 @pytest.mark.parametrize("text", ["I lived in Lyon as a student.", "I work for a living, you know."])
 def test_a_past_home_and_an_idiom_are_not_current_facts(text: str) -> None:
     assert extract(text).claims == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I live close to Amersfoort.", [("me", "Lives near Amersfoort.")]),
+        ("Ik woon vlakbij Almere.", [("me", "Lives near Almere.")]),
+        ("My uncle Wim lives in a houseboat in Amsterdam.",
+         [("me", "Wim is the user's uncle."), ("Wim", "Wim lives in Amsterdam.")]),
+        ("I'm a data engineer at a retailer.", [("me", "Is a data engineer at a retailer.")]),
+        ("I've been a paramedic for twelve years.", [("me", "Is a paramedic for twelve years.")]),
+        ("Ik ben al lang veganist.", [("me", "Is veganist.")]),
+        ("I don't really care for musicals.", [("me", "Does not like musicals.")]),
+        ("Kim doesn't enjoy long drives.", [("Kim", "Kim does not like long drives.")]),
+    ],
+)  # fmt: skip
+def test_homes_near_a_town_compound_jobs_and_negative_enjoyment(text: str, expected: list[tuple[str, str]]) -> None:
+    found = extract(text)
+    assert [("me" if c.subject.is_self else c.subject.label, c.statement) for c in found.claims] == expected
