@@ -71,9 +71,10 @@ ASK = re.compile(r"^\s*(?=(?i:ask|vraag)\s+" + NAME + r"\s+(?:to|om|of)\b)")
 # With a day these say what the owner will do: "Let me book the tickets tonight", "I want to finish it by Friday",
 # "Tomorrow I'm calling the plumber" (the present progressive of a plan); without one they are chatter or wishes.
 DATED = re.compile(
-    r"\b(?:let me|I want to|I'd like to|I would like to|ik wil(?: graag)?|"
-    r"I(?:'m| am) (?!(?:going|feeling|being|working|staying|coming|leaving|flying|travell?ing|having|thinking|hoping|"
-    r"looking|trying|meeting|getting|starting|sleeping|running|eating|off|out|free|busy|away|home|back)\b)(?=[a-z]+ing\b))\s*",
+    r"\b(?:let me(?! know\b)|I want to|I'd like to|I would like to|ik wil(?: graag)?|"
+    r"I(?:'m| am) (?=(?:calling|phoning|ringing|emailing|mailing|texting|sending|booking|collecting|picking|dropping|"
+    r"paying|submitting|returning|fixing|repairing|renewing|signing|filing|delivering|handing|posting|ordering|"
+    r"buying|taking|seeing|visiting|cancelling|canceling|finishing|sorting)\b))\s*",
     _I,
 )
 NL_INVERTED = re.compile(r"^\s*\w+(?:\s+\w+){0,2}\s+(?P<verb>[a-z]+)\s+ik\s+", _I)
@@ -94,8 +95,8 @@ STATE = re.compile(r"^(?:be|zijn)\b", _I)
 NOT_A_TASK = re.compile(
     r"^(?:think(?: about| it over)?|consider|see (?:how|if|whether|what)|keep (?:that|it|this) in mind|"
     r"let (?:you|u|je) know|admit|say\b(?!\s+(?:goodbye|bye|hi|hello|thanks|thank))|guess|suppose|wonder|hope|"
-    r"(?:erover |er over )?nadenken|zeggen|toegeven|bedenken|laat het (?:je|u) weten)\b|"
-    r"\b(?:more|less|sometime|some time|someday|one day|meer|minder|ooit)$|"
+    r"(?:erover |er over )?nadenken|zeggen|toegeven|bedenken|laat het (?:je|u) weten|kwijt|lekker|gezellig)\b|"
+    r"\b(?:more|less|sometime|some time|someday|one day|meer|minder|ooit)$|\b(?:more often|vaker)\b|"
     r"^(?:drink|eat|sleep|exercise|walk|run|read|relax|rest|move|stretch|meditate|drinken|eten|slapen|sporten|"
     r"bewegen|lezen)\b.*\b(?:more|less|meer|minder)\b",
     _I,

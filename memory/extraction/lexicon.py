@@ -29,6 +29,7 @@ NOT_JOBS = {
     "vader", "zuster", "broer", "dochter", "man", "woman", "person", "human", "gentleman", "monster",
     "disaster", "master", "ster", "vegetarian", "intolerant", "pescatarian", "diabetic", "tolerant",
     "tourist", "optimist", "pessimist", "perfectionist", "introvert", "extrovert", "idiot", "adult", "expert",
+    "character", "keeper", "sleeper", "talker", "listener", "thinker", "dreamer", "worrier", "planner", "joker",
 }  # fmt: skip
 # Adjectives that follow what they describe in "I like my coffee black": not the topic.
 PREDICATIVE = {

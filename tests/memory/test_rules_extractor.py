@@ -632,3 +632,18 @@ def test_promises_to_groups_and_an_adverb_before_the_modal(text: str, label: str
 )
 def test_another_persons_races_studies_and_celebrations_are_their_own(text: str) -> None:
     assert extract(text).tasks == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm watching the final tonight.",
+        "I'm baking bread tomorrow, just for fun.",
+        "Let me know how it went on Friday.",
+        "Mijn oma vroeg me om vaker te bellen.",
+        "Ik ga zaterdag gezellig wandelen met de buren.",
+        "Ik moet even kwijt dat de trein weer laat was.",
+    ],
+)
+def test_leisure_in_the_progressive_and_vague_asks_are_not_tasks(text: str) -> None:
+    assert extract(text).tasks == []
