@@ -94,7 +94,8 @@ STATE = re.compile(r"^(?:be|zijn)\b", _I)
 # "I must admit ...", "I'll keep that in mind", "I should exercise more", "we should grab coffee sometime".
 NOT_A_TASK = re.compile(
     r"^(?:think(?: about| it over)?|consider|see (?:how|if|whether|what)|keep (?:that|it|this) in mind|"
-    r"let (?:you|u|je) know|admit|say\b(?!\s+(?:goodbye|bye|hi|hello|thanks|thank))|guess|suppose|wonder|hope|"
+    r"let (?:you|u|je) know|admit|love|hate|mention|get going|get moving|go now|point out|"
+    r"say\b(?!\s+(?:goodbye|bye|hi|hello|thanks|thank))|guess|suppose|wonder|hope|"
     r"(?:erover |er over )?nadenken|zeggen|toegeven|bedenken|laat het (?:je|u) weten|kwijt|lekker|gezellig)\b|"
     r"\b(?:more|less|sometime|some time|someday|one day|meer|minder|ooit)$|\b(?:more often|vaker)\b|"
     r"^(?:drink|eat|sleep|exercise|walk|run|read|relax|rest|move|stretch|meditate|drinken|eten|slapen|sporten|"

@@ -643,6 +643,9 @@ def test_another_persons_races_studies_and_celebrations_are_their_own(text: str)
         "Mijn oma vroeg me om vaker te bellen.",
         "Ik ga zaterdag gezellig wandelen met de buren.",
         "Ik moet even kwijt dat de trein weer laat was.",
+        "Gotta love a rainy Sunday.",
+        "I should get going, the bus leaves soon.",
+        "I should mention that the hotel was lovely.",
     ],
 )
 def test_leisure_in_the_progressive_and_vague_asks_are_not_tasks(text: str) -> None:
