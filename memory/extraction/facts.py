@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from memory.extraction.base import SELF, ClaimCandidate, EvidenceRef, Extraction, NodeRef
+from memory.extraction.lexicon import JOB, JOB_BARE, NOT_JOBS, THIRD_PERSON, topic_of
 from memory.extraction.people import (
     ACTOR,
     ADDRESSED,
@@ -19,6 +20,7 @@ from memory.extraction.people import (
     GIVEN_TO,
     MET_WITH,
     OTHER_APPOSITION,
+    POSSESSOR,
     RELATION,
     REVERSED,
     SPEAKER_QUOTE,
@@ -35,9 +37,9 @@ CLAUSE = re.compile(
 
 # Who a clause is about: the owner, "we" (the owner's household, for where they live), a pronoun, or a name.
 SUBJECT = rf"(?P<subj>\b(?i:I|ik|we|wij|he|she|hij|zij|ze)\b|{NAME.replace('?P<name>', '')})"
-ADVERBS = r"(?:\s+(?i:really|much|far|a\s+lot|now|also|just|still|definitely|recently|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
+ADVERBS = r"(?:\s+(?i:al\s+jaren|al\s+lang|jaren|really|much|far|a\s+lot|now|also|just|still|definitely|recently|absolutely|totally|honestly|genuinely|truly|actually|quite|simply|gewoon|sinds\s+kort|nu|ook|echt|al|inmiddels|tegenwoordig|sowieso))*"  # noqa: E501
 GAP = r"(?:\s+(?!(?:in|te|at|for|bij)\b)[a-z0-9]+){0,4}?"  # "al twintig jaar", "sinds 2019"
-BE = r"\s*(?:'m|'s|'re|\s+(?i:am|is|are|ben|bent|zijn))"
+BE = r"\s*(?:'m|'s|'re|'ve\s+been|\s+(?i:am|is|are|ben|bent|zijn|have\s+been|has\s+been))"
 PLACE = r"(?P<place>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*)*)"
 ORG = r"(?P<org>(?:(?i:the|de|het)\s+)?(?:[a-z]+\s+)?[A-Z][\w&.\-]*(?:\s+[A-Z][\w&.\-]*)*)"
 NOT_PREP = r"(?!(?i:in|at|for|bij|te|op|on|since|sinds|and|en|but|maar|so|dus)\b)"
@@ -57,13 +59,18 @@ def _matches(patterns: tuple[re.Pattern[str], ...], clause: str) -> list[re.Matc
     return [match for pattern in patterns for match in pattern.finditer(clause)]
 
 
+# "in a care home in Assen", "op een boerderij bij Zwolle": a kind of home before the town.
+INSIDE = r"(?:\s+(?i:in|at|on|op)\s+(?i:a|an|the|een|het|de)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2}?)?"
+NEAR = r"(?P<prep>(?i:in|te|near|outside|just\s+outside|close\s+to|bij|vlakbij|buiten))"
 LIVES = _pattern(
-    rf"(?i:(?:live|lives|living|woon|woont|wonen)){ADVERBS}{GAP}\s+(?i:in|te)\s+{PLACE}",
+    rf"(?:(?:'ve|\s+(?i:have|has)){ADVERBS}\s+(?i:lived)|(?i:live|lives|living|woon|woont|wonen)){ADVERBS}{GAP}"
+    rf"{INSIDE}\s+{NEAR}\s+{PLACE}",
     inverted="woon|wonen",
-    rest=rf"{GAP}\s*(?i:in|te)\s+{PLACE}",
+    rest=rf"{GAP}{INSIDE}\s*{NEAR}\s+{PLACE}",
 )
+BASED = _pattern(rf"{BE}{ADVERBS}\s+(?i:based|located|settled|gevestigd)\s+(?i:in|te)\s+{PLACE}")
 MOVED = _pattern(
-    rf"(?:{BE}|\s+(?i:have|has|heb|hebben|heeft))?\s*(?i:moved|verhuisd)(?:\s+(?i:from|van)\s+[A-Z][\w\-]*)?\s+(?i:to|naar)\s+{PLACE}"
+    rf"(?:{BE}|\s+(?i:have|has|heb|hebben|heeft))?\s*(?i:moved|relocated|emigrated|verhuisd|ge[eë]migreerd)(?:\s+(?i:from|van)\s+[A-Z][\w\-]*)?\s+(?i:to|naar)\s+{PLACE}"
 )
 WORKS = _pattern(
     rf"(?i:(?:work|works|working|werk|werkt)){ADVERBS}{GAP}\s+(?i:at|for|bij)\s+{ORG}{ROLE}",
@@ -80,7 +87,19 @@ GOT_JOB = _pattern(
     rf"(?:'ve\s+|\s+(?i:have|has)\s+)?(?i:got|landed|accepted)\s+(?i:a|an|the)\s+(?:new\s+)?(?i:job|position|role)\s+(?i:at|with)\s+{ORG}"
 )
 ROLE_AT = _pattern(rf"{BE}\s+(?i:an?|een)\s+(?P<role>[a-z-]+(?:\s+[a-z-]+)?)\s+(?i:at|bij)\s+{ORG}")
-IN_SERVICE = _pattern(rf"{BE}{GAP}\s+(?i:in\s+dienst\s+(?:bij|van))\s+{ORG}")
+# "I'm a pharmacist at a hospital", "Gerrit is a retired pilot", "ik ben verpleegkundige": a job noun (by its
+# ending) after "a"/"een", ending the clause or followed by where; "a patient person", "a big fan" are not jobs.
+IS_JOB = _pattern(
+    rf"{BE}\s+(?P<role>(?:(?i:an?|een)\s+)(?:(?i:retired|former|senior|junior|trainee|freelance|self-employed|"
+    rf"gepensioneerde?|zelfstandig|ex-)\s+)?(?:[a-z-]+\s+)?{JOB}|{JOB_BARE})(?=\s*[.!]*\s*$|\s*[,;]|\s+(?i:at|in|for|with|bij|op|and|en|by|van)\b)"
+    r"(?P<where>(?:\s+(?i:at|in|for|with|bij|op|van)\s+[^,;]+)?)"
+)
+IN_SERVICE = _pattern(rf"{BE}{GAP}\s+(?i:in\s+dienst\s+(?:bij|van)|employed\s+(?:by|at))\s+{ORG}")
+# An employer without a name: "I work remotely for a startup in Berlin", "ze werkt bij de bank".
+WORKS_SOME = _pattern(
+    rf"(?i:work|works|working|werk|werkt){ADVERBS}(?:\s+(?i:remotely|part-time|full-time|parttime|fulltime))?\s+"
+    r"(?P<prep>(?i:at|for|bij))\s+(?P<org>(?!(?i:a\s+living)\b)(?i:an?|the|een|de|het)\s+[a-z][\w-]*(?:\s+(?!(?i:as|als)\b)[^,;]+)?)"
+)
 JOINED = _pattern(rf"(?:(?i:have|has|'ve)\s+)?(?i:joined)\s+{ORG}{ROLE}")
 STARTED = _pattern(
     rf"(?:(?i:have|has|'ve)\s+)?(?i:started|joined|began|begon|begonnen)(?:\s+(?i:working|to\s+work|met\s+werken))?{ROLE}\s+(?i:at|with|bij)\s+{ORG}"
@@ -88,19 +107,28 @@ STARTED = _pattern(
 FIRST_DAY = re.compile(rf"\b(?i:my\s+first\s+day\s+at|mijn\s+eerste\s+dag\s+bij)\s+{ORG}")
 HEALTH = _pattern(
     rf"{BE}{ADVERBS}\s+(?i:severely\s+|very\s+|ernstig\s+|erg\s+|heel\s+)?(?P<what>(?i:allergic\s+to|allergisch\s+voor|intolerant\s+to)\s+.+|"
-    r"(?i:(?:[\w]+[\s-])?intolerant|(?:an?\s+|een\s+)?(?:vegetarian|vegan|veganist|vegetari[eë]r|diabetic|diabeet)\b|vegetarisch|pregnant|zwanger|coeliac|celiac))"
+    r"(?i:(?:[\w]+[\s-])?intolerant|(?:an?\s+|een\s+)?(?:vegetarian|vegan|veganist|vegetari[eë]r|diabetic|diabeet)\b|vegetarisch|pregnant|zwanger|coeliac|celiac|"
+    r"(?:gluten|dairy|lactose|sugar|nut|alcohol)[\s-]free|(?:gluten|lactose|suiker|alcohol)vrij))"
 )
 CONDITION = _pattern(
     r"(?:\s*'ve|\s+(?i:have|has|heb|heeft))\s+(?P<cond>(?i:an?\s+|een\s+)?(?:[\w-]+\s+)?[\w]*-?(?i:allergy|allergie|intolerance|"
     r"diabetes|asthma|astma|migraine|coeliakie|celiac\s+disease|epilepsy|epilepsie)\b.*)"
+)
+# "I can't have gluten", "ik kan niet tegen lactose": a bare thing, not "can't have the meeting on Friday".
+CANNOT_HAVE = _pattern(
+    r"(?i:can't|cannot|can\s+not|shouldn't|should\s+not)\s+(?i:have|tolerate|digest)\s+(?:(?i:any)\s+)?"
+    r"(?P<what>(?!(?i:the|a|an|my|your|his|her|our|their|this|that|it|them|you|me|time|fun)\b)[a-z].+)"
+)
+CANNOT_HAVE_NL = re.compile(
+    r"\b(?i:ik)\s+(?i:kan)\s+(?i:niet\s+tegen)\s+(?P<what>(?!(?i:de|het|een|mijn|dat|dit)\b)[a-z].+)"
 )
 ABSTAINS = _pattern(
     r"(?i:(?:don't|doesn't|do\s+not|does\s+not|never|can't|cannot|can\s+not)\s+(?P<verb>drink|eat)|"
     r"(?P<nlverb>drink|drinkt|eet|mag)\s+geen)\s+(?P<what>.+)"
 )
 PREFERENCE = _pattern(
-    r"(?P<verb>(?i:prefers?|likes?|loves?|enjoys?|hates?|dislikes?|don't\s+like|doesn't\s+like|do\s+not\s+like|"
-    r"does\s+not\s+like|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou[dt]{0,2}(?:\s+(?:echt|erg|heel|zo|veel|wel|enorm|ook))*(?:\s+niet)?\s+van|"
+    r"(?P<verb>(?i:prefers?|'d\s+rather|would\s+rather|likes?|loves?|adores?|enjoys?|hates?|dislikes?|"
+    r"(?:don't|doesn't|do\s+not|does\s+not)\s+(?:really\s+)?(?:like|enjoy|love|care\s+for)|can't\s+stand|cannot\s+stand|can\s+not\s+stand|hou[dt]{0,2}(?:\s+(?:echt|erg|heel|zo|veel|wel|enorm|ook))*(?:\s+niet)?\s+van|"
     r"heb\s+een\s+hekel\s+aan|heeft\s+een\s+hekel\s+aan|"
     r"geef\s+de\s+voorkeur\s+aan|geeft\s+de\s+voorkeur\s+aan|(?:'m|am|is|ben)\s+(?:not\s+|geen\s+)?(?:a\s+|een\s+)?"
     r"(?:big\s+|huge\s+|grote\s+)?fan\s+(?:of|van)|(?:'m|am|is)\s+(?:really\s+)?into|(?:ben|is)\s+(?:echt\s+|erg\s+)?(?:gek|dol)\s+op))"
@@ -108,6 +136,10 @@ PREFERENCE = _pattern(
 )
 PRODUCTIVE = _pattern(
     rf"{BE}\s+(?P<what>(?i:(?:far\s+|much\s+|a\s+lot\s+)?(?:more|most)\s+productive|at\s+my\s+best|veel\s+productiever|productiever)\s+.+)"
+)
+TEACHES = _pattern(
+    r"(?P<verb>(?i:teach|teaches|teaching|study|studies|studying|studeer|studeert|geef\s+les\s+in|geeft\s+les\s+in|"
+    r"doceer|doceert))\s+(?P<what>(?!(?i:the|a|an|my|me|him|her|them|us|for|hard)\b)\w.+)"
 )
 GOAL = _pattern(
     rf"{BE}\s+(?P<what>(?i:training\s+for|learning|studying|saving\s+(?:up\s+)?for|preparing\s+for|trying\s+to|"
@@ -138,39 +170,11 @@ FAVOURITE = re.compile(
     r"\b(?i:my\s+(?:favou?rite|favorite)|mijn\s+(?:favoriete|lievelings-?))\s*(?P<topic>[\w-]+(?:\s+[\w-]+)?)\s+"
     r"(?i:is|are|zijn)\s+(?P<value>.+)"
 )
-THIRD_PERSON = {
-    "prefer": "Prefers", "like": "Likes", "love": "Loves", "enjoy": "Enjoys", "hate": "Hates",
-    "dislike": "Dislikes", "don't like": "Does not like", "do not like": "Does not like", "can't stand": "Cannot stand",
-    "cannot stand": "Cannot stand", "can not stand": "Cannot stand", "hou van": "Loves", "houd van": "Loves",
-    "hou niet van": "Does not like", "houd niet van": "Does not like", "heb een hekel aan": "Hates",
-    "geef de voorkeur aan": "Prefers",
-}  # fmt: skip
 DECISION = re.compile(r"\b(?:I|we)(?:'ve| have)?\s+decided\s+(?:to|that|on)\s+(?P<what>.+)", _I)
 AGREEMENT = re.compile(r"\bwe\s+(?:have\s+)?agreed\s+(?:to|that|on)\s+(?P<what>.+)", _I)
 RULE = re.compile(r"^(?:please\s+)?(?P<what>(?:always|never(?!\s+mind)|from now on)\b.+)", _I)
 MEETING = re.compile(r"\b(?P<what>(?i:meeting|call|lunch|dinner|sync|catch-up)\s+with\s+" + NAME + r".*)")
 FOLLOW_UP = re.compile(r"\b(?P<what>(?i:follow(?:\s|-)up)\s+with\s+" + NAME + r".*)")
-# Adjectives that follow what they describe in "I like my coffee black": not the topic.
-PREDICATIVE = {
-    "short", "long", "early", "late", "black", "strong", "weak", "hot", "cold", "warm", "quiet", "loud", "small",
-    "big", "simple", "brief", "sweet", "spicy", "kort", "lang", "vroeg", "laat", "zwart", "sterk", "heet", "koud",
-    "rustig", "klein", "groot", "zoet", "pittig",
-}  # fmt: skip
-
-
-def _topic(what: str) -> str:
-    """The thing a preference is about, so that a new preference on it replaces the old one: the head noun of
-    the phrase before any preposition ("my meetings in the morning" and "afternoon meetings" -> "meeting")."""
-    words = re.split(
-        r"\b(?:in|on|at|by|before|after|with|for|from|than|rather|over|instead|ideally|when|if|to|op|in|bij|met|voor|"
-        r"na|dan|boven)\b|[,;]",
-        re.sub(r"^(?:it|that|het|dat)\s+(?:when|if|als|wanneer)\s+", "", what.lower()),
-    )[0].split()
-    words = [w for w in words if w not in {"my", "the", "a", "an", "mijn", "de", "het", "een", "to"}]
-    while len(words) > 1 and words[-1] in PREDICATIVE:  # "my calls short", "mijn koffie zwart"
-        words.pop()
-    head = re.sub(r"[^\w-]", "", words[-1]) if words else ""
-    return head[:-1] if len(head) > 3 and head.endswith("s") and not head.endswith("ss") else head
 
 
 class _Clauses:
@@ -260,7 +264,7 @@ def find_facts(sentence: str, evidence: EvidenceRef, *, antecedent: NodeRef | No
     # "Lotte, my sister, lives ..." reads as "Lotte lives ...", the relation already taken.
     text = OTHER_APPOSITION.sub(lambda m: m["name"] + " ", APPOSITION.sub(lambda m: m["name"] + " ", text))
     text = RELATION.sub(lambda m: m["name"], text)
-    for pattern in (GIVEN_TO, ADDRESSED, MET_WITH, ACTOR):
+    for pattern in (GIVEN_TO, ADDRESSED, MET_WITH, ACTOR, POSSESSOR):
         for match in pattern.finditer(text):
             clauses.person(match["name"])
     clauses.last = antecedent
@@ -285,8 +289,14 @@ def _clause(clause: str, clauses: _Clauses) -> None:
     for match in _matches(LIVES, clause):
         if (who := clauses.subject(match, households=True)) is not None:
             place = NodeRef(type="Place", label=clean(match["place"]))
-            claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
+            prep = match["prep"].lower()
+            near = "in" if prep in ("in", "te") else "near" if prep in ("bij", "vlakbij", "close to") else prep
+            claim(who, f"Lives {near} {place.label}", "fact", "LIVES_IN", place)
     for match in _matches(MOVED, clause):
+        if (who := clauses.subject(match, households=True)) is not None:
+            place = NodeRef(type="Place", label=clean(match["place"]))
+            claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
+    for match in _matches(BASED, clause):
         if (who := clauses.subject(match, households=True)) is not None:
             place = NodeRef(type="Place", label=clean(match["place"]))
             claim(who, f"Lives in {place.label}", "fact", "LIVES_IN", place)
@@ -298,9 +308,25 @@ def _clause(clause: str, clauses: _Clauses) -> None:
         for match in _matches(pattern, clause):
             if (who := clauses.subject(match)) is not None:
                 _works(clauses, who, match["org"], match.groupdict().get("role"))
+    if not any(_matches(p, clause) for p in (WORKS, ROLE_AT)):
+        for match in _matches(WORKS_SOME, clause):
+            if (who := clauses.subject(match)) is not None:
+                clauses.claim(who, f"Works {match['prep'].lower().replace('bij', 'at')} {clean(match['org'])}")
     for match in _matches(WORKS_AS, clause):
         if (who := clauses.subject(match)) is not None and not re.search(r"\b(?i:at|for|bij)\s+[A-Z]", clause):
             clauses.claim(who, f"Works as {clean(match['role'])}")
+    if not _matches(ROLE_AT, clause) and not _matches(HEALTH, clause):  # "a vegetarian" is a diet, not a job
+        for match in _matches(IS_JOB, clause):
+            role = match["role"].split()[-1].lower().split("-")[-1]
+            if role not in NOT_JOBS and (who := clauses.subject(match)) is not None:
+                role = re.sub(r"^(?i:an?|een)\s+", "", clean(match["role"]))
+                article = "an" if role[:1].lower() in "aeiou" else "a"
+                claim(who, " ".join(filter(None, ("Is", article, role, clean(match["where"])))))
+    for match in _matches(TEACHES, clause):
+        if (who := clauses.subject(match)) is not None:
+            verb = match["verb"].lower()
+            studies = verb.startswith(("stud", "study"))
+            claim(who, f"{'Studies' if studies else 'Teaches'} {clean(match['what'])}")
     if match := FIRST_DAY.search(clause):
         _works(clauses, clauses.me, match["org"], None)
     for match in _matches(HEALTH, clause):
@@ -309,26 +335,34 @@ def _clause(clause: str, clauses: _Clauses) -> None:
     for match in _matches(CONDITION, clause):
         if (who := clauses.subject(match)) is not None:
             claim(who, f"Has {clean(match['cond'])}")
+    for match in _matches(CANNOT_HAVE, clause):
+        if (who := clauses.subject(match)) is not None:
+            claim(who, f"Cannot have {clean(match['what'])}")
+    if (match := CANNOT_HAVE_NL.search(clause)) and clauses.me.is_self:
+        claim(clauses.me, f"Cannot have {clean(match['what'])}")
     for match in _matches(ABSTAINS, clause):
         if (who := clauses.subject(match)) is not None:
             verb = (match["verb"] or match["nlverb"]).lower()
             claim(
-                who, f"Does not {'drink' if verb.startswith('drink') else 'eat'} {clean(match['what'])}", "preference"
+                who,
+                f"Does not {'drink' if verb.startswith('drink') else 'eat'} {NO_MORE.sub('', clean(match['what']))}",
+                "preference",
             )
     for match in _matches(PREFERENCE, clause):
         if (who := clauses.subject(match)) is not None:
             verb = " ".join(match["verb"].lower().split())
-            verb = re.sub(r"^(prefer|like|love|enjoy|hate|dislike)s$", r"\1", verb)
+            verb = re.sub(r"^(prefer|like|love|adore|enjoy|hate|dislike)s$", r"\1", verb)
             verb = verb.replace("doesn't", "don't").replace("does not", "do not")
+            verb = re.sub(r"^(don't|do not)\s+(?:really\s+)?(?:enjoy|love|care\s+for)$", r"\1 like", verb)
             verb = verb.replace("heeft", "heb").replace("geeft", "geef")
             if verb.startswith("hou"):  # "hou echt van", "houdt niet van"
                 verb = "hou niet van" if " niet " in verb else "hou van"
             elif re.search(r"\b(?:fan|into|gek|dol)\b", verb):  # "a big fan of", "into", "gek op"
                 verb = "don't like" if re.search(r"\b(?:not|geen)\b", verb) else ("love" if "op" in verb else "like")
             what = clean(match["what"])
-            exclusive = verb in ("prefer", "geef de voorkeur aan")
+            exclusive = verb in ("prefer", "geef de voorkeur aan", "'d rather", "would rather")
             clauses.preference(
-                who, f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}", _topic(what), exclusive=exclusive
+                who, f"{THIRD_PERSON.get(verb, verb.capitalize())} {what}", topic_of(what), exclusive=exclusive
             )
     _dutch_and_favourite(clause, clauses)
     for pattern in (PRODUCTIVE, GOAL):
@@ -343,11 +377,14 @@ def _clause(clause: str, clauses: _Clauses) -> None:
             claim(who, clean(match["what"]), importance=3)
 
 
+NO_MORE = re.compile(r"\s+(?i:meer|anymore|any\s+more)$")
+
+
 def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
     if match := HOU_INVERTED.search(clause):  # "Eerlijk gezegd hou ik niet van sushi"
         what = clean(match["what"])
         verb = "Does not like" if match["neg"] else "Loves"
-        clauses.preference(clauses.me, f"{verb} {what}", _topic(what))
+        clauses.preference(clauses.me, f"{verb} {what}", topic_of(what))
     if match := LIKES_NL.search(clause):
         what = clean(match["what"] or match["what2"])
         if not re.search(r"\b(?i:het|dat|dit)$", what):  # "vind ik het leuk": no object to keep
@@ -358,11 +395,11 @@ def _dutch_and_favourite(clause: str, clauses: _Clauses) -> None:
                 "saai",
             )
             verb = "Does not like" if disliked else "Likes"
-            clauses.preference(clauses.me, f"{verb} {what}", _topic(what))
+            clauses.preference(clauses.me, f"{verb} {what}", topic_of(what))
     for match in _matches(RATHER_NL, clause):
         if clauses.subject(match) is clauses.me:
             what = clean(match["what"])
-            topic = _topic(re.split(r"\b(?i:dan)\b", what)[0])
+            topic = topic_of(re.split(r"\b(?i:dan)\b", what)[0])
             clauses.preference(clauses.me, f"Prefers: {match['verb'].lower()} liever {what}", topic, exclusive=True)
     if match := FAVOURITE.search(clause):
         topic = match["topic"].lower()

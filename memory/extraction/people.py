@@ -10,7 +10,10 @@ from memory.extraction.wording import NAME, RELATION_WORDS
 
 ADJ = r"(?:(?:older|younger|little|big|new|old|best|oudere|jongere|kleine|grote|nieuwe|oude|beste)\s+)?"
 REL = rf"(?i:(?P<relation>{RELATION_WORDS}))"
-RELATION = re.compile(rf"\b(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}(?:'s\s+name)?,?\s+(?:(?i:is|heet)\s+)?{NAME}\b")
+# "My manager, Olivia, lives ...": a name set off by commas takes its closing comma along.
+RELATION = re.compile(
+    rf"\b(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}(?:'s\s+name)?(?P<comma>,)?\s+(?:(?i:is|heet)\s+)?{NAME}\b(?(comma),?)"
+)
 APPOSITION = re.compile(rf"\b{NAME},\s+(?i:my|mijn|our|onze|ons)\s+{ADJ}{REL}\s*,\s*")
 OTHER_APPOSITION = re.compile(rf"\b{NAME},\s+(?i:the|our|a|de|het|onze|een)\s+[\w\s-]{{1,30}}?,\s*")
 REVERSED = re.compile(rf"\b{NAME}\s+(?i:is\s+my|is\s+mijn)\s+{ADJ}{REL}\b")
@@ -41,4 +44,12 @@ ACTOR = re.compile(
     r"complaining|calling|texting|mentioning)|(?i:is|was)\s+(?i:going)\s+(?i:to)|"
     r"(?i:will|would|can|could|should|gaat|ging|zal|zou|moet|kan|komt|heeft|had)\s+(?!(?i:be|been|become|change|"
     r"happen|cost|go\s+up|zijn|worden|kosten|duren|gebeuren|veranderen)\b)[a-z]+)\b"
+)
+# "Ingrid's plants", "Tom's birthday": only people have these (unlike "Apple's new phone", "Sainsbury's").
+POSSESSOR = re.compile(
+    rf"\b{NAME}'s\s+(?:(?i:new|old|little|big|first|last|surprise|farewell|retirement|leaving|\d+\w*)\s+)?"
+    r"(?i:plants?|kids?|children|baby|dog|cat|pets?|birthday|party|wedding|funeral|graduation|house|flat|apartment|"
+    r"place|home|car|bike|keys|mail|post|parents|mum|mom|dad|mother|father|wife|husband|partner|son|daughter|sister|"
+    r"brother|garden|thesis|essay|homework|recital|flight|suitcase|present|gift|visa|passport|room|desk|cake|"
+    r"surgery|operation|appointment)\b"
 )

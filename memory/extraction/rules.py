@@ -18,7 +18,7 @@ from memory.extraction.commitments import accepted_offer, find_tasks
 from memory.extraction.facts import find_facts
 from memory.extraction.readings import find_readings
 
-VERSION = "3"
+VERSION = "4"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Sentences that state nothing yet: hypotheticals ("if I ...", "maybe I'll ...", "als ik ..."), plans being
 # weighed, and questions. A question asking the assistant to do something ("can you remind me ...") may still

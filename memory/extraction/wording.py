@@ -52,6 +52,15 @@ RELATIONS = {
     "collega": "colleague", "buurman": "neighbour", "buurvrouw": "neighbour", "neef": "cousin",
     "nicht": "cousin", "oom": "uncle", "tante": "aunt", "oma": "grandmother", "opa": "grandfather",
     "huisgenoot": "housemate", "schoonmoeder": "mother-in-law", "schoonvader": "father-in-law",
+    "mother-in-law": "mother-in-law", "father-in-law": "father-in-law", "sister-in-law": "sister-in-law",
+    "brother-in-law": "brother-in-law", "son-in-law": "son-in-law", "daughter-in-law": "daughter-in-law",
+    "stepmother": "stepmother", "stepfather": "stepfather", "stepson": "stepson", "stepdaughter": "stepdaughter",
+    "stepbrother": "stepbrother", "stepsister": "stepsister", "godmother": "godmother", "godfather": "godfather",
+    "zwager": "brother-in-law", "schoonzus": "sister-in-law", "schoonzuster": "sister-in-law",
+    "schoonbroer": "brother-in-law", "schoonzoon": "son-in-law", "schoondochter": "daughter-in-law",
+    "stiefmoeder": "stepmother", "stiefvader": "stepfather", "peettante": "godmother", "peetoom": "godfather",
+    "grootmoeder": "grandmother", "grootvader": "grandfather", "kleinzoon": "grandson",
+    "kleindochter": "granddaughter", "grandson": "grandson", "granddaughter": "granddaughter",
 }  # fmt: skip
 RELATION_WORDS = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _SPACES = re.compile(r"\s+")

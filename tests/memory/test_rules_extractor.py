@@ -497,3 +497,172 @@ def test_an_assistants_offer_of_a_task_counts_only_when_the_owner_accepts_it(
 
 def test_someone_elses_absence_cancels_nothing() -> None:
     assert extract("Hugo won't make it to the meeting.").tasks == []
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "owner", "due"),
+    [
+        # Other ways of saying one will or must: "should", "ought to", "gotta", notes to self without "I".
+        ("I should renew the car insurance on Friday.", "Renew the car insurance", None, FRIDAY),
+        ("I ought to email the landlord tomorrow.", "Email the landlord", None, TOMORROW),
+        ("I'd better defrost the freezer by Thursday.", "Defrost the freezer", None, THURSDAY),
+        ("Gotta buy stamps tomorrow.", "Buy stamps", None, TOMORROW),
+        ("I've gotta return the drill to Omar by Friday.", "Return the drill to Omar", None, FRIDAY),
+        ("Need to renew the parking permit by Thursday.", "Renew the parking permit", None, THURSDAY),
+        # Asked of the owner by someone else: the owner's own task.
+        ("The headteacher asked me to sign the permission slip by Friday.", "Sign the permission slip", None, FRIDAY),
+        ("Mijn buurvrouw heeft me gevraagd om morgen de post op te halen.", "De post op te halen", None, TOMORROW),
+        # What must happen to the owner's things.
+        ("The spare bedroom has to be painted by Friday.", "Spare bedroom has to be painted", None, FRIDAY),
+        ("De fietsband moet morgen geplakt worden.", "Fietsband moet geplakt worden", None, TOMORROW),
+        # Someone arranging a shared thing is a task of theirs; their own plans are not.
+        ("Mijn zwager Ruud gaat morgen de aanhanger regelen.", "De aanhanger regelen", "Ruud", TOMORROW),
+        ("Dirk is going to pick up the keys on Friday.", "Pick up the keys", "Dirk", FRIDAY),
+    ],
+)
+def test_more_ways_to_commit_to_a_task(text: str, label: str, owner: str | None, due: date | None) -> None:
+    (task,) = extract(text).tasks
+    assert (task.label, task.owner.label if task.owner else None, task.due_on, task.status) == (
+        label, owner, due, "pending",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I should have called her back.",
+        "The forecast needs to be sunny for the picnic.",
+        "Dirk is going to sell his motorbike on Friday.",
+        "Mijn nicht Lies gaat volgend jaar haar eigen zaak beginnen.",
+        "Jasper is going to buy a new laptop.",
+    ],
+)
+def test_regrets_states_and_other_peoples_own_plans_are_not_tasks(text: str) -> None:
+    assert extract(text).tasks == []
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "label"),
+    [
+        ("Done with the tax return, it went in this morning.", "completed", "the tax return"),
+        ("I'm finally finished with the thank-you cards.", "completed", "the thank-you cards"),
+        ("Ik ben klaar met de jaarrekening.", "completed", "de jaarrekening"),
+        ("De nieuwe sloten heb ik vanmiddag vervangen.", "completed", "De nieuwe sloten"),
+        ("I no longer need to renew the gym pass, I'm moving.", "abandoned", "renew the gym pass"),
+        ("We won't have to hire the caterer after all.", "abandoned", "hire the caterer after all"),
+        ("Ik hoef de vergunning niet meer aan te vragen.", "abandoned", "de vergunning"),
+        ("Laat maar zitten met de schutting, die is prima.", "abandoned", "de schutting"),
+    ],
+)
+def test_more_completion_and_cancellation_wording(text: str, status: str, label: str) -> None:
+    (task,) = extract(text).tasks
+    assert (task.status, task.label) == (status, label)
+
+
+@pytest.mark.parametrize(
+    ("offer", "reply", "tasks"),
+    [
+        ("Want me to add a reminder to descale the kettle tomorrow?", "Yes please.",
+         [("Descale the kettle", TOMORROW)]),
+        ("Would you like me to note a task to book the vet by Friday?", "Okay.", [("Book the vet", FRIDAY)]),
+        ("Do you want me to add a to-do to book the vet by Friday?", "No, I'll remember.", []),
+    ],
+)  # fmt: skip
+def test_offers_phrased_as_want_me_to(offer: str, reply: str, tasks: list[tuple[str, date]]) -> None:
+    found = conversation(("assistant", offer), ("user", reply))
+    assert [(t.label, t.due_on) for t in found.tasks] == tasks
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "owner", "due"),
+    [
+        # Plans and assignments in other words.
+        ("I'm planning to sort the attic boxes on Friday.", "Sort the attic boxes", None, FRIDAY),
+        ("I intend to reply to the auditor by Thursday.", "Reply to the auditor", None, THURSDAY),
+        ("I've been asked to chair the residents' meeting on Friday.", "Chair the residents' meeting", None, FRIDAY),
+        # With a day, "let me", "I want to" and the present progressive are plans.
+        ("Let me order the printer ink tomorrow.", "Order the printer ink", None, TOMORROW),
+        ("I want to repot the cactus by Friday.", "Repot the cactus", None, FRIDAY),
+        ("Tomorrow I'm collecting the new glasses from the optician.",
+         "Collecting the new glasses from the optician", None, TOMORROW),
+        ("Ik wil donderdag de zolder opruimen.", "De zolder opruimen", None, THURSDAY),
+        # Dutch: "dat" and the modal before the verb-last infinitive are no part of the label.
+        ("Vergeet niet dat ik morgen de glasbak moet legen.", "De glasbak legen", None, TOMORROW),
+        # Someone else doing a shared chore.
+        ("Anouk is going to print the flyers on Friday.", "Print the flyers", "Anouk", FRIDAY),
+    ],
+)  # fmt: skip
+def test_plans_with_a_day_and_assignments_are_tasks(text: str, label: str, owner: str | None, due: date) -> None:
+    (task,) = extract(text).tasks
+    assert (task.label, task.owner.label if task.owner else None, task.due_on) == (label, owner, due)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Let me think about it.",
+        "I want to learn the harp.",
+        "I'm working from home tomorrow.",
+        "I'll think it over.",
+        "I'll keep it in mind.",
+        "I'll see how the weather is on Friday.",
+        "I have to say, the concert was amazing.",
+        "I must admit the new layout is better.",
+        "I should really drink more water.",
+        "We should have dinner together sometime.",
+        "Ik zal erover nadenken.",
+        "Ik moet zeggen dat de taart heerlijk was.",
+    ],
+)
+def test_manners_of_speaking_wishes_and_resolutions_are_not_tasks(text: str) -> None:
+    assert extract(text).tasks == []
+
+
+def test_a_possessive_of_a_persons_things_names_the_person() -> None:
+    found = extract("Remind me to feed Yusuf's cat tomorrow.")
+    assert [p.label for p in found.people] == ["Yusuf"]
+    assert [p.label for p in extract("I really like Spotify's new app.").people] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "owner", "due"),
+    [
+        ("I've promised the club to send the membership list by Friday.", "Send the membership list", None, FRIDAY),
+        ("I have promised my mother to fix her printer tomorrow.", "Fix her printer", None, TOMORROW),
+        ("I still have to pay the window cleaner by Thursday.", "Pay the window cleaner", None, THURSDAY),
+        ("I urgently need to reply to the landlord tomorrow.", "Reply to the landlord", None, TOMORROW),
+    ],
+)  # fmt: skip
+def test_promises_to_groups_and_an_adverb_before_the_modal(text: str, label: str, owner: str | None, due: date) -> None:
+    (task,) = extract(text).tasks
+    assert (task.label, task.owner.label if task.owner else None, task.due_on) == (label, owner, due)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Julia will run the half marathon in spring.",
+        "Mijn neef Bas zal volgend jaar in Delft studeren.",
+        "Tess will celebrate her birthday in Rome.",
+    ],
+)
+def test_another_persons_races_studies_and_celebrations_are_their_own(text: str) -> None:
+    assert extract(text).tasks == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm watching the final tonight.",
+        "I'm baking bread tomorrow, just for fun.",
+        "Let me know how it went on Friday.",
+        "Mijn oma vroeg me om vaker te bellen.",
+        "Ik ga zaterdag gezellig wandelen met de buren.",
+        "Ik moet even kwijt dat de trein weer laat was.",
+        "Gotta love a rainy Sunday.",
+        "I should get going, the bus leaves soon.",
+        "I should mention that the hotel was lovely.",
+    ],
+)
+def test_leisure_in_the_progressive_and_vague_asks_are_not_tasks(text: str) -> None:
+    assert extract(text).tasks == []

@@ -377,3 +377,114 @@ def test_a_quote_is_attributed_to_its_speaker(text: str, facts: list[tuple[str, 
     found = extract(text)
     assert about(found) == facts
     assert all(not c.subject.is_self for c in found.claims)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Where one is based is where one lives.
+        ("I'm based in Maastricht nowadays.", [("me", "Lives in Maastricht.")]),
+        ("We're now settled in Apeldoorn.", [("me", "Lives in Apeldoorn.")]),
+        # A job noun after "a"/"een" (or bare in Dutch), with where.
+        ("I'm a physiotherapist at a clinic in Zeist.", [("me", "Is a physiotherapist at a clinic in Zeist.")]),
+        ("I'm an electrician.", [("me", "Is an electrician.")]),
+        ("Ik ben tandarts in Venlo.", [("me", "Is a tandarts in Venlo.")]),
+        ("Joanna is a former journalist.", [("Joanna", "Joanna is a former journalist.")]),
+        ("My stepfather Evert is a retired carpenter.",
+         [("me", "Evert is the user's stepfather."), ("Evert", "Evert is a retired carpenter.")]),
+        # Teaching and studying say what someone does.
+        ("My flatmate Iris teaches piano at the conservatory.",
+         [("me", "Iris is the user's flatmate."), ("Iris", "Iris teaches piano at the conservatory.")]),
+        ("Ik studeer geneeskunde in Groningen.", [("me", "Studies geneeskunde in Groningen.")]),
+        # What one cannot have, as a bare thing.
+        ("I can't have dairy, it upsets my stomach.", [("me", "Cannot have dairy.")]),
+        ("Ik kan niet tegen pinda's.", [("me", "Cannot have pinda's.")]),
+        # A relation set off by commas.
+        ("My dentist is nice, but my sister, Marit, lives in Arnhem.",
+         [("me", "Marit is the user's sister."), ("Marit", "Marit lives in Arnhem.")]),
+        ("Our neighbour, Fleur, lives in Zeist.",
+         [("me", "Fleur is the user's neighbour."), ("Fleur", "Fleur lives in Zeist.")]),
+    ],
+)  # fmt: skip
+def test_more_ways_to_say_where_one_lives_works_and_what_one_cannot_have(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    found = extract(text)
+    got = [("me" if c.subject.is_self else c.subject.label, c.statement) for c in found.claims]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm a patient person.",
+        "I'm a big fan of the band.",
+        "I can't have the party at my place.",
+        "I'm a member of the tennis club.",
+        "Ik ben lekker bezig.",
+        "That was a disaster.",
+    ],
+)
+def test_traits_memberships_and_plans_are_not_jobs_or_diets(text: str) -> None:
+    found = extract(text)
+    assert not [c for c in found.claims if c.statement.startswith(("Is a", "Is an", "Cannot have"))]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("I prefer to go swimming in the evening.", "These days I prefer swimming at lunchtime."),
+        ("I like to cycle to work.", "Nowadays I prefer cycling only on weekends."),
+    ],
+)
+def test_an_infinitive_and_a_gerund_share_a_preference_topic(first: str, second: str) -> None:
+    (old,) = extract(first).claims
+    (new,) = extract(second).claims
+    assert old.predicate == new.predicate != "PREFERS:"
+    assert new.object_value == {"topic": new.predicate.removeprefix("PREFERS:"), "replaces": True}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I've lived in Deventer since 2015.", [("me", "Lives in Deventer.")]),
+        ("We emigrated to Auckland last year.", [("me", "Lives in Auckland.")]),
+        ("I'm employed by the Kadaster.", [("me", "Works at Kadaster.")]),
+        ("I work part-time for a charity in Gouda.", [("me", "Works for a charity in Gouda.")]),
+        ("Mijn broer Sem werkt bij de brandweer.",
+         [("me", "Sem is the user's brother (broer)."), ("Sem", "Sem works at de brandweer.")]),
+        ("I'm dairy-free these days.", [("me", "Is dairy-free.")]),
+        ("I honestly adore Thai curries.", [("me", "Loves Thai curries.")]),
+        ("I'd rather take the bus to work.", [("me", "Would rather take the bus to work.")]),
+        ("Ik drink geen koffie meer.", [("me", "Does not drink koffie.")]),
+    ],
+)  # fmt: skip
+def test_present_perfect_homes_unnamed_employers_and_more_preferences(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    found = extract(text)
+    assert [("me" if c.subject.is_self else c.subject.label, c.statement) for c in found.claims] == expected
+
+
+@pytest.mark.parametrize("text", ["I lived in Lyon as a student.", "I work for a living, you know."])
+def test_a_past_home_and_an_idiom_are_not_current_facts(text: str) -> None:
+    assert extract(text).claims == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I live close to Amersfoort.", [("me", "Lives near Amersfoort.")]),
+        ("Ik woon vlakbij Almere.", [("me", "Lives near Almere.")]),
+        ("My uncle Wim lives in a houseboat in Amsterdam.",
+         [("me", "Wim is the user's uncle."), ("Wim", "Wim lives in Amsterdam.")]),
+        ("I'm a data engineer at a retailer.", [("me", "Is a data engineer at a retailer.")]),
+        ("I've been a paramedic for twelve years.", [("me", "Is a paramedic for twelve years.")]),
+        ("Ik ben al lang veganist.", [("me", "Is veganist.")]),
+        ("I don't really care for musicals.", [("me", "Does not like musicals.")]),
+        ("Kim doesn't enjoy long drives.", [("Kim", "Kim does not like long drives.")]),
+    ],
+)  # fmt: skip
+def test_homes_near_a_town_compound_jobs_and_negative_enjoyment(text: str, expected: list[tuple[str, str]]) -> None:
+    found = extract(text)
+    assert [("me" if c.subject.is_self else c.subject.label, c.statement) for c in found.claims] == expected
