@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from commitments.services import STATUSES, status_claim_revise, status_word, task_lock
@@ -219,10 +219,15 @@ def _erasure_set(claim: Claim) -> set[str]:
 
 
 def claim_erase_preview(*, access: Access, claim_id: str) -> list[Claim]:
-    """What `claim_erase` would remove, oldest first, without removing it (the web UI's confirmation)."""
+    """What `claim_erase` would remove, oldest first, without removing it (the web UI's confirmation). Erasing a
+    task's only status erases the task too, with every claim about it (`claims_erase`)."""
     access.require_scope(Scope.EDIT)
     claim = claim_for_access(access, claim_id)
-    return list(Claim.objects.filter(owner=access.user, pk__in=_erasure_set(claim)).order_by("recorded_at", "id"))
+    doomed = Q(pk__in=_erasure_set(claim))
+    task = claim.subject if claim.predicate == "HAS_TASK_STATUS" else None
+    if task is not None and not Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS").exclude(pk=claim.pk):
+        doomed |= Q(subject=task) | Q(object_node=task)
+    return list(Claim.objects.filter(doomed, owner=access.user).order_by("recorded_at", "id"))
 
 
 @transaction.atomic

@@ -10,7 +10,7 @@ from memory.access import access_for_user
 from memory.errors import NotFound
 from memory.models import Claim
 from memory.services.claims import claim_correct, claim_erase, claim_erase_preview
-from tests.factories import ClaimFactory, PartitionFactory, UserFactory
+from tests.factories import ClaimFactory, NodeFactory, PartitionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +47,19 @@ def test_the_erasure_preview_of_another_persons_claim_is_not_found() -> None:
     claim = ClaimFactory.create(owner=UserFactory.create())
     with pytest.raises(NotFound):
         claim_erase_preview(access=access_for_user(user=UserFactory.create()), claim_id=claim.pk)
+
+
+def test_erasing_a_tasks_only_status_previews_every_claim_about_the_task() -> None:
+    alice = UserFactory.create()
+    access = access_for_user(user=alice)
+    task = NodeFactory.create(owner=alice, type="Task", label="Send the spec")
+    status = ClaimFactory.create(
+        owner=alice, subject=task, predicate="HAS_TASK_STATUS", object_value="open", kind="task_status"
+    )
+    due = ClaimFactory.create(owner=alice, subject=task, predicate="DUE_ON", object_value="2026-05-01")
+    ClaimFactory.create(owner=alice, statement="Unrelated.")
+    preview = claim_erase_preview(access=access, claim_id=status.pk)
+    assert {c.pk for c in preview} == {status.pk, due.pk}
+    assert claim_erase(access=access, claim_id=status.pk) == 1  # counts the status; the task's claims go with it
+    assert not Claim.objects.filter(pk__in=[status.pk, due.pk]).exists()
+    assert Claim.objects.filter(owner=alice, statement="Unrelated.").exists()

@@ -89,6 +89,7 @@ def test_erase_asks_first_says_what_goes_and_then_it_is_gone(page, live_server, 
     from memory.services.claims import claim_correct
 
     first = claim("Prefers morning meetings.")
+    assert owner.user is not None
     second = claim_correct(access=access_for_user(user=owner.user), claim_id=first.pk, statement="Prefers 9:00.")
     sign_in_as(page, live_server, owner.user)
     page.goto(f"{live_server.url}/ui/claims/{second.pk}/")
@@ -157,6 +158,8 @@ def test_filters_narrow_the_list_and_pages_follow_each_other(api: Api, owner: Pe
             break
         assert "Next page" in response.content.decode()
         response = client.get("/ui/claims/", {"kind": "fact", "cursor": cursor})
+    broken = client.get("/ui/claims/", {"cursor": "not-a-cursor"})
+    assert broken.status_code == 200 and "The cursor is not valid." in broken.content.decode()
     facts = Claim.objects.filter(owner=owner.user, kind="fact", status="active")
     assert len(seen) == len(set(seen)) == facts.count() > 25  # more than one page, none twice, none missed
 

@@ -38,6 +38,7 @@ def test_search_finds_a_claim_and_shows_why_it_ranked(page, live_server, api: Ap
 
 def test_reference_material_appears_only_when_asked_for(page, live_server, api: Api, owner: Persona) -> None:
     say(api, owner, "I prefer morning meetings.")
+    assert owner.user is not None
     receipt = ingest_document(
         access=access_for_user(user=owner.user),
         document=DocumentIn(id="checklist", content="Release checklist: tag the morning build.", scope="reference"),
