@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from playwright.sync_api import expect
 
 from memory.models import Claim
 from tests.conftest import Api, Persona
@@ -62,25 +63,42 @@ def test_pin_unpin_expire_retract_and_confirm_change_what_is_shown(page, live_se
     meetings, coffee = claim("Prefers morning meetings."), claim("Likes strong coffee.")
     sign_in_as(page, live_server, owner.user)
     page.goto(f"{live_server.url}/ui/claims/{meetings.pk}/")
+    page.evaluate("window.samePage = true")  # survives only if htmx updates the page in place
     page.get_by_role("button", name="Pin", exact=True).click()
-    page.wait_for_load_state("load")
+    expect(page.get_by_role("button", name="Unpin")).to_be_visible()
     assert "pinned" in page.inner_text("#claim") and claim("Prefers morning meetings.").pinned
+    assert "Pinned" in page.inner_text(".messages")
+    assert page.evaluate("window.samePage === true")
     page.get_by_role("button", name="Unpin").click()
-    page.wait_for_load_state("load")
+    expect(page.get_by_role("button", name="Pin", exact=True)).to_be_visible()
     assert "pinned" not in page.inner_text("#claim") and not claim("Prefers morning meetings.").pinned
     page.get_by_role("button", name="Expire").click()
-    page.wait_for_load_state("load")
-    assert status_shown(page) == "expired"
+    expect(page.locator("#claim .status")).to_have_text("expired")
     page.goto(f"{live_server.url}/ui/claims/{coffee.pk}/")
     page.get_by_role("button", name="Retract").click()
-    page.wait_for_load_state("load")
-    assert status_shown(page) == "retracted"
+    expect(page.locator("#claim .status")).to_have_text("retracted")
     Claim.objects.filter(pk=coffee.pk).update(status="suggested")  # as reconcile leaves a conflicting claim
     page.reload()
     assert status_shown(page) == "suggested"
     page.get_by_role("button", name="Confirm").click()
-    page.wait_for_load_state("load")
-    assert status_shown(page) == "active"
+    expect(page.locator("#claim .status")).to_have_text("active")
+    assert claim("Likes strong coffee.").status == "active"
+
+
+def test_the_actions_work_without_script(browser, live_server, api: Api, owner: Persona) -> None:
+    say(api, owner, "I prefer morning meetings.")
+    meetings = claim("Prefers morning meetings.")
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        sign_in_as(page, live_server, owner.user)
+        page.goto(f"{live_server.url}/ui/claims/{meetings.pk}/")
+        page.get_by_role("button", name="Pin", exact=True).click()
+        page.wait_for_url(f"**/ui/claims/{meetings.pk}/")
+        expect(page.get_by_role("button", name="Unpin")).to_be_visible()
+        assert claim("Prefers morning meetings.").pinned
+    finally:
+        context.close()
 
 
 def test_erase_asks_first_says_what_goes_and_then_it_is_gone(page, live_server, api: Api, owner: Persona) -> None:
