@@ -167,6 +167,7 @@ def claims_for_access(
     needs_reverification: bool | None = None,
     subject_id: str | None = None,
     text: str | None = None,
+    partition_keys: list[str] | None = None,
     cursor: str | None = None,
     limit: int = 50,
 ) -> ClaimPage:
@@ -187,6 +188,8 @@ def claims_for_access(
         claims = claims.filter(needs_reverification=needs_reverification)
     if subject_id:
         claims = claims.filter(subject_id=subject_id)
+    if partition_keys:  # narrows the partitions read (the workspace view); never widens them
+        claims = claims.filter(partition__key__in=partition_keys)
     if text:
         claims = claims.filter(search_vector=SearchQuery(text, search_type="websearch", config="simple"))
     if cursor:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from commitments.services import STATUSES, status_claim_revise, status_word, task_lock
@@ -211,6 +211,25 @@ def _status_correct(access: Access, old: Claim, statement: str, value: Any) -> C
     return status_claim_revise(actor=access.actor, claim=old, status=status)
 
 
+def _erasure_set(claim: Claim) -> set[str]:
+    """The claims erasing `claim` removes: it and all its revisions. A task's statuses are successive decisions,
+    not revisions of one text: erasing one leaves the others (the one before becomes current again if this was
+    the current one)."""
+    return {claim.pk} if claim.predicate == "HAS_TASK_STATUS" else claim_lineage({claim.pk})
+
+
+def claim_erase_preview(*, access: Access, claim_id: str) -> list[Claim]:
+    """What `claim_erase` would remove, oldest first, without removing it (the web UI's confirmation). Erasing a
+    task's only status erases the task too, with every claim about it (`claims_erase`)."""
+    access.require_scope(Scope.EDIT)
+    claim = claim_for_access(access, claim_id)
+    doomed = Q(pk__in=_erasure_set(claim))
+    task = claim.subject if claim.predicate == "HAS_TASK_STATUS" else None
+    if task is not None and not Claim.objects.filter(subject=task, predicate="HAS_TASK_STATUS").exclude(pk=claim.pk):
+        doomed |= Q(subject=task) | Q(object_node=task)
+    return list(Claim.objects.filter(doomed, owner=access.user).order_by("recorded_at", "id"))
+
+
 @transaction.atomic
 def claim_erase(*, access: Access, claim_id: str) -> int:
     """Erase a claim with all its revisions (corrections of it, and what it corrected) and evidence links, and
@@ -218,10 +237,7 @@ def claim_erase(*, access: Access, claim_id: str) -> int:
     other statuses of a task."""
     access.require_scope(Scope.EDIT)
     claim = _claim_for_write(access, claim_id)
-    # A task's statuses are successive decisions, not revisions of one text: erasing one leaves the others
-    # (the one before becomes current again if this was the current one).
-    revisions = {claim.pk} if claim.predicate == "HAS_TASK_STATUS" else claim_lineage({claim.pk})
-    erased = claims_erase(owner=access.user, claim_ids=revisions)
+    erased = claims_erase(owner=access.user, claim_ids=_erasure_set(claim))
     audit_record(
         actor=access.actor,
         owner=access.user,
