@@ -46,7 +46,7 @@ def searched(api: Api, owner: Persona) -> list[str]:
     return sorted(result["text"] for result in answer["searchResults"] if result["type"] == "claim")
 
 
-def review_events(claim: Claim) -> list[tuple[str, dict[str, str]]]:
+def review_events(claim: Claim) -> list[tuple[str, Any]]:
     events = MemoryEvent.objects.filter(target_id=claim.pk, action__startswith="review.")
     return [(event.action, event.before) for event in events]
 

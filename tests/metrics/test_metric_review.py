@@ -57,6 +57,7 @@ def test_merge_moves_the_observations_and_deletes_the_duplicate(api: Api, owner:
     assert sorted(Observation.objects.filter(definition=weight).values_list("value", flat=True)) == [80.0, 80.2, 80.4]
     assert str(Claim.objects.get(subject=task, status="active").object_value) == "completed"
     event = MemoryEvent.objects.get(action="metric.merge", target_id=weight.pk)
+    assert event.before is not None and event.after is not None
     assert (event.before["metric"], event.after["moved"]) == ("weight_kg", 2)
 
 

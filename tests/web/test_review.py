@@ -61,7 +61,7 @@ def build_queue(settings: Any) -> Queue:
     settings.STEWARD_CONFLICT_SIMILARITY_PERCENT = 60
     say(api, owner, "I like strong coffee.")
     say(api, owner, "I love iced coffee.")
-    inferred = {"userStated": False, "owner": None, "mentions": []}
+    inferred: dict[str, Any] = {"userStated": False, "owner": None, "mentions": []}
     converse_with_llm(api, owner, settings, answer(
         tasks=[
             task(label="Book the dentist", dueOn="2026-04-29", excerpt="Book the dentist for next week.", **inferred),
@@ -285,5 +285,5 @@ def test_every_form_refuses_a_post_without_csrf(queue: Queue, pattern: str) -> N
 def test_a_signed_out_visitor_is_sent_to_login(queue: Queue, pattern: str) -> None:
     path = "/ui/review/" if not pattern else decision_url(queue, pattern)
     response = Client().post(path) if pattern else Client().get(path)
-    assert response.status_code == 302 and response.url.startswith("/accounts/login/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     untouched(queue)
