@@ -67,5 +67,17 @@ def quarantines(origin: str, text: str) -> bool:
     return origin in SCREENED_ORIGINS and looks_like_instructions(text)
 
 
+_SAID_BY = {"assistant_inferred": "an assistant's inference", "imported": "an import"}
+
+
+def quarantine_reason(origin: str, text: str) -> str:
+    """Why a held write was quarantined, in words a person reviewing it can judge (the screen's own test)."""
+    match = _INSTRUCTION.search(text)
+    said = _SAID_BY.get(origin, f"a write of origin {origin}")
+    if match is None:
+        return f"Held back from {said}."
+    return f"It reads like an instruction to an assistant (\u201c{match.group(0).strip()}\u201d) and came from {said}."
+
+
 def wrap_untrusted(text: str) -> str:
     return f"{OPEN_MARKER}\n{text}\n{CLOSE_MARKER}"

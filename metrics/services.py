@@ -16,13 +16,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 from django.utils.text import slugify
 from pgvector.django import CosineDistance
 
 from commitments.services import task_create
 from memory.access import Access, Actor
-from memory.errors import ValidationFailed
-from memory.models import Claim, Node, NodeType, Partition, Scope, Source, User
+from memory.errors import Conflict, ValidationFailed
+from memory.models import Claim, ClaimOrigin, Node, NodeType, Partition, Scope, Source, User
 from memory.services.audit import audit_record
 from metrics.models import Aggregation, MetricDefinition, Observation
 
@@ -236,3 +237,66 @@ def reading_record(
             after={"metric": resolved.definition.slug, "value": value, "sourceId": source.pk},
         )  # fmt: skip
     return observation
+
+
+def _under_review(access: Access, metric_id: str) -> MetricDefinition:
+    """A metric flagged for review, row-locked, in a partition this request may write."""
+    from metrics.selectors import definition_for_access
+
+    access.require_scope(Scope.WRITE)
+    definition = definition_for_access(access, metric_id=metric_id)
+    access.check_write(definition.partition)
+    definition = MetricDefinition.objects.select_for_update().get(pk=definition.pk)
+    if not definition.needs_review:
+        raise Conflict("This metric is not waiting for review.", details={"metricId": metric_id})
+    return definition
+
+
+def _close_review_task(access: Access, definition: MetricDefinition) -> None:
+    """The candidate "Review metric …" task is done once the person decided."""
+    from commitments.services import current_status, status_set
+
+    task = definition.review_task
+    if task is not None and current_status(task) is not None:
+        status_set(task, "completed", actor=access.actor, origin=ClaimOrigin.MANUAL)
+
+
+@transaction.atomic
+def metric_keep(access: Access, *, metric_id: str) -> MetricDefinition:
+    """The person says it is a different metric: it stays as it is, no longer flagged."""
+    definition = _under_review(access, metric_id)
+    definition.needs_review = False
+    definition.save(update_fields=["needs_review", "updated_at"])
+    _close_review_task(access, definition)
+    audit_record(
+        actor=access.actor, owner=access.user, action="metric.keep", target=definition,
+        partition=definition.partition, before={"needsReview": True}, after={"needsReview": False},
+    )  # fmt: skip
+    return definition
+
+
+@transaction.atomic
+def metric_merge(access: Access, *, metric_id: str) -> MetricDefinition:
+    """The person says it is the metric it resembles: its observations move there and the duplicate
+    definition is deleted. An observation the target already has from the same source is dropped, not
+    doubled. Returns the metric merged into."""
+    definition = _under_review(access, metric_id)
+    if definition.resembles_id is None:
+        raise Conflict("The metric this one resembled is gone; keep it as new.", details={"metricId": metric_id})
+    target = MetricDefinition.objects.select_for_update().get(pk=definition.resembles_id)
+    access.check_write(target.partition)
+    moving = Observation.objects.filter(definition=definition)
+    already = Observation.objects.filter(
+        definition=target, source=OuterRef("source"), occurred_at=OuterRef("occurred_at"), value=OuterRef("value")
+    )
+    duplicates = moving.filter(Exists(already), source__isnull=False)  # observation_once_per_source
+    dropped = duplicates.delete()[0]
+    moved = moving.update(definition=target)
+    _close_review_task(access, definition)
+    audit_record(
+        actor=access.actor, owner=access.user, action="metric.merge", target=target, partition=target.partition,
+        before={"metric": definition.slug, "metricId": definition.pk},
+        after={"into": target.slug, "moved": moved, "dropped": dropped},
+    )  # fmt: skip
+    definition.delete()
+    return target

@@ -158,6 +158,10 @@ class Claim(models.Model):
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
     )
+    # The active claim a `suggested` one was held back for (reconcile), so review can show them side by side.
+    conflicts_with = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="conflicting_suggestions"
+    )
     confidence = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     importance = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1), MaxValueValidator(5)])
     pinned = models.BooleanField(default=False)

@@ -152,9 +152,14 @@ class Reconciler:
         vector, model_id = self._embed(candidate.statement)
         if quarantines(candidate.origin, candidate.statement):
             status, superseded = ClaimStatus.QUARANTINED, []
-        elif compare and not superseded and vector is not None and self._conflicts(subject, vector, model_id):
-            status = ClaimStatus.SUGGESTED
+        conflict = None
+        if status != ClaimStatus.QUARANTINED and compare and not superseded and vector is not None:
+            conflict = self._conflicts(subject, vector, model_id)
+            status = ClaimStatus.SUGGESTED if conflict is not None else status
         claim = self._create(candidate, subject, target, status, vector, model_id)
+        if conflict is not None:
+            claim.conflicts_with = conflict
+            claim.save(update_fields=["conflicts_with"])
         for old in superseded:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
             old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
@@ -186,13 +191,15 @@ class Reconciler:
                 self.counts["observations"] += 1
         return claim
 
-    def _conflicts(self, subject: Node, vector: list[float], model_id: str) -> bool:
+    def _conflicts(self, subject: Node, vector: list[float], model_id: str) -> Claim | None:
+        """The nearest active claim about the subject close enough to conflict, if any."""
         threshold = settings.STEWARD_CONFLICT_SIMILARITY_PERCENT / 100
         return (
             Claim.objects.filter(subject=subject, status=ClaimStatus.ACTIVE, embedding_model=model_id)
             .annotate(distance=CosineDistance("embedding", vector))
             .filter(distance__lte=1 - threshold)
-            .exists()
+            .order_by("distance", "pk")
+            .first()
         )
 
     def _embed(self, text: str) -> tuple[list[float] | None, str]:

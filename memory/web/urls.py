@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, search, views
+from memory.web import claims, review, search, views
 
 app_name = "ui"
 urlpatterns = [
@@ -14,4 +14,14 @@ urlpatterns = [
     path("claims/<str:claim_id>/correct", claims.claim_correct, name="claims-correct"),
     path("claims/<str:claim_id>/erase", claims.claim_erase, name="claims-erase"),
     path("claims/<str:claim_id>/<str:action>", claims.claim_action, name="claims-action"),
+    path("review/", review.queue, name="review"),
+    path("review/suggestions/<str:object_id>/accept", review.accept, name="review-accept"),
+    path("review/suggestions/<str:object_id>/keep-old", review.keep_old, name="review-keep-old"),
+    path("review/suggestions/<str:object_id>/keep-both", review.keep_both, name="review-keep-both"),
+    path("review/quarantine/<str:object_id>/confirm", review.quarantine_confirm, name="review-quarantine-confirm"),
+    path("review/quarantine/<str:object_id>/erase", review.quarantine_erase, name="review-quarantine-erase"),
+    path("review/tasks/<str:object_id>/confirm", review.task_confirm, name="review-task-confirm"),
+    path("review/tasks/<str:object_id>/dismiss", review.task_dismiss, name="review-task-dismiss"),
+    path("review/metrics/<str:object_id>/keep", review.metric_keep_view, name="review-metric-keep"),
+    path("review/metrics/<str:object_id>/merge", review.metric_merge_view, name="review-metric-merge"),
 ]

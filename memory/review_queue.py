@@ -1,0 +1,79 @@
+"""Reads for the review queue (SPEC §10): everything waiting for the person's decision, and the decisions
+taken lately with the way back from each. Kept apart from memory/selectors.py, which reads one kind each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Prefetch
+
+from memory.access import Access
+from memory.models import Claim, ClaimStatus, Evidence, MemoryEvent, Scope
+from memory.screening import quarantine_reason
+
+LIMIT = 50
+# How each decision on a suggestion is reversed with the claim actions that already exist (shown next to it).
+UNDO = {
+    "review.accept": "To go back, erase or correct the accepted claim: the old one is current again when it is erased.",
+    "review.keep_old": "To take the suggestion after all, correct the old claim to its text.",
+    "review.keep_both": "To go back, retract the claim you kept.",
+}
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    claim: Claim
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReviewQueue:
+    suggestions: list[Claim]
+    quarantined: list[Quarantined]
+    tasks: list[Any]  # commitments.selectors.OpenTask
+    metrics: list[Any]  # metrics.models.MetricDefinition
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _claims(access: Access, status: str) -> list[Claim]:
+    claims = (
+        Claim.objects.filter(owner=access.user, partition__in=access.read_partitions, status=status)
+        .select_related("partition", "subject", "object_node", "conflicts_with", "conflicts_with__subject")
+        .prefetch_related(
+            Prefetch("evidence", queryset=Evidence.objects.select_related("source").order_by("id")),
+            Prefetch("conflicts_with__evidence", queryset=Evidence.objects.select_related("source").order_by("id")),
+        )
+        .defer("embedding", "search_vector", "conflicts_with__embedding", "conflicts_with__search_vector")
+    )
+    return list(claims.order_by("-recorded_at", "-id")[:LIMIT])
+
+
+def review_queue(access: Access) -> ReviewQueue:
+    """Suggested claims (with the active claim each conflicts with), quarantined writes (with why), candidate
+    tasks, and metrics flagged as near-duplicates, in the partitions this request reads."""
+    from commitments.selectors import open_commitments
+    from metrics.selectors import definitions_with_stats
+
+    access.require_scope(Scope.READ)
+    metrics = [definition for definition in definitions_with_stats(access) if definition.needs_review]
+    review_tasks = {definition.review_task_id for definition in metrics}
+    # A metric's own "Review metric …" task is decided with the metric, not twice.
+    tasks = [item for item in open_commitments(access, provenance="candidate") if item.task.pk not in review_tasks]
+    quarantined = [
+        Quarantined(claim, quarantine_reason(claim.origin, claim.statement))
+        for claim in _claims(access, ClaimStatus.QUARANTINED)
+    ]
+    suggestions = _claims(access, ClaimStatus.SUGGESTED)
+    counts = {"suggestions": len(suggestions), "quarantined": len(quarantined), "tasks": len(tasks),
+              "metrics": len(metrics)}  # fmt: skip
+    return ReviewQueue(suggestions, quarantined, tasks, metrics, counts)
+
+
+def review_decisions(access: Access, *, limit: int = 10) -> list[tuple[MemoryEvent, str]]:
+    """The latest decisions on suggested claims, newest first, each with how to reverse it."""
+    access.require_scope(Scope.READ)
+    events = MemoryEvent.objects.filter(
+        owner=access.user, partition__in=access.read_partitions, action__in=list(UNDO), erased_at__isnull=True
+    ).order_by("-created_at", "-id")[:limit]
+    return [(event, UNDO.get(event.action, "")) for event in events]
