@@ -86,7 +86,7 @@ def _secret_page(request: HttpRequest, issued: IssuedToken, *, rotated: bool) ->
 def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return _page(request)
-    form = {
+    form: dict[str, Any] = {
         "label": request.POST.get("label", ""),
         "scopes": request.POST.getlist("scopes"),
         "partitions": request.POST.getlist("partitions"),
