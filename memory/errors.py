@@ -16,11 +16,15 @@ class ErrorKind(NamedTuple):
 
 ERROR_KINDS: dict[str, ErrorKind] = {
     "AUTH_REQUIRED": ErrorKind(
-        401, "Send 'Authorization: Bearer <token>'. Mint a token in the UI or with issue_token."
+        401, "Send 'Authorization: Bearer <token>'. Mint a token in the UI at /ui/tokens/ or with issue_token."
     ),
-    "TOKEN_INVALID": ErrorKind(401, "Check the token for typos; mint a new one in the UI or with issue_token."),
+    "TOKEN_INVALID": ErrorKind(
+        401, "Check the token for typos; mint a new one in the UI at /ui/tokens/ or with issue_token."
+    ),
     "TOKEN_REVOKED": ErrorKind(401, "This token was revoked or rotated. Use its replacement or mint a new one."),
-    "TOKEN_EXPIRED": ErrorKind(401, "This token has expired. Mint a new one in the UI or with issue_token."),
+    "TOKEN_EXPIRED": ErrorKind(
+        401, "This token has expired. Mint a new one in the UI at /ui/tokens/ or with issue_token."
+    ),
     "QUERY_TOKEN_NOT_ALLOWED": ErrorKind(
         401, "Send the token in the Authorization header, or enable 'allow query token' on it."
     ),

@@ -36,6 +36,14 @@ def tokens_for_user(access: Access) -> QuerySet[AccessToken]:
     return AccessToken.objects.filter(owner=access.user).prefetch_related("acts_for")
 
 
+def token_of_person(access: Access, token_id: str) -> AccessToken:
+    """One of the person's own tokens; another person's (or none) is NOT_FOUND, so existence never leaks."""
+    token = AccessToken.objects.filter(owner=access.user, pk=token_id).first()
+    if token is None:
+        raise NotFound("No such token.", details={"tokenId": token_id})
+    return token
+
+
 def in_reach(
     access: Access, objects: QuerySet[Any], object_id: str, *, noun: str, id_field: str, for_update: bool = False
 ) -> Any:

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from memory.access import Actor
 from memory.errors import AuthenticationError, ValidationFailed
-from memory.models import AccessToken, Scope, Surface, ToolProfile, User
+from memory.models import AccessToken, Partition, Scope, Surface, ToolProfile, User
 from memory.services.audit import audit_record
 from memory.services.partitions import validate_partition_key
 
@@ -131,6 +131,44 @@ def token_issue(
         token.acts_for.set(acts_for)
     audit_record(actor=actor, owner=owner, action="token.issue", target=token, after=_token_summary(token))
     return IssuedToken(token=token, secret=secret)
+
+
+@transaction.atomic
+def token_issue_own(
+    *,
+    actor: Actor,
+    owner: User,
+    label: str,
+    scopes: Iterable[str],
+    profile: str,
+    partition_keys: Iterable[str] = (),
+    allow_query_token: bool = False,
+    expires_at: datetime | None = None,
+) -> IssuedToken:
+    """A person mints an MCP token for themself (web UI): only their own partitions, never a host token."""
+    partition_keys = list(partition_keys)
+    owned = set(Partition.objects.filter(owner=owner, key__in=partition_keys).values_list("key", flat=True))
+    strangers = [key for key in partition_keys if key not in owned]
+    if strangers:
+        raise ValidationFailed(
+            "A token can only reach your own partitions.",
+            details={"partitionKeys": [f"Not one of your partitions: {', '.join(strangers)}."]},
+        )
+    if not label.strip():
+        raise ValidationFailed("The token needs a label.", details={"label": ["Name the client, e.g. 'Laptop'."]})
+    return token_issue(
+        actor=actor,
+        owner=owner,
+        label=label.strip(),
+        scopes=scopes,
+        surface=Surface.MCP,
+        profile=profile,
+        partition_keys=partition_keys,
+        # A token narrowed to some partitions starts in the first of them (memory:personal may be out of reach).
+        default_partition_key=partition_keys[0] if partition_keys else "",
+        allow_query_token=allow_query_token,
+        expires_at=expires_at,
+    )
 
 
 @transaction.atomic

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, review, search, views
+from memory.web import claims, review, search, tokens, views
 
 app_name = "ui"
 urlpatterns = [
@@ -24,4 +24,7 @@ urlpatterns = [
     path("review/tasks/<str:object_id>/dismiss", review.task_dismiss, name="review-task-dismiss"),
     path("review/metrics/<str:object_id>/keep", review.metric_keep_view, name="review-metric-keep"),
     path("review/metrics/<str:object_id>/merge", review.metric_merge_view, name="review-metric-merge"),
+    path("tokens/", tokens.tokens, name="tokens"),
+    path("tokens/<str:token_id>/rotate", tokens.rotate, name="tokens-rotate"),
+    path("tokens/<str:token_id>/revoke", tokens.revoke, name="tokens-revoke"),
 ]
