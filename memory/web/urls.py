@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import views
+from memory.web import dashboard, views
 
 app_name = "ui"
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", dashboard.home, name="home"),
     path("partition", views.switch_partition, name="switch-partition"),
 ]

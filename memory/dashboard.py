@@ -1,0 +1,82 @@
+"""Reads for the web dashboard: how much is in the memory, what waits for a decision, what changed lately and
+what the pipeline is working on, all in the partitions the request reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q
+
+from commitments.selectors import open_commitments
+from memory.access import Access
+from memory.models import Claim, ClaimStatus, MemoryEvent, Operation, OperationStatus, Scope, Source
+from metrics.selectors import definitions_in_reach
+
+
+@dataclass(frozen=True)
+class DashboardCounts:
+    claims: dict[str, int]  # every ClaimStatus, zero included
+    sources: int
+    open_commitments: int
+    review: dict[str, int]  # suggested, quarantined, candidate tasks, metrics needing review
+
+    @property
+    def waiting_for_review(self) -> int:
+        return sum(self.review.values())
+
+
+def dashboard_counts(access: Access) -> DashboardCounts:
+    """Counts for the dashboard. Sources are the top-level, not deleted ones (as the source list shows them);
+    open commitments are the trusted band; the review queue holds suggested and quarantined claims, open
+    candidate-band tasks and metric definitions created next to a similar one."""
+    access.require_scope(Scope.READ)
+    by_status = dict(
+        Claim.objects.filter(owner=access.user, partition__in=access.read_partitions)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    claims = {status.value: int(by_status.get(status.value, 0)) for status in ClaimStatus}
+    sources = Source.objects.filter(
+        owner=access.user,
+        partition__in=access.read_partitions,
+        identity_retired_at__isnull=True,
+        tombstoned_at__isnull=True,
+        parent__isnull=True,
+    ).count()
+    review = {
+        "suggested": claims[ClaimStatus.SUGGESTED],
+        "quarantined": claims[ClaimStatus.QUARANTINED],
+        "candidateTasks": len(open_commitments(access, provenance="candidate")),
+        "metrics": definitions_in_reach(access).filter(needs_review=True).count(),
+    }
+    return DashboardCounts(
+        claims=claims,
+        sources=sources,
+        open_commitments=len(open_commitments(access)),
+        review=review,
+    )
+
+
+def recent_events(access: Access, *, limit: int = 12) -> list[MemoryEvent]:
+    """The latest changes to the memory (audit events) in the partitions this request reads, newest first."""
+    access.require_scope(Scope.READ)
+    events = MemoryEvent.objects.filter(owner=access.user, erased_at__isnull=True).filter(
+        Q(partition__in=access.read_partitions) | Q(partition__isnull=True)
+    )
+    return list(events.select_related("partition").order_by("-created_at", "-id")[:limit])
+
+
+def recent_operations(access: Access, *, limit: int = 10) -> list[Operation]:
+    """The processing queue: what is queued or running, then the latest finished runs, newest first."""
+    access.require_scope(Scope.READ)
+    operations = Operation.objects.filter(owner=access.user, partition__in=access.read_partitions).select_related(
+        "source", "partition"
+    )
+    running = list(
+        operations.filter(status__in=[OperationStatus.QUEUED, OperationStatus.PROCESSING]).order_by("-queued_at")[
+            :limit
+        ]
+    )
+    done = operations.exclude(pk__in=[op.pk for op in running]).order_by("-queued_at", "-id")
+    return running + list(done[: max(limit - len(running), 0)])
