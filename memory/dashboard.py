@@ -1,5 +1,6 @@
-"""Reads for the web dashboard: how much is in the memory, what waits for a decision, what changed lately and
-what the pipeline is working on, all in the partitions the request reads."""
+"""Reads for the web dashboard and source pages: how much is in the memory, what waits for a decision, what
+changed lately, what the pipeline is working on and what a source produced, all in the partitions the request
+reads."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.db.models import Count, Q
 
 from commitments.selectors import open_commitments
 from memory.access import Access
-from memory.models import Claim, ClaimStatus, MemoryEvent, Operation, OperationStatus, Scope, Source
+from memory.models import Claim, ClaimStatus, Evidence, MemoryEvent, Operation, OperationStatus, Scope, Source
 from metrics.selectors import definitions_in_reach
 
 
@@ -80,3 +81,27 @@ def recent_operations(access: Access, *, limit: int = 10) -> list[Operation]:
     )
     done = operations.exclude(pk__in=[op.pk for op in running]).order_by("-queued_at", "-id")
     return running + list(done[: max(limit - len(running), 0)])
+
+
+def source_operations(access: Access, source: Source) -> list[Operation]:
+    """The processing runs of a source (every version of it), newest first."""
+    access.require_scope(Scope.READ)
+    return list(
+        Operation.objects.filter(owner=access.user, source__partition__in=access.read_partitions)
+        .filter(Q(source=source) | Q(source__parent=source))
+        .select_related("source")
+        .order_by("-queued_at", "-id")[:20]
+    )
+
+
+def source_claims(access: Access, source: Source, *, limit: int = 200) -> list[Claim]:
+    """The claims with evidence in this source or its messages (what erasing the source removes)."""
+    access.require_scope(Scope.READ)
+    evidence = Evidence.objects.filter(Q(source=source) | Q(source__parent=source)).values("claim_id")
+    claims = Claim.objects.filter(owner=access.user, partition__in=access.read_partitions, pk__in=evidence)
+    return list(claims.defer("embedding", "search_vector").order_by("status", "-id")[:limit])
+
+
+def source_messages(source: Source) -> list[Source]:
+    """A conversation's messages in order (same version as the conversation)."""
+    return list(source.children.filter(tombstoned_at=source.tombstoned_at).order_by("ordinal"))
