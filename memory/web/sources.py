@@ -32,6 +32,12 @@ def source_list(request: HttpRequest) -> HttpResponse:
     access = web_access(request)
     kind = request.GET.get("kind") or None
     scope = request.GET.get("scope") or None
+    partitions = list(access.read_partitions)
+    partition = request.GET.get("partition") or ""
+    if partition in {p.key for p in partitions} and len(partitions) > 1:  # narrow the workspace view to one
+        access = access_for_user(user=request.user, partition_key=partition)  # type: ignore[arg-type]
+    else:
+        partition = ""
     page = perform(
         request,
         lambda: selectors.sources_for_access(
@@ -52,6 +58,8 @@ def source_list(request: HttpRequest) -> HttpResponse:
             "kinds": KINDS,
             "scopes": SourceScope.choices,
             "kind": kind or "",
+            "partitions": partitions,
+            "partition": partition,
             "scope": scope or "",
             "filters": query.urlencode(),
         },

@@ -166,3 +166,26 @@ def test_upload_shows_the_receipt_reaching_completed_live(page, asgi_server, own
     assert first in {"queued", "processing"}  # it was not finished when the page was drawn
     assert page.locator("#receipt .pill.done").count() == 7
     screenshots(page, "ui-source-upload-done")
+
+
+def test_the_list_filters_by_kind_and_by_partition_in_the_workspace_view(api: Api, owner: Persona) -> None:
+    from tests.factories import PartitionFactory
+
+    conversation(api, owner)
+    document(api, owner)
+    PartitionFactory.create(owner=owner.user, key="project:apollo", label="Apollo")
+    moved = api.post(
+        "/ingest/document", owner, {"document": {"id": "apollo-plan", "content": "Launch in May."},
+                                    "partitionKey": "project:apollo"},
+    )  # fmt: skip
+    assert moved.status_code == 202, moved.content
+    client = Client()
+    client.force_login(owner.user)
+    strict = client.get("/ui/sources/").content.decode()
+    assert "planning" in strict and "Trip notes" in strict and "apollo-plan" not in strict  # personal only
+    assert "Trip notes" not in client.get("/ui/sources/?kind=conversation").content.decode()
+    client.post("/ui/partition", {"partition": "*"})
+    workspace = client.get("/ui/sources/").content.decode()
+    assert "apollo-plan" in workspace and "planning" in workspace
+    narrowed = client.get("/ui/sources/?partition=project:apollo").content.decode()
+    assert "apollo-plan" in narrowed and "planning" not in narrowed
