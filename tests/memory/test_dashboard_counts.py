@@ -6,7 +6,7 @@ import pytest
 
 from memory.access import access_for_user
 from memory.dashboard import dashboard_counts, recent_operations
-from memory.models import Claim
+from memory.models import Claim, User
 from memory.pipeline.runner import run_operation
 from tests.conftest import Api, Persona
 from tests.factories import PartitionFactory
@@ -29,8 +29,8 @@ def test_counts_follow_the_pipeline_and_the_partition_choice(api: Api, owner: Pe
     say(api, owner, "a", "I prefer morning meetings. I live in Utrecht.")
     say(api, owner, "b", "I need to book the venue by Friday.", partition="project:apollo")
     say(api, other, "c", "I prefer tea.")
-    personal = dashboard_counts(access_for_user(user=owner.user))
-    workspace = dashboard_counts(access_for_user(user=owner.user, workspace=True))
+    personal = dashboard_counts(access_for_user(user=_user(owner)))
+    workspace = dashboard_counts(access_for_user(user=_user(owner), workspace=True))
     mine = Claim.objects.filter(owner=owner.user)
     assert personal.claims["active"] == mine.filter(status="active", partition__key="memory:personal").count() >= 2
     assert workspace.claims["active"] == mine.filter(status="active").count() > personal.claims["active"]
@@ -39,6 +39,11 @@ def test_counts_follow_the_pipeline_and_the_partition_choice(api: Api, owner: Pe
     Claim.objects.filter(pk=mine.filter(status="active", partition__key="memory:personal").first().pk).update(  # type: ignore[union-attr]
         status="quarantined"
     )
-    after = dashboard_counts(access_for_user(user=owner.user))
+    after = dashboard_counts(access_for_user(user=_user(owner)))
     assert after.review["quarantined"] == 1 and after.waiting_for_review == personal.waiting_for_review + 1
-    assert len(recent_operations(access_for_user(user=owner.user))) == 1
+    assert len(recent_operations(access_for_user(user=_user(owner)))) == 1
+
+
+def _user(persona: Persona) -> User:
+    assert persona.user is not None
+    return persona.user

@@ -85,11 +85,11 @@ def test_the_switcher_refuses_a_partition_that_is_not_the_persons_and_a_post_wit
     PartitionFactory.create(owner=UserFactory.create(username="bob"), key="project:bobs")
     sign_in_as(page, live_server, alice)
     page.goto(f"{live_server.url}/ui/")
-    page.evaluate(
-        "() => { const s = document.querySelector('#partition-switch'); s.add(new Option('x', 'project:bobs'));"
-        " s.value = 'project:bobs'; s.form.requestSubmit(); }"
-    )
-    page.wait_for_load_state("load")
+    with page.expect_navigation():
+        page.evaluate(
+            "() => { const s = document.querySelector('#partition-switch'); s.add(new Option('x', 'project:bobs'));"
+            " s.value = 'project:bobs'; s.form.requestSubmit(); }"
+        )
     page.goto(f"{live_server.url}/ui/")
     assert page.get_by_label("Partition").input_value() == "memory:personal"
     assert post_without_csrf(alice, "/ui/partition", {"partition": "*"}) == 403

@@ -12,7 +12,7 @@ from django.test import Client
 
 from memory.access import access_for_user
 from memory.errors import NotFound
-from memory.models import Claim
+from memory.models import Claim, User
 from memory.pipeline.runner import run_operation
 from memory.selectors import source_for_access
 from tests.conftest import Api, Persona
@@ -98,10 +98,10 @@ def test_a_document_shows_its_markdown_as_text_and_the_original_downloads(
 def test_another_user_gets_404_for_the_source_and_its_original(api: Api, owner: Persona, other: Persona) -> None:
     receipt = document(api, owner)
     client = Client()
-    client.force_login(other.user)
+    client.force_login(_user(other))
     for path in (f"/ui/sources/{receipt['sourceId']}/", f"/ui/sources/{receipt['sourceId']}/original"):
         assert client.get(path).status_code == 404, path
-    client.force_login(owner.user)
+    client.force_login(_user(owner))
     assert client.get(f"/ui/sources/{receipt['sourceId']}/original").status_code == 200
 
 
@@ -117,7 +117,7 @@ def test_upload_retry_and_delete_refuse_a_post_without_csrf(api: Api, owner: Per
     assert post_without_csrf(owner.user, "/ui/sources/upload/", {"scope": "personal"}) == 403
     assert post_without_csrf(owner.user, f"/ui/sources/{source}/retry", {"operation": receipt["operationId"]}) == 403
     assert post_without_csrf(owner.user, f"/ui/sources/{source}/delete") == 403
-    assert source_for_access(access_for_user(user=owner.user), source).pk == source  # still there
+    assert source_for_access(access_for_user(user=_user(owner)), source).pk == source  # still there
 
 
 def test_delete_asks_then_erases_the_source_and_its_claims(page, live_server, api: Api, owner: Persona) -> None:
@@ -133,7 +133,7 @@ def test_delete_asks_then_erases_the_source_and_its_claims(page, live_server, ap
     page.wait_for_url(f"{live_server.url}/ui/sources/")
     assert "Erased the source" in page.inner_text(".messages")
     with pytest.raises(NotFound):
-        source_for_access(access_for_user(user=owner.user), receipt["sourceId"])
+        source_for_access(access_for_user(user=_user(owner)), receipt["sourceId"])
     assert not Claim.objects.filter(pk__in=claim_ids).exists()
 
 
@@ -180,7 +180,7 @@ def test_the_list_filters_by_kind_and_by_partition_in_the_workspace_view(api: Ap
     )  # fmt: skip
     assert moved.status_code == 202, moved.content
     client = Client()
-    client.force_login(owner.user)
+    client.force_login(_user(owner))
     strict = client.get("/ui/sources/").content.decode()
     assert "planning" in strict and "Trip notes" in strict and "apollo-plan" not in strict  # personal only
     assert "Trip notes" not in client.get("/ui/sources/?kind=conversation").content.decode()
@@ -189,3 +189,8 @@ def test_the_list_filters_by_kind_and_by_partition_in_the_workspace_view(api: Ap
     assert "apollo-plan" in workspace and "planning" in workspace
     narrowed = client.get("/ui/sources/?partition=project:apollo").content.decode()
     assert "apollo-plan" in narrowed and "planning" not in narrowed
+
+
+def _user(persona: Persona) -> User:
+    assert persona.user is not None
+    return persona.user
