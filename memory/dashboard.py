@@ -65,7 +65,13 @@ def recent_events(access: Access, *, limit: int = 12) -> list[MemoryEvent]:
     events = MemoryEvent.objects.filter(owner=access.user, erased_at__isnull=True).filter(
         Q(partition__in=access.read_partitions) | Q(partition__isnull=True)
     )
-    return list(events.select_related("partition").order_by("-created_at", "-id")[:limit])
+    latest = list(events.select_related("partition").order_by("-created_at", "-id")[:limit])
+    # What a claim says reads better than its id; one query for all of them (erased ones keep their id).
+    claim_ids = [event.target_id for event in latest if event.target_type == "claim"]
+    statements = dict(Claim.objects.filter(owner=access.user, pk__in=claim_ids).values_list("id", "statement"))
+    for event in latest:
+        event.label = statements.get(event.target_id, event.target_id)  # type: ignore[attr-defined]
+    return latest
 
 
 def recent_operations(access: Access, *, limit: int = 10) -> list[Operation]:

@@ -46,6 +46,8 @@ def test_the_dashboard_counts_what_the_pipeline_stored(
     recent = page.inner_text("#recent")
     latest = MemoryEvent.objects.filter(owner=alice).latest("created_at")
     assert latest.action in recent
+    extracted = Claim.objects.filter(owner=alice, status="active").first()
+    assert extracted is not None and extracted.statement in recent  # claims read as what they say
     queue = page.locator(f"#queue [data-operation='{receipt['operationId']}']")
     assert queue.get_attribute("data-status") == "completed"
     assert "prefer tea" not in page.content()
