@@ -64,10 +64,27 @@
     });
   }
 
+  // Events sent before the socket opened are gone: read the rows still open once from their source's page.
+  function catchUp() {
+    document.querySelectorAll("[data-only] [data-operation]").forEach(function (item) {
+      var status = item.getAttribute("data-status");
+      var source = item.getAttribute("data-source");
+      if (!source || status === "completed" || status === "failed") return;
+      fetch("/ui/sources/" + encodeURIComponent(source) + "/", { credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.text() : ""; })
+        .then(function (html) {
+          var page = new DOMParser().parseFromString(html, "text/html");
+          var fresh = page.querySelector("[data-operation='" + item.getAttribute("data-operation") + "']");
+          if (fresh && item.getAttribute("data-status") === status) item.replaceWith(fresh);
+        })
+        .catch(function () {});
+    });
+  }
+
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     var socket = new WebSocket(scheme + location.host + "/ws/events/");
-    socket.onopen = function () { delay = 1000; say("live"); document.body.setAttribute("data-live", "1"); };
+    socket.onopen = function () { delay = 1000; say("live"); document.body.setAttribute("data-live", "1"); catchUp(); };
     socket.onmessage = function (message) {
       var event;
       try { event = JSON.parse(message.data); } catch (error) { return; }
