@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, review, search, tokens, views
+from memory.web import claims, dashboard, review, search, sources, tokens, views
 
 app_name = "ui"
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", dashboard.home, name="home"),
     path("partition", views.switch_partition, name="switch-partition"),
     path("search", search.search_page, name="search"),
     path("claims/", claims.claim_list, name="claims-list"),
@@ -27,4 +27,10 @@ urlpatterns = [
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<str:token_id>/rotate", tokens.rotate, name="tokens-rotate"),
     path("tokens/<str:token_id>/revoke", tokens.revoke, name="tokens-revoke"),
+    path("sources/", sources.source_list, name="sources-list"),
+    path("sources/upload/", sources.source_upload, name="sources-upload"),
+    path("sources/<str:source_id>/", sources.source_detail, name="sources-detail"),
+    path("sources/<str:source_id>/original", sources.source_original, name="sources-original"),
+    path("sources/<str:source_id>/retry", sources.source_retry, name="sources-retry"),
+    path("sources/<str:source_id>/delete", sources.source_delete, name="sources-delete"),
 ]

@@ -4,26 +4,12 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from memory import selectors
 from memory.access import access_for_user
 from memory.web.access import ALL, SESSION_KEY
 from memory.web.actions import back
-
-
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    access = access_for_user(user=request.user)  # type: ignore[arg-type]
-    return render(
-        request,
-        "ui/home.html",
-        {
-            "partitions": selectors.partitions_for_access(access),
-            "tokens": selectors.tokens_for_user(access),
-        },
-    )
 
 
 @login_required

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.access import Actor
-from memory.services.tokens import token_issue, token_revoke
+from memory.services.tokens import token_issue
 from tests.factories import PartitionFactory, UserFactory
 from tests.web.conftest import post_without_csrf, screenshot, screenshots, sign_in_as
 
@@ -23,25 +23,21 @@ def sign_in(page, live_server, login: str) -> None:
     page.wait_for_url(f"{live_server.url}/ui/")
 
 
-def test_person_signs_in_with_username_and_sees_partitions_and_tokens(page, live_server) -> None:
+def test_person_signs_in_with_username_and_lands_on_the_dashboard(page, live_server) -> None:
+    """The dashboard replaced the partitions-and-tokens page: partitions are in the header's switcher (and
+    listed at the foot of the dashboard), tokens have their own page (/ui/tokens/)."""
     alice = UserFactory.create(username="alice")
     PartitionFactory.create(owner=alice, key="project:apollo", label="Apollo")
     PartitionFactory.create(owner=alice, key="project:old", is_active=False)
     laptop = token_issue(actor=Actor.system(), owner=alice, label="Laptop")
-    old = token_issue(actor=Actor.system(), owner=alice, label="Old phone")
-    token_revoke(actor=Actor.system(), token=old.token)
-    token_issue(actor=Actor.system(), owner=UserFactory.create(username="bob"), label="Bob's token")
 
     sign_in(page, live_server, "alice")
+    assert "Your memory" in page.inner_text("h1")
     partitions = page.inner_text("#partitions")
     assert "memory:personal" in partitions
     assert "project:apollo" in partitions
-    assert "inactive" in partitions
-    tokens = page.inner_text("#tokens")
-    assert "Laptop" in tokens
-    assert laptop.token.prefix in tokens
-    assert "revoked" in tokens
-    assert "Bob's token" not in tokens
+    assert "project:old" not in partitions  # inactive
+    assert page.get_by_role("link", name="Access tokens").get_attribute("href") == "/ui/tokens/"
     assert laptop.secret not in page.content()
     screenshot(page, "ui-home")
 
@@ -73,12 +69,12 @@ def test_the_partition_switcher_remembers_the_choice_in_the_session(page, live_s
     assert switch.input_value() == "memory:personal"  # strict, personal by default
     options = page.locator("#partition-switch option").all_inner_texts()
     assert options == ["Personal", "Apollo", "All partitions"]  # inactive partitions are not offered
-    switch.select_option("project:apollo")
-    page.wait_for_load_state("load")
+    with page.expect_navigation():  # the switch posts and comes back; wait for that before moving on
+        switch.select_option("project:apollo")
     page.goto(f"{live_server.url}/ui/")
     assert page.get_by_label("Partition").input_value() == "project:apollo"
-    page.get_by_label("Partition").select_option(label="All partitions")
-    page.wait_for_load_state("load")
+    with page.expect_navigation():
+        page.get_by_label("Partition").select_option(label="All partitions")
     page.goto(f"{live_server.url}/ui/")
     assert page.get_by_label("Partition").input_value() == "*"
     screenshots(page, "ui-header")
@@ -89,11 +85,11 @@ def test_the_switcher_refuses_a_partition_that_is_not_the_persons_and_a_post_wit
     PartitionFactory.create(owner=UserFactory.create(username="bob"), key="project:bobs")
     sign_in_as(page, live_server, alice)
     page.goto(f"{live_server.url}/ui/")
-    page.evaluate(
-        "() => { const s = document.querySelector('#partition-switch'); s.add(new Option('x', 'project:bobs'));"
-        " s.value = 'project:bobs'; s.form.requestSubmit(); }"
-    )
-    page.wait_for_load_state("load")
+    with page.expect_navigation():
+        page.evaluate(
+            "() => { const s = document.querySelector('#partition-switch'); s.add(new Option('x', 'project:bobs'));"
+            " s.value = 'project:bobs'; s.form.requestSubmit(); }"
+        )
     page.goto(f"{live_server.url}/ui/")
     assert page.get_by_label("Partition").input_value() == "memory:personal"
     assert post_without_csrf(alice, "/ui/partition", {"partition": "*"}) == 403
