@@ -117,8 +117,10 @@ BOUNDARY = re.compile(
     r"we|I|he|she|they|it|you|ik|ze|hij|zij|het)\b|\s+(?:because|so that|omdat|zodat)\s+|[;:]\s|\s+-\s",
     _I,
 )
+# What is left dangling once the day is cut out ("book the restaurant for [Saturday]") is no part of a label.
 TRAILING = re.compile(r"(?:\s+(?:anymore|any more|meer|and|en|this (?:morning|afternoon|evening|week)|"
-                      r"today|yesterday|vandaag|gisteren|vanochtend|vanmiddag|vanavond))+$", _I)  # fmt: skip
+                      r"today|yesterday|vandaag|gisteren|vanochtend|vanmiddag|vanavond|"
+                      r"for|on|by|before|until|till|at|voor|op|tegen|uiterlijk))+$", _I)  # fmt: skip
 # "to" and "naar" lead to places as often as to people ("drive to Paris"); people.py knows who is sent things.
 PERSON_AFTER = re.compile(
     r"\b(?i:with|for|ask|tell|remind|call|email|mail|phone|text|meet|send|give|met|vraag|vragen|"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -392,6 +392,11 @@ def test_day_phrases_follow_the_date_conventions(text: str, when: datetime, labe
         ("Nina, our accountant, promised to file the return.", [("File the return", "Nina", None)], ["Nina"]),
         ("Daan zal morgen de taart halen.", [("De taart halen", "Daan", TOMORROW)], ["Daan"]),
         ("Hugo promised he would fix the gate.", [("Fix the gate", "Hugo", None)], ["Hugo"]),
+        (
+            "Femke said she'd book the restaurant for Saturday.",
+            [("Book the restaurant", "Femke", FRIDAY + timedelta(days=1))],
+            ["Femke"],
+        ),
         ("Eva zegt dat ze morgen de taart haalt.", [("De taart haalt", "Eva", TOMORROW)], ["Eva"]),
         ("Eva heeft beloofd dat ze vrijdag de foto's deelt.", [("De foto's deelt", "Eva", FRIDAY)], ["Eva"]),
         # One task per commitment.
