@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -108,3 +109,35 @@ def stop(process: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@dataclass
+class AsgiService:
+    """uvicorn serving `config.asgi` (REST, MCP, the web UI and the `/ws/events/` websocket) on a loopback port,
+    in a child process with `env` (usually `child_env`: the test database)."""
+
+    port: int
+    env: dict[str, str]
+    log: Path
+    process: subprocess.Popen[bytes] | None = field(default=None)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
+             "--port", str(self.port), "--lifespan", "on"],
+            cwd=ROOT, env=self.env, stdout=self.log.open("a"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        wait_for(f"{self.url}/healthz", until='"db": "ok"')
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+            self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,40 +22,14 @@ from django.conf import settings
 
 from memory.models import Scope, ToolProfile, User
 from tests.conftest import Persona, issue
-from tests.process import ROOT, child_env, free_port, stop, wait_for
+from tests.process import AsgiService, child_env, free_port
 
 ARTIFACT_CAP = 4096  # artifact_put's cap on the test server, so a test can pass it cheaply
 BODY_CAP = 256 * 1024  # one MCP message's cap on the test server
 REAL_HOSTNAME = "memory.example.test"  # listed in the server's ALLOWED_HOSTS, as a deployment would
 
 
-@dataclass
-class McpService:
-    port: int
-    env: dict[str, str]
-    log: Path
-    process: subprocess.Popen[bytes] | None = field(default=None)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--lifespan", "on"],
-            cwd=ROOT, env=self.env, stdout=self.log.open("a"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        wait_for(f"{self.url}/healthz", until='"db": "ok"')
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop(self.process)
-            self.process = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
+McpService = AsgiService  # the MCP endpoints are served by the whole ASGI application
 
 
 @pytest.fixture(scope="session")

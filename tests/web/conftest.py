@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.process import AsgiService
+
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
 
@@ -83,46 +85,20 @@ def post_without_csrf(user, path: str, data: dict[str, str] | None = None) -> in
     return int(client.post(path, data or {}).status_code)
 
 
-class AsgiServer:
-    """uvicorn serving `config.asgi` (HTTP and the `/ws/events/` websocket) on the test database. The live
-    pages need it: pytest-django's live_server speaks WSGI only, so it has no websockets."""
-
-    def __init__(self, port: int, env: dict[str, str], log: Path) -> None:
-        self.port, self.env, self.log = port, env, log
-        self.process: object = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        import subprocess
-        import sys
-
-        from tests.process import ROOT, wait_for
-
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--lifespan", "on"],
-            cwd=ROOT, env=self.env, stdout=self.log.open("a"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        wait_for(f"{self.url}/healthz", until='"db": "ok"')
-
-
 @pytest.fixture(scope="session")
-def asgi_server(django_db_setup: None, django_db_blocker: object) -> Iterator[AsgiServer]:
-    """One ASGI server for the session. Tests using it need `transactional_db` (it is another process), and
+def asgi_server(django_db_setup: None, django_db_blocker: object) -> Iterator[AsgiService]:
+    """One ASGI server for the session (the live pages need it: pytest-django's live_server speaks WSGI only, so
+    it has no websockets). Tests using it need `transactional_db` (it is another process), and
     sign the browser in with `sign_in_as(page, asgi_server, user)`: the session is stored in the shared
     database (SESSION_ENGINE is the database backend), so the cookie is valid there too."""
     from django.conf import settings
 
-    from tests.process import child_env, free_port, stop
+    from tests.process import child_env, free_port
 
     env = child_env(settings.DATABASES["default"]["NAME"], RATE_LIMIT_PER_MINUTE="100000")
-    server = AsgiServer(free_port(), env, Path(settings.DATA_DIR) / "web-asgi-server.log")
+    server = AsgiService(free_port(), env, Path(settings.DATA_DIR) / "web-asgi-server.log")
     server.start()
     try:
         yield server
     finally:
-        if server.process is not None:
-            stop(server.process)  # type: ignore[arg-type]
+        server.stop()
