@@ -20,7 +20,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from memory.access import Access
-from memory.errors import Conflict, NotFound, ServiceError
+from memory.errors import Conflict, NotFound, ServiceError, ValidationFailed
 from memory.models import Chunk, Operation, Partition, Scope, Source, SourceKind
 from memory.services.audit import audit_record
 from memory.services.blobs import SpooledUpload, blob_store
@@ -328,6 +328,20 @@ def ingest_file(
         update_existing=update_existing,
         request_parts=(asdict(document), upload.sha256, filename, mime_type),
     )
+
+
+def ingest_upload(
+    *, access: Access, upload: SpooledUpload | None, filename: str, mime_type: str, scope: str
+) -> Receipt:
+    """A file a person uploads in the web UI: its name is its document id, so uploading a file of the same
+    name again replaces the earlier version (a new version of one source, never a second source)."""
+    if upload is None:
+        raise ValidationFailed("Choose a file to upload.", details={"file": ["This field is required."]})
+    name = filename or "upload"
+    return ingest_file(
+        access=access, document=DocumentIn(id=name, title=name, scope=scope), upload=upload, filename=filename,
+        mime_type=mime_type, update_existing=True,
+    )  # fmt: skip
 
 
 def _ingest_single(

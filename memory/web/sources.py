@@ -12,7 +12,6 @@ from django.views.decorators.http import require_POST
 from memory import dashboard, selectors
 from memory.access import access_for_user
 from memory.api.ranges import blob_response
-from memory.errors import ValidationFailed
 from memory.models import SourceKind, SourceScope
 from memory.pipeline.steps import PIPELINE
 from memory.services import ingestion
@@ -140,21 +139,16 @@ def source_upload(request: HttpRequest) -> HttpResponse:
         key = request.POST.get("partition", "")
 
         def ingest() -> ingestion.Receipt:
-            if upload is None:
-                raise ValidationFailed("Choose a file to upload.", details={"file": ["This field is required."]})
             access = access_for_user(user=user, partition_key=key or None)  # type: ignore[arg-type]
-            spooled = SpooledUpload(upload.chunks())
+            spooled = SpooledUpload(upload.chunks()) if upload is not None else None
             try:
-                return ingestion.ingest_file(
-                    access=access,
-                    document=ingestion.DocumentIn(id=upload.name or "upload", title=upload.name or "", scope=scope),
-                    upload=spooled,
-                    filename=upload.name or "",
-                    mime_type=clean_mime_type(upload.content_type or ""),
-                    update_existing=True,
-                )
+                return ingestion.ingest_upload(
+                    access=access, upload=spooled, filename=upload.name or "" if upload else "",
+                    mime_type=clean_mime_type(upload.content_type or "") if upload else "", scope=scope,
+                )  # fmt: skip
             finally:
-                spooled.close()
+                if spooled is not None:
+                    spooled.close()
 
         receipt = perform(request, ingest, done="Uploaded. Processing follows below.")
     return render(

@@ -494,3 +494,26 @@ def test_an_overlong_content_type_is_kept_as_octet_stream(api: Api, owner: Perso
     response = upload(api, owner, b"plain words", name="a.txt", content_type="text/" + "x" * 300)
     assert response.status_code == 202
     assert Blob.objects.get().mime_type == "application/octet-stream"
+
+
+def test_an_upload_from_the_ui_is_named_by_its_file_and_a_second_one_replaces_it(alice: User) -> None:
+    from memory.access import access_for_user
+    from memory.errors import ValidationFailed
+    from memory.services.blobs import SpooledUpload
+    from memory.services.ingestion import ingest_upload
+
+    access = access_for_user(user=alice)
+    with pytest.raises(ValidationFailed) as refused:
+        ingest_upload(access=access, upload=None, filename="", mime_type="", scope="personal")
+    assert refused.value.details == {"file": ["This field is required."]}
+    assert not Source.objects.filter(owner=alice).exists()
+    first = ingest_upload(
+        access=access, upload=SpooledUpload([b"# Notes\n\nv1\n"]), filename="notes.md", mime_type="text/markdown",
+        scope="personal",
+    )  # fmt: skip
+    second = ingest_upload(
+        access=access, upload=SpooledUpload([b"# Notes\n\nv2\n"]), filename="notes.md", mime_type="text/markdown",
+        scope="personal",
+    )  # fmt: skip
+    assert (first.source.external_id, first.source.version) == ("notes.md", 1)
+    assert (second.source.external_id, second.source.version) == ("notes.md", 2)  # a new version, same identity
