@@ -1,7 +1,8 @@
 """The default extractor: offline and deterministic, first-person statements of the memory's owner.
 
 Only the owner's own words become facts about them (an assistant's turn never does); commitments become
-task candidates with an owner and a due date; completion and cancellation wording targets open tasks;
+task candidates with an owner and a due date (from a document or file, candidates for the owner to confirm);
+completion and cancellation wording targets open tasks;
 meetings and follow-ups become short-lived working context; numeric readings ("weighed 78.2 kg") are kept
 for the owner's metrics; named people become Person nodes.
 """
@@ -13,12 +14,13 @@ from dataclasses import replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
-from memory.extraction.base import EvidenceRef, Extraction, NodeRef, TextUnit
+from memory.extraction.base import EvidenceRef, Extraction, NodeRef, TaskCandidate, TextUnit
 from memory.extraction.commitments import accepted_offer, find_tasks
 from memory.extraction.facts import find_facts
 from memory.extraction.readings import find_readings
+from memory.models import ClaimOrigin
 
-VERSION = "4"
+VERSION = "5"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Sentences that state nothing yet: hypotheticals ("if I ...", "maybe I'll ...", "als ik ..."), plans being
 # weighed, and questions. A question asking the assistant to do something ("can you remind me ...") may still
@@ -62,6 +64,8 @@ class RulesExtractor:
                     chunk_id=unit.chunk_id,
                 )
                 found = self._sentence(sentence, evidence, today, antecedent)
+                if unit.attachment:
+                    found.tasks = _document_tasks(found.tasks)
                 antecedent = found.people[-1] if found.people else antecedent
                 extraction.extend(found)
                 if not HYPOTHETICAL.search(sentence) and not sentence.rstrip().endswith("?"):
@@ -89,6 +93,17 @@ class RulesExtractor:
             people = tuple(person for person in dict.fromkeys(named) if person != task.owner)
             found.tasks.append(replace(task, people=people))
         return found
+
+
+def _document_tasks(tasks: list[TaskCandidate]) -> list[TaskCandidate]:
+    """A to-do read in a document or file: its "I" is the document's author, who may not be the owner, so it is
+    a candidate for the owner to confirm, never an open commitment on its own; and a document's "done" or "moved
+    to Thursday" does not close or move a task the owner stated."""
+    return [
+        replace(task, origin=ClaimOrigin.IMPORTED)
+        for task in tasks
+        if task.status == "pending" and not task.rescheduled and not task.due_removed
+    ]
 
 
 def _known(person: NodeRef, known: dict[str, NodeRef]) -> NodeRef | None:

@@ -134,6 +134,21 @@ def test_reference_material_is_not_about_the_user(api: Api, owner: Persona) -> N
     assert not Claim.objects.exists()
 
 
+def test_a_to_do_in_an_uploaded_document_waits_for_the_owner_to_confirm_it(api: Api, owner: Persona) -> None:
+    body = {"document": {"id": "notes", "timestamp": "2026-04-22T10:00:00Z",
+                         "content": "Notes from Monday.\n\nI will send the budget to Marcel by Friday."}}
+    receipt = api.post("/ingest/document", owner, body).json()
+    run_operation(receipt["operationId"])
+    assert api.post("/commitments/open", owner, {}).json()["commitments"] == []
+    (candidate,) = api.post("/commitments/list", owner, {"provenance": "candidate"}).json()["commitments"]
+    assert (candidate["label"], candidate["provenance"], candidate["dueOn"]) == (
+        "Send the budget to Marcel", "candidate", "2026-04-24",
+    )  # fmt: skip
+    api.post("/commitments/confirm", owner, {"taskId": candidate["taskId"]})
+    (trusted,) = api.post("/commitments/open", owner, {}).json()["commitments"]
+    assert (trusted["taskId"], trusted["provenance"]) == (candidate["taskId"], "trusted")
+
+
 def test_each_message_is_extracted_once(api: Api, owner: Persona) -> None:
     say(api, owner, "I prefer morning meetings.")
     say(api, owner, "Thanks!")

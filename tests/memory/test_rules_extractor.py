@@ -77,6 +77,20 @@ def test_commitments_become_tasks_with_owner_and_due_date(
     )  # fmt: skip
 
 
+def test_a_to_do_in_a_document_is_a_candidate_and_its_status_words_change_nothing() -> None:
+    units = [
+        TextUnit(source_id="doc", text=text, attachment=True, authored_at=SAID_ON)
+        for text in ("I'll send the spec to Marcel by Friday.", "I've finished the budget review.",
+                     "The demo moved to Thursday.")
+    ]  # fmt: skip
+    found = RulesExtractor().extract(units)
+    assert [(t.label, t.origin, t.status, t.due_on) for t in found.tasks] == [
+        ("Send the spec to Marcel", "imported", "pending", FRIDAY),
+    ]
+    (said,) = extract("I'll send the spec to Marcel by Friday.").tasks
+    assert said.origin == "user_stated"
+
+
 def test_due_dates_follow_the_message_time_zone() -> None:
     late_friday_utc = datetime(2026, 4, 23, 23, 30, tzinfo=UTC)  # already Friday in Amsterdam
     (task,) = extract("I'll file the report tomorrow.", zone="Europe/Amsterdam", when=late_friday_utc).tasks
