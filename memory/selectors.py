@@ -8,11 +8,22 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from memory.access import Access
 from memory.errors import NotFound, ValidationFailed
-from memory.models import AccessToken, Blob, Claim, ClaimStatus, Evidence, Node, Partition, Scope, Source
+from memory.models import (
+    AccessToken,
+    Blob,
+    Claim,
+    ClaimStatus,
+    Evidence,
+    Node,
+    Operation,
+    Partition,
+    Scope,
+    Source,
+)
 from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
 from memory.recall.legs import KEYED_MEMORIES, vector_hits
@@ -80,14 +91,22 @@ def sources_for_access(
     until: datetime | None = None,
     include_tombstoned: bool = False,
     include_children: bool = False,
+    status: str | None = None,
     cursor: str | None = None,
     limit: int = 50,
 ) -> SourcePage:
-    """Newest first by occurred_at, then id; `cursor` continues where the last page ended."""
+    """Newest first by occurred_at, then id; `cursor` continues where the last page ended. Each source carries
+    `processing_status`, the status of its newest receipt (None for a message stored with its conversation);
+    `status` keeps only the sources whose newest receipt has that status."""
     access.require_scope(Scope.READ)
-    sources = Source.objects.select_related("partition").filter(
-        owner=access.user, partition__in=access.read_partitions, identity_retired_at__isnull=True
+    newest = Operation.objects.filter(source=OuterRef("pk")).order_by("-queued_at", "-id").values("status")[:1]
+    sources = (
+        Source.objects.select_related("partition")
+        .filter(owner=access.user, partition__in=access.read_partitions, identity_retired_at__isnull=True)
+        .annotate(processing_status=Subquery(newest))
     )
+    if status:
+        sources = sources.filter(processing_status=status)
     if not include_tombstoned:
         sources = sources.filter(tombstoned_at__isnull=True)
     if not include_children and kind is None:

@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from memory.api.base import RequestSerializer, StrictSerializer
 from memory.api.fields import plausible_time
-from memory.models import SourceKind, SourceScope
+from memory.models import OperationStatus, SourceKind, SourceScope
 
 MAX_CONTEXT_BYTES = 32 * 1024
 
@@ -170,6 +170,9 @@ class SourceListIn(RequestSerializer):
     since = serializers.DateTimeField(required=False, validators=[plausible_time])
     until = serializers.DateTimeField(required=False, validators=[plausible_time])
     includeTombstoned = serializers.BooleanField(default=False)
+    status = serializers.ChoiceField(
+        choices=OperationStatus.values, required=False, help_text="Only sources whose newest receipt has this status."
+    )
     cursor = serializers.CharField(required=False, max_length=500)
     limit = serializers.IntegerField(default=50, min_value=1, max_value=200)
 

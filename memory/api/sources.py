@@ -264,6 +264,7 @@ class SourceList(Endpoint):
             since=data.get("since"),
             until=data.get("until"),
             include_tombstoned=data["includeTombstoned"],
+            status=data.get("status"),
             cursor=data.get("cursor"),
             limit=data["limit"],
         )

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from memory import dashboard, selectors
 from memory.access import access_for_user
 from memory.api.ranges import blob_response
-from memory.models import SourceKind, SourceScope
+from memory.models import OperationStatus, SourceKind, SourceScope
 from memory.pipeline.steps import PIPELINE
 from memory.services import ingestion
 from memory.services.artifacts import clean_mime_type
@@ -31,6 +31,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
     access = web_access(request)
     kind = request.GET.get("kind") or None
     scope = request.GET.get("scope") or None
+    status = request.GET.get("status") or None
     partitions = list(access.read_partitions)
     partition = request.GET.get("partition") or ""
     if partition in {p.key for p in partitions} and len(partitions) > 1:  # narrow the workspace view to one
@@ -43,6 +44,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
             access,
             kind=kind if kind in SourceKind.values else None,
             scope=scope if scope in SourceScope.values else None,
+            status=status if status in OperationStatus.values else None,
             cursor=request.GET.get("cursor") or None,
             limit=25,
         ),
@@ -60,6 +62,8 @@ def source_list(request: HttpRequest) -> HttpResponse:
             "partitions": partitions,
             "partition": partition,
             "scope": scope or "",
+            "statuses": OperationStatus.values,
+            "status": status or "",
             "filters": query.urlencode(),
         },
     )

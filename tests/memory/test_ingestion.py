@@ -314,6 +314,19 @@ def test_listing_filters_and_pages(api: Api, owner: Persona) -> None:
     assert error_code(bad) == "VALIDATION_ERROR"
 
 
+def test_listing_filters_by_the_status_of_the_newest_receipt(api: Api, owner: Persona) -> None:
+    done = api.post("/ingest/document", owner, document("done", "Finished text")).json()
+    api.post("/ingest/document", owner, document("waiting", "Queued text"))
+    run_operation(done["operationId"])
+    listed = {status: [s["id"] for s in api.post("/source/list", owner, {"status": status}).json()["sources"]]
+              for status in ("completed", "queued", "failed")}  # fmt: skip
+    assert listed == {"completed": ["done"], "queued": ["waiting"], "failed": []}
+    api.post("/ingest/document", owner, {**document("done", "Changed text"), "updateExisting": True})
+    queued = sorted(s["id"] for s in api.post("/source/list", owner, {"status": "queued"}).json()["sources"])
+    assert queued == ["done", "waiting"]  # the new version's receipt is the newest
+    assert error_code(api.post("/source/list", owner, {"status": "stuck"})) == "VALIDATION_ERROR"
+
+
 def test_replaying_a_request_that_was_since_replaced_is_a_conflict(api: Api, owner: Persona) -> None:
     api.post("/ingest/document", owner, document(content="A"))
     api.post("/ingest/document", owner, {**document(content="B"), "updateExisting": True})

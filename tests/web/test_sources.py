@@ -189,6 +189,10 @@ def test_the_list_filters_by_kind_and_by_partition_in_the_workspace_view(api: Ap
     assert "apollo-plan" in workspace and "planning" in workspace
     narrowed = client.get("/ui/sources/?partition=project:apollo").content.decode()
     assert "apollo-plan" in narrowed and "planning" not in narrowed
+    waiting = client.get("/ui/sources/?status=queued").content.decode()  # apollo-plan was never processed
+    assert "apollo-plan" in waiting and "planning" not in waiting and ">queued<" in waiting
+    completed = client.get("/ui/sources/?status=completed").content.decode()
+    assert "planning" in completed and "Trip notes" in completed and "apollo-plan" not in completed
 
 
 def _user(persona: Persona) -> User:
