@@ -1,5 +1,5 @@
 """Reads for the review queue (SPEC §10): everything waiting for the person's decision, and the decisions
-taken lately with the way back from each. Kept apart from memory/selectors.py, which reads one kind each."""
+taken lately, each with an undo while it can still be taken back. Kept apart from memory/selectors.py, which reads one kind each."""
 
 from __future__ import annotations
 
@@ -11,14 +11,18 @@ from django.db.models import Prefetch
 from memory.access import Access
 from memory.models import Claim, ClaimStatus, Evidence, MemoryEvent, Scope
 from memory.screening import quarantine_reason
+from memory.services.review import DECISIONS, latest_decision
 
 LIMIT = 50
-# How each decision on a suggestion is reversed with the claim actions that already exist (shown next to it).
-UNDO = {
-    "review.accept": "To go back, erase or correct the accepted claim: the old one is current again when it is erased.",
-    "review.keep_old": "To take the suggestion after all, correct the old claim to its text.",
-    "review.keep_both": "To go back, retract the claim you kept.",
-}
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A decision taken lately; `undoable` while review_undo can still take it back."""
+
+    event: MemoryEvent
+    claim: Claim | None
+    undoable: bool
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,17 @@ def review_queue(access: Access) -> ReviewQueue:
     return ReviewQueue(suggestions, quarantined, tasks, metrics, counts)
 
 
-def review_decisions(access: Access, *, limit: int = 10) -> list[tuple[MemoryEvent, str]]:
-    """The latest decisions on suggested claims, newest first, each with how to reverse it."""
+def review_decisions(access: Access, *, limit: int = 10) -> list[Decided]:
+    """The latest decisions on suggested claims, newest first, each with whether it can still be taken back."""
     access.require_scope(Scope.READ)
-    events = MemoryEvent.objects.filter(
-        owner=access.user, partition__in=access.read_partitions, action__in=list(UNDO), erased_at__isnull=True
-    ).order_by("-created_at", "-id")[:limit]
-    return [(event, UNDO.get(event.action, "")) for event in events]
+    events = list(
+        MemoryEvent.objects.filter(
+            owner=access.user, partition__in=access.read_partitions, action__in=DECISIONS, erased_at__isnull=True
+        ).order_by("-created_at", "-id")[:limit]
+    )
+    claims = Claim.objects.filter(owner=access.user, pk__in=[event.target_id for event in events]).in_bulk()
+    return [
+        Decided(event, claim, undoable=claim is not None and getattr(latest_decision(claim), "pk", None) == event.pk)
+        for event in events
+        for claim in [claims.get(event.target_id)]
+    ]

@@ -3,6 +3,7 @@ evidence and revision history, and its lifecycle actions through memory.services
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,9 @@ from django.views.decorators.http import require_POST
 from memory import selectors
 from memory.access import Access
 from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus
+from memory.claim_history import claim_happenings
 from memory.services import claims
+from memory.services.review import review_undo
 from memory.web.access import web_access
 from memory.web.actions import back, found, perform
 
@@ -29,6 +32,7 @@ ACTIONS: dict[str, tuple[Callable[..., Claim], str]] = {
     "expire": (claims.claim_expire, "Expired: no longer current, kept in history."),
     "retract": (claims.claim_retract, "Retracted: marked as never true, kept in history."),
     "confirm": (claims.claim_confirm, "Confirmed."),
+    "undo-review": (review_undo, "Took the review decision back: the claim waits for review again."),
 }
 
 
@@ -77,12 +81,39 @@ def _claim(access: Access, claim_id: str) -> Claim:
 def claim_detail(request: HttpRequest, claim_id: str) -> HttpResponse:
     access = web_access(request)
     claim = _claim(access, claim_id)
+    revisions = selectors.claim_revisions(claim)
+    value, value_block = _value_text(claim.object_value)
     context = {
         "claim": claim,
+        "value": value,
+        "value_block": value_block,
         "evidence": claim.evidence.select_related("source").order_by("authored_at", "id"),
-        "revisions": selectors.claim_revisions(claim),
+        "revisions": revisions,
+        "happenings": claim_happenings(access, revisions),
     }
     return render(request, "ui/claims/detail.html", context)
+
+
+def _value_text(value: Any) -> tuple[str, bool]:
+    """A claim's value as a person reads it, and whether it needs a block: flat pairs and lists on one line
+    ("topic: coffee · replaces: no"), nested structure as indented JSON."""
+    if isinstance(value, dict) and all(_flat(item) for item in value.values()):
+        return " \u00b7 ".join(f"{key}: {_word(item)}" for key, item in sorted(value.items())), False
+    if isinstance(value, list) and all(_flat(item) for item in value):
+        return ", ".join(_word(item) for item in value), False
+    if isinstance(value, dict | list):
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True), True
+    return ("" if value is None else _word(value)), False
+
+
+def _flat(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: "none"}[value]
+    return str(value)
 
 
 @login_required

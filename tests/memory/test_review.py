@@ -9,8 +9,8 @@ import pytest
 from memory.access import Access, access_for_user
 from memory.errors import Conflict, NotFound
 from memory.models import Claim, MemoryEvent
-from memory.services.claims import claim_erase
-from memory.services.review import review_accept, review_keep_both, review_keep_old
+from memory.services.claims import claim_correct, claim_erase
+from memory.services.review import review_accept, review_keep_both, review_keep_old, review_undo
 from tests.conftest import Api, Persona
 from tests.memory.test_knowledge_pipeline import say
 
@@ -62,7 +62,9 @@ def test_accept_supersedes_the_old_claim_and_search_no_longer_returns_it(
     assert (old.status, old.superseded_by_id, new.status) == ("superseded", new.pk, "active")
     assert old.valid_until is not None
     assert searched(api, owner) == ["Loves iced coffee."]
-    assert review_events(new) == [("review.accept", {"status": "suggested", "conflictsWith": old.pk})]
+    assert review_events(new) == [
+        ("review.accept", {"status": "suggested", "conflictsWith": old.pk, "oldValidUntil": ""})
+    ]
 
 
 def test_keep_old_retracts_the_suggestion(api: Api, owner: Persona, settings: Any) -> None:
@@ -123,3 +125,44 @@ def test_an_accept_is_undone_by_erasing_the_accepted_claim(api: Api, owner: Pers
     claim_erase(access=access(owner), claim_id=new.pk)
     old.refresh_from_db()
     assert (old.status, old.superseded_by_id) == ("active", None)
+
+
+@pytest.mark.parametrize("decide", [review_accept, review_keep_old, review_keep_both])
+def test_undo_puts_back_exactly_what_the_decision_changed(
+    api: Api, owner: Persona, settings: Any, decide: Any
+) -> None:
+    old, new = conflict(api, owner, settings)
+    decide(access=access(owner), claim_id=new.pk)
+    review_undo(access=access(owner), claim_id=new.pk)
+    old.refresh_from_db()
+    new.refresh_from_db()
+    assert (old.status, old.superseded_by_id, old.valid_until) == ("active", None, None)
+    assert (new.status, new.valid_until, new.conflicts_with_id) == ("suggested", None, old.pk)
+    assert searched(api, owner) == ["Likes strong coffee."]
+    assert [action for action, _ in review_events(new)] == ["review.undo", decide.__name__.replace("_", ".", 1)]
+    with pytest.raises(Conflict):  # taken back once: a second undo has nothing to take back
+        review_undo(access=access(owner), claim_id=new.pk)
+    review_accept(access=access(owner), claim_id=new.pk)  # and the suggestion can be decided again
+    old.refresh_from_db()
+    assert old.status == "superseded"
+
+
+def test_undo_is_refused_once_the_claims_changed_since(api: Api, owner: Persona, settings: Any) -> None:
+    old, new = conflict(api, owner, settings)
+    review_accept(access=access(owner), claim_id=new.pk)
+    claim_correct(access=access(owner), claim_id=new.pk, statement="Loves iced coffee with oat milk.")
+    with pytest.raises(Conflict):  # the accepted claim was corrected: a newer revision holds
+        review_undo(access=access(owner), claim_id=new.pk)
+    old.refresh_from_db()
+    assert old.status == "superseded"
+    with pytest.raises(Conflict):  # never decided
+        review_undo(access=access(owner), claim_id=old.pk)
+
+
+def test_another_person_cannot_undo_a_decision(api: Api, owner: Persona, other: Persona, settings: Any) -> None:
+    _, new = conflict(api, owner, settings)
+    review_keep_old(access=access(owner), claim_id=new.pk)
+    with pytest.raises(NotFound):
+        review_undo(access=access(other), claim_id=new.pk)
+    new.refresh_from_db()
+    assert new.status == "retracted"

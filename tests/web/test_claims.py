@@ -15,7 +15,7 @@ from tests.web.memories import claim, say
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-ACTIONS = ("pin", "unpin", "expire", "retract", "confirm", "correct", "erase")
+ACTIONS = ("pin", "unpin", "expire", "retract", "confirm", "undo-review", "correct", "erase")
 
 
 def signed_in(user) -> Client:
@@ -139,6 +139,20 @@ def test_a_refused_action_shows_the_services_message(api: Api, owner: Persona) -
     assert page.status_code == 200
     assert "Pinned claims do not expire; unpin it first." in page.content.decode()
     assert claim("Prefers morning meetings.").status == "active"
+
+
+def test_a_structured_value_reads_as_words_and_a_nested_one_as_indented_json(api: Api, owner: Persona) -> None:
+    say(api, owner, "I prefer morning meetings.")
+    preference = claim("Prefers morning meetings.")
+    client = signed_in(owner.user)
+    value = preference.object_value
+    assert isinstance(value, dict) and value  # the extractor's flat bookkeeping of a preference
+    shown = client.get(f"/ui/claims/{preference.pk}/").content.decode()
+    assert " \u00b7 ".join(f"{key}: {'no' if item is False else 'yes' if item is True else item}"
+                            for key, item in sorted(value.items())) in shown  # fmt: skip
+    Claim.objects.filter(pk=preference.pk).update(object_value={"room": {"floor": 3}})
+    shown = client.get(f"/ui/claims/{preference.pk}/").content.decode()
+    assert '<pre class="value">{\n  &quot;room&quot;: {\n    &quot;floor&quot;: 3' in shown
 
 
 def test_filters_narrow_the_list_and_pages_follow_each_other(api: Api, owner: Persona) -> None:

@@ -161,8 +161,15 @@ def test_accept_supersedes_the_old_claim_and_search_stops_returning_it(
     assert searched(queue.owner) == ["Loves iced coffee."]
     assert events("review.accept", queue.new.pk) == 1
     decided = page.locator("#decided").inner_text()
-    assert "Accepted a suggestion" in decided and "erase or correct the accepted claim" in decided
+    assert "Accepted a suggestion" in decided and "Loves iced coffee." in decided
     screenshots(page, "ui-review-after-accept")
+    click(page, "#decided", "Undo")  # one click back: the old claim is current, the suggestion waits again
+    queue.old.refresh_from_db()
+    queue.new.refresh_from_db()
+    assert (queue.old.status, queue.old.superseded_by_id, queue.new.status) == ("active", None, "suggested")
+    assert searched(queue.owner) == ["Likes strong coffee."]
+    assert page.locator(f"#suggestion-{queue.new.pk}").count() == 1
+    assert page.locator("#decided").get_by_role("button", name="Undo").count() == 0
 
 
 @browser
@@ -174,6 +181,22 @@ def test_keep_old_dismisses_the_suggestion(page: Any, live_server: Any, queue: Q
     assert (queue.old.status, queue.new.status) == ("active", "retracted")
     assert searched(queue.owner) == ["Likes strong coffee."]
     assert events("review.keep_old", queue.new.pk) == 1
+
+
+@browser
+def test_keep_old_is_undone_from_the_claims_history(page: Any, live_server: Any, queue: Queue) -> None:
+    open_queue(page, live_server, queue)
+    click(page, f"#suggestion-{queue.new.pk}", "Keep the old one")
+    page.goto(f"{live_server.url}/ui/claims/{queue.new.pk}/")
+    happened = page.locator("#happenings").inner_text()
+    assert "Dismissed in review" in happened and "by you" in happened and "Learned from a source" in happened
+    screenshots(page, "ui-claim-history-decision")
+    click(page, "#happenings", "Undo this decision")
+    queue.new.refresh_from_db()
+    assert (queue.new.status, queue.new.valid_until) == ("suggested", None)
+    assert "waiting for review again" in page.locator("#happenings").inner_text()
+    assert page.locator("#happenings").get_by_role("button", name="Undo this decision").count() == 0
+    assert events("review.undo", queue.new.pk) == 1
 
 
 @browser
