@@ -52,8 +52,11 @@ def claim_happenings(access: Access, revisions: list[Claim]) -> list[Happening]:
     undoable = {decision.pk for claim in revisions if (decision := latest_decision(claim)) is not None}
     return [
         Happening(
-            event=event, claim=by_id[event.target_id], words=WORDS.get(event.action, event.action),
-            by=_by(event), undoable=event.pk in undoable,
-        )  # fmt: skip
+            event=event,
+            claim=by_id[event.target_id],
+            words=WORDS.get(event.action, event.action),
+            by=_by(event),
+            undoable=event.pk in undoable,
+        )
         for event in events[:100]
     ]

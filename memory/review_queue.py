@@ -1,5 +1,6 @@
 """Reads for the review queue (SPEC §10): everything waiting for the person's decision, and the decisions
-taken lately, each with an undo while it can still be taken back. Kept apart from memory/selectors.py, which reads one kind each."""
+taken lately, each with an undo while it can still be taken back. Kept apart from memory/selectors.py, which
+reads one kind each."""
 
 from __future__ import annotations
 

@@ -46,9 +46,10 @@ def _decided(
         target=claim,
         partition=claim.partition,
         before={
-            "status": before, "conflictsWith": str(old.pk) if old else "",
+            "status": before,
+            "conflictsWith": str(old.pk) if old else "",
             **{key: moment.isoformat() if moment else "" for key, moment in until.items()},
-        },  # fmt: skip
+        },
         after={"status": claim.status},
     )
     return claim

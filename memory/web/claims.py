@@ -15,8 +15,8 @@ from django.views.decorators.http import require_POST
 
 from memory import selectors
 from memory.access import Access
-from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus
 from memory.claim_history import claim_happenings
+from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus
 from memory.services import claims
 from memory.services.review import review_undo
 from memory.web.access import web_access

@@ -135,8 +135,13 @@ def test_reference_material_is_not_about_the_user(api: Api, owner: Persona) -> N
 
 
 def test_a_to_do_in_an_uploaded_document_waits_for_the_owner_to_confirm_it(api: Api, owner: Persona) -> None:
-    body = {"document": {"id": "notes", "timestamp": "2026-04-22T10:00:00Z",
-                         "content": "Notes from Monday.\n\nI will send the budget to Marcel by Friday."}}
+    body = {
+        "document": {
+            "id": "notes",
+            "timestamp": "2026-04-22T10:00:00Z",
+            "content": "Notes from Monday.\n\nI will send the budget to Marcel by Friday.",
+        }
+    }
     receipt = api.post("/ingest/document", owner, body).json()
     run_operation(receipt["operationId"])
     assert api.post("/commitments/open", owner, {}).json()["commitments"] == []

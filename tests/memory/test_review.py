@@ -128,9 +128,7 @@ def test_an_accept_is_undone_by_erasing_the_accepted_claim(api: Api, owner: Pers
 
 
 @pytest.mark.parametrize("decide", [review_accept, review_keep_old, review_keep_both])
-def test_undo_puts_back_exactly_what_the_decision_changed(
-    api: Api, owner: Persona, settings: Any, decide: Any
-) -> None:
+def test_undo_puts_back_exactly_what_the_decision_changed(api: Api, owner: Persona, settings: Any, decide: Any) -> None:
     old, new = conflict(api, owner, settings)
     decide(access=access(owner), claim_id=new.pk)
     review_undo(access=access(owner), claim_id=new.pk)
