@@ -20,6 +20,7 @@ class OperationProgress(TypedDict):
     type: str
     operationId: str
     sourceId: str | None
+    partitionId: str
     status: str
     step: str
     stepsDone: list[str]
@@ -43,6 +44,7 @@ def publish_progress(operation: Operation) -> None:
         "type": "operation.progress",
         "operationId": operation.pk,
         "sourceId": operation.source_id,
+        "partitionId": operation.partition_id,
         "status": operation.status,
         "step": operation.step,
         "stepsDone": [str(done["step"]) for done in operation.steps_done],

@@ -26,6 +26,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "events": dashboard.recent_events(access),
             "operations": [_with_done_steps(op) for op in dashboard.recent_operations(access)],
             "steps": STEPS,
+            "partition_ids": ",".join(partition.pk for partition in access.read_partitions),
         },
     )
 

@@ -19,6 +19,8 @@
       if (rows[i].getAttribute("data-operation") === event.operationId) return rows[i];
     }
     if (list.hasAttribute("data-only")) return null; // an upload's receipt follows one operation only
+    var partitions = list.getAttribute("data-partitions");
+    if (partitions && partitions.split(",").indexOf(event.partitionId) < 0) return null; // not in the view
     var empty = list.querySelector("[data-role=empty]");
     if (empty) empty.remove();
     var item = document.createElement("li");

@@ -9,6 +9,7 @@ import pytest
 from memory.models import Claim, MemoryEvent, Source
 from memory.pipeline.runner import run_operation
 from tests.conftest import Api, Persona
+from tests.factories import PartitionFactory
 from tests.web.conftest import screenshots, sign_in_as
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -61,12 +62,19 @@ def test_a_conversation_ingested_while_the_dashboard_is_open_appears_in_the_queu
     page.goto(f"{asgi_server.url}/ui/")
     page.wait_for_selector("body[data-live]")  # the websocket is open
     assert page.locator("#queue [data-operation]").count() == 0
+    PartitionFactory.create(owner=owner.user, key="project:apollo")
+    elsewhere = api.post("/ingest/conversation", owner, {
+        "conversation": {"id": "apollo", "messages": [{"id": "a1", "role": "user", "content": "I prefer rockets."}]},
+        "partitionKey": "project:apollo",
+    }).json()  # fmt: skip
+    run_operation(elsewhere["operationId"])  # its events reach the socket first, and are not in this view
     receipt = converse(api, owner, "chat-live", "I prefer green tea.")
     run_operation(receipt["operationId"])  # publishes each step to the owner's websocket group
     row = page.locator(f"#queue [data-operation='{receipt['operationId']}']")
     row.wait_for()
     page.wait_for_selector(f"#queue [data-operation='{receipt['operationId']}'][data-status=completed]")
     assert row.locator(".pill.done[data-step=extract]").count() == 1
+    assert page.locator(f"#queue [data-operation='{elsewhere['operationId']}']").count() == 0  # strict view
     assert page.url == f"{asgi_server.url}/ui/"  # no reload happened: the row was added by the script
 
 
