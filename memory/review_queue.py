@@ -41,17 +41,19 @@ class ReviewQueue:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def _claims(access: Access, status: str) -> list[Claim]:
+def _claims(access: Access, status: str) -> tuple[list[Claim], int]:
+    """The newest LIMIT claims of this status (deciding them brings the next ones up) and how many there are."""
+    waiting = Claim.objects.filter(owner=access.user, partition__in=access.read_partitions, status=status)
     claims = (
-        Claim.objects.filter(owner=access.user, partition__in=access.read_partitions, status=status)
-        .select_related("partition", "subject", "object_node", "conflicts_with", "conflicts_with__subject")
+        waiting.select_related("partition", "subject", "object_node", "conflicts_with", "conflicts_with__subject")
         .prefetch_related(
             Prefetch("evidence", queryset=Evidence.objects.select_related("source").order_by("id")),
             Prefetch("conflicts_with__evidence", queryset=Evidence.objects.select_related("source").order_by("id")),
         )
         .defer("embedding", "search_vector", "conflicts_with__embedding", "conflicts_with__search_vector")
     )
-    return list(claims.order_by("-recorded_at", "-id")[:LIMIT])
+    newest = list(claims.order_by("-recorded_at", "-id")[:LIMIT])
+    return newest, len(newest) if len(newest) < LIMIT else waiting.count()
 
 
 def review_queue(access: Access) -> ReviewQueue:
@@ -65,12 +67,10 @@ def review_queue(access: Access) -> ReviewQueue:
     review_tasks = {definition.review_task_id for definition in metrics}
     # A metric's own "Review metric …" task is decided with the metric, not twice.
     tasks = [item for item in open_commitments(access, provenance="candidate") if item.task.pk not in review_tasks]
-    quarantined = [
-        Quarantined(claim, quarantine_reason(claim.origin, claim.statement))
-        for claim in _claims(access, ClaimStatus.QUARANTINED)
-    ]
-    suggestions = _claims(access, ClaimStatus.SUGGESTED)
-    counts = {"suggestions": len(suggestions), "quarantined": len(quarantined), "tasks": len(tasks),
+    held, held_count = _claims(access, ClaimStatus.QUARANTINED)
+    quarantined = [Quarantined(claim, quarantine_reason(claim.origin, claim.statement)) for claim in held]
+    suggestions, suggestion_count = _claims(access, ClaimStatus.SUGGESTED)
+    counts = {"suggestions": suggestion_count, "quarantined": held_count, "tasks": len(tasks),
               "metrics": len(metrics)}  # fmt: skip
     return ReviewQueue(suggestions, quarantined, tasks, metrics, counts)
 

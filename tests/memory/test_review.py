@@ -9,6 +9,7 @@ import pytest
 from memory.access import Access, access_for_user
 from memory.errors import Conflict, NotFound
 from memory.models import Claim, MemoryEvent
+from memory.review_queue import review_queue
 from memory.services.claims import claim_correct, claim_erase
 from memory.services.review import review_accept, review_keep_both, review_keep_old, review_undo
 from tests.conftest import Api, Persona
@@ -164,3 +165,14 @@ def test_another_person_cannot_undo_a_decision(api: Api, owner: Persona, other: 
         review_undo(access=access(other), claim_id=new.pk)
     new.refresh_from_db()
     assert new.status == "retracted"
+
+
+def test_the_queue_counts_every_waiting_claim_beyond_the_ones_it_shows(
+    api: Api, owner: Persona, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conflict(api, owner, settings)
+    shown = review_queue(access(owner))
+    assert (shown.counts["suggestions"], len(shown.suggestions)) == (1, 1)
+    monkeypatch.setattr("memory.review_queue.LIMIT", 0)  # a page smaller than what waits
+    queue = review_queue(access(owner))
+    assert (queue.counts["suggestions"], queue.suggestions) == (1, [])
