@@ -50,6 +50,11 @@ def test_create_shows_the_secret_once_with_client_setups_and_it_works(page, live
         assert secret in text and mcp_url in text, setup
     assert f"{mcp_url}?token={secret}" in page.inner_text("#setup-claude-ai")
     screenshots(page, "ui-tokens-secret")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page.get_by_role("button", name="Copy the Claude Code command").click()
+    assert page.evaluate("navigator.clipboard.readText()") == page.inner_text("#setup-code")
+    page.get_by_role("button", name="Copy the secret").click()
+    assert page.evaluate("navigator.clipboard.readText()").strip() == secret
     token = AccessToken.objects.get(label="Claude Desktop")
     assert (token.owner, token.partition_keys, token.profile, token.surface) == (
         alice,
