@@ -12,6 +12,7 @@ from django.db.models import Prefetch
 from memory.access import Access
 from memory.models import Claim, ClaimStatus, Evidence, MemoryEvent, Scope
 from memory.screening import quarantine_reason
+from memory.selectors import current_revision
 from memory.services.review import DECISIONS, latest_decision
 
 LIMIT = 50
@@ -53,6 +54,9 @@ def _claims(access: Access, status: str) -> tuple[list[Claim], int]:
         .defer("embedding", "search_vector", "conflicts_with__embedding", "conflicts_with__search_vector")
     )
     newest = list(claims.order_by("-recorded_at", "-id")[:LIMIT])
+    for claim in newest:  # beside the claim as it reads now, when it was corrected since
+        if claim.conflicts_with is not None and claim.conflicts_with.status == ClaimStatus.SUPERSEDED:
+            claim.conflicts_with = current_revision(claim.conflicts_with)
     return newest, len(newest) if len(newest) < LIMIT else waiting.count()
 
 

@@ -165,6 +165,19 @@ def claim_for_access(access: Access, claim_id: str, *, for_update: bool = False)
     return claim
 
 
+def current_revision(claim: Claim) -> Claim:
+    """The claim as it reads now: followed through its corrections (a correction is the revision that
+    superseded it and derives from it). Anything else that superseded it is not the same claim, so it stops."""
+    seen = {claim.pk}
+    while claim.status == ClaimStatus.SUPERSEDED and claim.superseded_by_id and claim.superseded_by_id not in seen:
+        successor = Claim.objects.get(pk=claim.superseded_by_id)
+        if successor.derived_from_id != claim.pk:
+            break
+        seen.add(successor.pk)
+        claim = successor
+    return claim
+
+
 def claim_revisions(claim: Claim) -> list[Claim]:
     """Every revision of a claim's history, oldest first (corrections link by derived_from/superseded_by)."""
     first = claim

@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_datetime
 from memory.access import Access
 from memory.errors import Conflict
 from memory.models import Claim, ClaimStatus, MemoryEvent, Scope
+from memory.selectors import current_revision
 from memory.services.audit import audit_record
 from memory.services.claims import _claim_for_write
 
@@ -61,8 +62,8 @@ def review_accept(*, access: Access, claim_id: str) -> Claim:
     claim = _suggestion(access, claim_id)
     old = claim.conflicts_with
     until: dict[str, datetime | None] = {}
-    if old is not None:
-        old = _claim_for_write(access, str(old.pk))
+    if old is not None:  # corrected since the suggestion arrived: the correction is what it replaces
+        old = _claim_for_write(access, str(current_revision(old).pk))
         if old.status == ClaimStatus.ACTIVE:
             until["oldValidUntil"] = old.valid_until
             old.status, old.superseded_by = ClaimStatus.SUPERSEDED, claim
@@ -118,8 +119,8 @@ def review_undo(*, access: Access, claim_id: str) -> Claim:
             details={"claimId": claim_id, "status": claim.status},
         )
     before = decision.before or {}
-    if decision.action == "review.accept" and claim.conflicts_with_id:
-        old = _claim_for_write(access, str(claim.conflicts_with_id))
+    if decision.action == "review.accept" and before.get("conflictsWith"):
+        old = _claim_for_write(access, str(before["conflictsWith"]))
         if old.status != ClaimStatus.SUPERSEDED or old.superseded_by_id != claim.pk:
             raise Conflict(
                 "The claim this one replaced has changed since, so the decision cannot be taken back.",

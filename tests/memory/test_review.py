@@ -176,3 +176,19 @@ def test_the_queue_counts_every_waiting_claim_beyond_the_ones_it_shows(
     monkeypatch.setattr("memory.review_queue.LIMIT", 0)  # a page smaller than what waits
     queue = review_queue(access(owner))
     assert (queue.counts["suggestions"], queue.suggestions) == (1, [])
+
+
+def test_a_suggestion_follows_the_claim_it_conflicts_with_through_a_correction(
+    api: Api, owner: Persona, settings: Any
+) -> None:
+    old, new = conflict(api, owner, settings)
+    corrected = claim_correct(access=access(owner), claim_id=old.pk, statement="Likes strong black coffee.")
+    (shown,) = review_queue(access(owner)).suggestions
+    assert shown.conflicts_with.pk == corrected.pk  # the review shows it beside the claim as it reads now
+    review_accept(access=access(owner), claim_id=new.pk)
+    corrected.refresh_from_db()
+    assert (corrected.status, corrected.superseded_by_id) == ("superseded", new.pk)
+    assert searched(api, owner) == ["Loves iced coffee."]
+    review_undo(access=access(owner), claim_id=new.pk)
+    corrected.refresh_from_db()
+    assert (corrected.status, corrected.superseded_by_id) == ("active", None)
