@@ -184,7 +184,9 @@ def test_a_suggestion_follows_the_claim_it_conflicts_with_through_a_correction(
     old, new = conflict(api, owner, settings)
     corrected = claim_correct(access=access(owner), claim_id=old.pk, statement="Likes strong black coffee.")
     (shown,) = review_queue(access(owner)).suggestions
-    assert shown.conflicts_with.pk == corrected.pk  # the review shows it beside the claim as it reads now
+    assert (
+        shown.conflicts_with is not None and shown.conflicts_with.pk == corrected.pk
+    )  # the review shows it beside the claim as it reads now
     review_accept(access=access(owner), claim_id=new.pk)
     corrected.refresh_from_db()
     assert (corrected.status, corrected.superseded_by_id) == ("superseded", new.pk)
