@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "memory",
     "commitments",
     "metrics",
+    "maintenance",
     "mcp_bridge",
     "channels",
     "django.contrib.admin",

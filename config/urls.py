@@ -17,6 +17,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("commitments.urls")),
     path("", include("metrics.urls")),
+    path("", include("maintenance.urls")),
     path("", include("memory.api.urls")),
 ]
 
