@@ -44,15 +44,16 @@ def processed(operation_id: str) -> None:
 
 
 async def save_search_and_list(session: Any, document_id: str) -> tuple[Any, Any, Any]:
-    """The new user's first steps: list the tools, save a document, let it be processed, recall it."""
+    """The new user's first steps: list the tools, save a document, let it be processed, recall it and the
+    to-do it holds."""
     tools = await session.list_tools()
     assert {"save_memory", "search_memory", "list_open_commitments"} <= {tool.name for tool in tools.tools}
     document = {"id": document_id, "title": "Preferences", "content": TEXT, "timestamp": "2026-04-22T09:00:00Z"}
     receipt = answer_of(await session.call_tool("save_memory", {"document": document}))
     await anyio.to_thread.run_sync(processed, receipt["operationId"])
     found = answer_of(await session.call_tool("search_memory", {"query": "oat milk coffee"}))
-    open_work = answer_of(await session.call_tool("list_open_commitments", {}))
-    return receipt, found, open_work
+    candidates = answer_of(await session.call_tool("list_commitments", {"provenance": "candidate"}))
+    return receipt, found, candidates
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
@@ -63,14 +64,16 @@ def test_the_sdk_client_saves_searches_and_lists_like_rest(
         async with sdk_session(mcp_service.url, mcp_owner, transport) as session:
             return await save_search_and_list(session, f"prefs-{transport}")
 
-    receipt, found, open_work = anyio.run(scenario)
+    receipt, found, candidates = anyio.run(scenario)
     assert receipt["status"] == "queued"
     assert "oat milk" in found["searchResults"][0]["text"].lower()
     assert found["searchResults"][0]["evidence"][0]["sourceId"]
     same = rest(mcp_service, mcp_owner, "/query/search", {"query": "oat milk coffee"})
     assert found["searchResults"] == same["searchResults"]
-    assert open_work == rest(mcp_service, mcp_owner, "/commitments/open")
-    assert [item["label"] for item in open_work["commitments"]] and "Marcel" in json.dumps(open_work)
+    # A to-do in a saved document waits for the user's confirmation: a candidate, not open work yet.
+    assert candidates == rest(mcp_service, mcp_owner, "/commitments/list", {"provenance": "candidate"})
+    assert [item["label"] for item in candidates["commitments"]] == ["Send the budget to Marcel"]
+    assert rest(mcp_service, mcp_owner, "/commitments/open")["commitments"] == []
 
 
 def test_mcp_keeps_working_for_one_client_across_a_server_restart(mcp_service: McpService, mcp_owner: Persona) -> None:
