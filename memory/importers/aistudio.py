@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from memory.importers.base import ImportFormatError, ImportPlan, clean_text, expect, title
+from memory.importers.base import ImportFormatError, ImportPlan, clean_text, expect, refuse_other_export, title
 from memory.services.ingestion_shapes import SegmentIn, TranscriptIn
 
 ORIGIN = "aistudio-export"
@@ -89,6 +89,7 @@ def parse_aistudio(data: Any, *, chat: str) -> AiStudioChat:
     """The chat's turns, in order, without reasoning and attachments. `chat` names it (the file has no id)."""
     if not chat.strip():
         raise ImportFormatError("An AI Studio chat needs a name (--chat-id).")
+    refuse_other_export(data, "aistudio")
     root = expect(data, dict, "An AI Studio chat file")
     prompt = expect(root.get("chunkedPrompt"), dict, "chunkedPrompt")
     chunks = expect(prompt.get("chunks"), list, "chunkedPrompt.chunks")

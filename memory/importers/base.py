@@ -37,6 +37,8 @@ def read_json(path: Path) -> Any:
         raw = path.read_bytes()
     except OSError as exc:
         raise ImportFormatError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    if raw.startswith(b"PK\x03\x04"):
+        raise ImportFormatError(f"{path} is a zip archive; unzip the export and give the JSON file inside it.")
     try:
         return json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
@@ -46,6 +48,25 @@ def read_json(path: Path) -> Any:
 
 
 JSON_TYPES: dict[type, str] = {list: "a list", dict: "an object", str: "a string"}
+
+
+COMMANDS = {"chatgpt": "import_chatgpt", "claude": "import_claude", "aistudio": "import_aistudio"}
+
+
+def refuse_other_export(data: Any, expected: str) -> None:
+    """A clear word when the file is another importer's export, rather than a complaint about a missing field."""
+    first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+    found = (
+        "chatgpt" if "mapping" in first
+        else "claude" if "chat_messages" in first
+        else "aistudio" if isinstance(data, dict) and "chunkedPrompt" in data
+        else expected
+    )  # fmt: skip
+    if found != expected:
+        raise ImportFormatError(f"This looks like a {NAMES[found]}; import it with manage.py {COMMANDS[found]}.")
+
+
+NAMES = {"chatgpt": "ChatGPT export", "claude": "Claude export", "aistudio": "Google AI Studio chat"}
 
 
 def expect(value: Any, kind: type, where: str) -> Any:

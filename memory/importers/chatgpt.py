@@ -17,6 +17,7 @@ from memory.importers.base import (
     epoch_time,
     expect,
     external_id,
+    refuse_other_export,
     title,
 )
 from memory.services.ingestion_shapes import ConversationIn, MessageIn
@@ -28,6 +29,7 @@ TEXT_CONTENT = ("text", "multimodal_text")
 
 def parse_chatgpt(data: Any) -> ImportPlan:
     """Every conversation of the export as a ConversationIn (`chatgpt:<conversation id>`, message ids kept)."""
+    refuse_other_export(data, "chatgpt")
     plan = ImportPlan()
     items = expect(data, list, "A ChatGPT export (conversations.json)")
     for index, item in enumerate(items, start=1):

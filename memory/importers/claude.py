@@ -10,7 +10,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memory.importers.base import ImportFormatError, ImportPlan, clean_text, expect, external_id, iso_time, title
+from memory.importers.base import (
+    ImportFormatError,
+    ImportPlan,
+    clean_text,
+    expect,
+    external_id,
+    iso_time,
+    refuse_other_export,
+    title,
+)
 from memory.services.ingestion_shapes import ConversationIn, MessageIn
 
 ORIGIN = "claude-export"
@@ -19,6 +28,7 @@ ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
 
 def parse_claude(data: Any) -> ImportPlan:
     """Every conversation of the export as a ConversationIn (`claude:<uuid>`, message uuids kept)."""
+    refuse_other_export(data, "claude")
     plan = ImportPlan()
     items = expect(data, list, "A Claude export (conversations.json)")
     for index, item in enumerate(items, start=1):
@@ -66,7 +76,7 @@ def _active_branch(messages: list[dict[str, Any]], leaf: Any, where: str) -> lis
 def _message(message: dict[str, Any], started: datetime | None, plan: ImportPlan, where: str) -> MessageIn | None:
     message_id = external_id(message.get("uuid"), f"{where}: message uuid")
     here = f"{where}: message {message_id}"
-    role = ROLES.get(message.get("sender"))
+    role = ROLES.get(str(message.get("sender")))
     if role is None:
         plan.skipped[f"{message.get('sender') or 'unknown'} message"] += 1
         return None

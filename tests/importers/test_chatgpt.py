@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def test_only_the_active_branch_and_what_the_two_said_is_imported(owner: Persona
     ]
     conversation = Source.objects.get(external_id="chatgpt:6a1f0c2e-1111-4c3b-9a77-0000000000a1")
     assert conversation.title == "Allotment planning"
-    assert conversation.children.get(message_id="u-1").authored_at.isoformat() == "2024-03-01T09:00:00+00:00"
+    assert conversation.children.get(message_id="u-1").authored_at == datetime(2024, 3, 1, 9, tzinfo=UTC)
     for reason in (
         "2 off the active branch (edited or regenerated)",
         "2 system message",
@@ -76,6 +77,7 @@ def test_a_grown_export_imports_only_the_new_messages(owner: Persona, tmp_path: 
     output = run("import_chatgpt", str(write(tmp_path / "conversations.json", export)), "--user", "alice")
     assert summary(output).startswith("imported: 1 conversation, 1 message; already there: 1 conversation, 6 messages")
     added = Source.objects.get(message_id="u-3")
+    assert added.parent is not None
     assert (added.parent.external_id, added.ordinal, added.content) == (
         "chatgpt:6a1f0c2e-1111-4c3b-9a77-0000000000a1", 4, "The allotment committee meets on Thursday.")  # fmt: skip
 
@@ -109,7 +111,7 @@ def test_an_unknown_user_is_refused(alice: User) -> None:
 
 def conversation(**overrides: Any) -> dict[str, Any]:
     content = {"content_type": "text", "parts": ["Hello there."]}
-    node = {
+    node: dict[str, Any] = {
         "id": "n1",
         "parent": None,
         "children": [],

@@ -97,3 +97,29 @@ def test_a_malformed_file_is_refused_whole_with_a_clear_message(
     error = refused("import_claude", str(path), "--user", "alice")
     assert message in str(error)
     assert error.returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "sample", "message"),
+    [
+        ("import_claude", "chatgpt_conversations.json", "ChatGPT export; import it with manage.py import_chatgpt."),
+        ("import_chatgpt", "claude_conversations.json", "Claude export; import it with manage.py import_claude."),
+        ("import_chatgpt", "aistudio_chat.json", "Google AI Studio chat; import it with manage.py import_aistudio."),
+        ("import_aistudio", "claude_conversations.json", "Claude export; import it with manage.py import_claude."),
+    ],
+)  # fmt: skip
+def test_another_importers_export_is_refused_with_the_right_command(
+    alice: User, command: str, sample: str, message: str
+) -> None:
+    error = refused(command, str(SAMPLES / sample), "--user", "alice")
+    assert message in str(error) and error.returncode == 2
+
+
+def test_the_zipped_export_is_refused_with_a_hint(alice: User, tmp_path: Path) -> None:
+    import zipfile
+
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.write(SAMPLE, "conversations.json")
+    error = refused("import_claude", str(archive), "--user", "alice")
+    assert "is a zip archive; unzip the export and give the JSON file inside it." in str(error)
