@@ -2,9 +2,12 @@
 service, so imported chats are stored, deduplicated and processed exactly like chats sent over REST.
 
 Ids are the export's own (`chatgpt:<conversation id>` with its message ids, ...), so importing the same file
-again stores nothing twice. One import is one transaction: if any conversation is refused, nothing of the
-file is kept. A dry run performs the same ingestion and rolls it back, so what it reports is what a real run
-would store."""
+again stores nothing twice. The importers parse the whole file first, so a malformed file stores nothing. The
+import itself commits in batches of IMPORT_BATCH sources: ingestion takes a lock per conversation until
+commit and PostgreSQL's lock table is finite (about 15,000 in the embedded server), so one transaction could
+not hold a large export. If ingestion refuses a conversation, that batch is rolled back, the batches before it
+stay, and running the import again continues after them. A dry run performs the same ingestion and rolls
+every batch back, so what it reports is what a real run would store."""
 
 from __future__ import annotations
 
@@ -16,11 +19,12 @@ from typing import Any
 from django.db import transaction
 
 from memory.access import Access
+from memory.errors import ServiceError
 from memory.importers.base import ImportPlan
 from memory.models import Scope, Source, SourceKind
 from memory.services.audit import audit_record
 from memory.services.ingestion import ingest_conversation, ingest_transcript
-from memory.services.ingestion_shapes import ConversationIn
+from memory.services.ingestion_shapes import ConversationIn, TranscriptIn
 
 
 @dataclass
@@ -42,41 +46,74 @@ class ImportSummary:
             self.first = moment if self.first is None else min(self.first, moment)
             self.last = moment if self.last is None else max(self.last, moment)
 
+    def add(self, batch: ImportSummary) -> None:
+        self.imported.update(batch.imported)
+        self.present.update(batch.present)
+        self.skipped.update(batch.skipped)
+        self.saw(batch.first)
+        self.saw(batch.last)
+        self.operation_ids += batch.operation_ids
+        self.new += batch.new
+
+
+IMPORT_BATCH = 500
+
+
+class ImportStopped(Exception):
+    """Ingestion refused a source: `error` says why, `kept` what the batches before it stored."""
+
+    def __init__(self, error: ServiceError, kept: ImportSummary, at: str) -> None:
+        super().__init__(error.message)
+        self.error, self.kept, self.at = error, kept, at
+
 
 class _RollBack(Exception):
     """Ends a dry run's transaction after the work is counted."""
 
 
 def history_import(*, access: Access, plan: ImportPlan, origin: str, dry_run: bool = False) -> ImportSummary:
-    """Ingest every conversation and transcript of the plan into the access's write partition, all or nothing;
-    with `dry_run` count the same and keep nothing."""
+    """Ingest every conversation and transcript of the plan into the access's write partition, batch by batch
+    (ImportStopped when ingestion refuses one); with `dry_run` count the same and keep nothing."""
     access.require_scope(Scope.WRITE)
     summary = ImportSummary(dry_run=dry_run, origin=origin, skipped=plan.skipped.copy())
-    try:
+    items: list[ConversationIn | TranscriptIn] = [*plan.conversations, *plan.transcripts]
+    for start in range(0, len(items), IMPORT_BATCH):
+        batch = ImportSummary(dry_run=dry_run, origin=origin)
+        item = items[start]
+        try:
+            with transaction.atomic():
+                for item in items[start : start + IMPORT_BATCH]:
+                    _import_one(access, item, batch)
+                if dry_run:
+                    raise _RollBack
+        except _RollBack:
+            batch.operation_ids = []  # rolled back: those receipts do not exist
+        except ServiceError as exc:
+            raise ImportStopped(exc, summary, at=item.id) from exc
+        summary.add(batch)
+    if summary.imported and not dry_run:
         with transaction.atomic():
-            for conversation in plan.conversations:
-                _import_conversation(access, conversation, summary)
-            for transcript in plan.transcripts:
-                receipt = ingest_transcript(access=access, transcript=transcript)
-                _count(summary, receipt.deduplicated, "transcript", "turn", len(transcript.segments))
-                if not receipt.deduplicated:
-                    summary.operation_ids.append(receipt.operation.pk)
-                    summary.new.append((transcript.id, transcript.title, len(transcript.segments)))
-            if summary.imported:
-                audit_record(
-                    actor=access.actor,
-                    owner=access.user,
-                    action="history.import",
-                    partition=access.write_partition(),
-                    target_type="import",
-                    target_id=origin,
-                    after=dict(summary.imported),
-                )
-            if dry_run:
-                raise _RollBack
-    except _RollBack:
-        summary.operation_ids = []  # rolled back: those receipts do not exist
+            audit_record(
+                actor=access.actor,
+                owner=access.user,
+                action="history.import",
+                partition=access.write_partition(),
+                target_type="import",
+                target_id=origin,
+                after=dict(summary.imported),
+            )
     return summary
+
+
+def _import_one(access: Access, item: ConversationIn | TranscriptIn, summary: ImportSummary) -> None:
+    if isinstance(item, ConversationIn):
+        _import_conversation(access, item, summary)
+        return
+    receipt = ingest_transcript(access=access, transcript=item)
+    _count(summary, receipt.deduplicated, "transcript", "turn", len(item.segments))
+    if not receipt.deduplicated:
+        summary.operation_ids.append(receipt.operation.pk)
+        summary.new.append((item.id, item.title, len(item.segments)))
 
 
 def _import_conversation(access: Access, conversation: ConversationIn, summary: ImportSummary) -> None:

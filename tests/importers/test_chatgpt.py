@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import CommandError
 
 from memory.models import Source, SourceKind, User
 from tests.conftest import Api, Persona
@@ -149,11 +150,44 @@ def test_a_missing_file_is_refused(alice: User, tmp_path: Path) -> None:
     assert "Cannot read" in str(error) and error.returncode == 2
 
 
-def test_a_conversation_refused_by_ingestion_keeps_the_whole_file_out(owner: Persona, tmp_path: Path) -> None:
+def test_a_conversation_refused_by_ingestion_keeps_its_whole_batch_out(owner: Persona, tmp_path: Path) -> None:
     run("import_chatgpt", SAMPLE, "--user", "alice")
     export = json.loads(Path(SAMPLE).read_text())
-    export[0]["mapping"]["a-2"]["message"]["content"]["parts"] = ["An answer rewritten after the fact."]
-    export[1]["mapping"]["m5"]["message"]["content"]["parts"] = ["A new message that must not be kept alone."]
+    export[0]["mapping"]["a-2"]["children"] = ["u-3"]
+    said = {"content_type": "text", "parts": ["A new message that must not be kept alone."]}
+    export[0]["mapping"]["u-3"] = {
+        "parent": "a-2",
+        "message": {"id": "u-3", "author": {"role": "user"}, "content": said},
+    }
+    export[0]["current_node"] = "u-3"
+    export[1]["mapping"]["m4"]["message"]["content"]["parts"] = ["An answer rewritten after the fact."]
     error = refused("import_chatgpt", str(write(tmp_path / "conversations.json", export)), "--user", "alice")
     assert "CONFLICT: Some messages were already stored with other text" in str(error)
-    assert "Nothing was imported." in str(error) and error.returncode == 1
+    assert "Stopped at chatgpt:6a1f0c2e-2222-4c3b-9a77-0000000000b2; nothing was imported." in str(error)
+    assert error.returncode == 1
+    assert not Source.objects.filter(message_id="u-3").exists()  # same batch as the refusal: rolled back
+
+
+def test_a_refusal_keeps_the_batches_before_it_and_a_rerun_continues(
+    owner: Persona, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memory.services.history_import.IMPORT_BATCH", 1)  # one conversation per transaction
+    run("import_chatgpt", SAMPLE, "--user", "alice")
+    export = json.loads(Path(SAMPLE).read_text())
+    export[0]["mapping"]["a-2"]["children"] = ["u-3"]
+    said = {"content_type": "text", "parts": ["Kept before the refusal."]}
+    export[0]["mapping"]["u-3"] = {
+        "parent": "a-2",
+        "message": {"id": "u-3", "author": {"role": "user"}, "content": said},
+    }
+    export[0]["current_node"] = "u-3"
+    export[1]["mapping"]["m4"]["message"]["content"]["parts"] = ["An answer rewritten after the fact."]
+    path = write(tmp_path / "conversations.json", export)
+    with pytest.raises(CommandError) as caught:
+        run("import_chatgpt", str(path), "--user", "alice")
+    assert str(caught.value).startswith("CONFLICT: Some messages were already stored with other text")
+    assert str(caught.value).endswith(
+        "Stopped at chatgpt:6a1f0c2e-2222-4c3b-9a77-0000000000b2; imported before it: 1 conversation, 1 message "
+        "(running the import again continues after them)."
+    )
+    assert Source.objects.filter(message_id="u-3").exists()

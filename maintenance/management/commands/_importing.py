@@ -14,7 +14,7 @@ from memory.access import Access, access_for_user
 from memory.errors import NotFound, ServiceError
 from memory.importers.base import ImportFormatError, ImportPlan, read_json
 from memory.management.commands._tokens import user_by_name
-from memory.services.history_import import ImportSummary, history_import
+from memory.services.history_import import ImportStopped, ImportSummary, history_import
 
 BAD_FILE = 2  # exit status for a file that is not the expected export (1 is every other refusal)
 PIECES = {"conversation": "conversation", "message": "message", "transcript": "transcript", "turn": "turn"}
@@ -54,9 +54,10 @@ class ImportCommand(BaseCommand):
             summary = history_import(access=access, plan=plan, origin=self.origin, dry_run=options["dry_run"])
         except ImportFormatError as exc:
             raise CommandError(f"{path}: {exc} Nothing was imported.", returncode=BAD_FILE) from exc
+        except ImportStopped as stop:
+            raise CommandError(_stopped(stop)) from stop
         except ServiceError as exc:
-            details = f" {json.dumps(exc.details, ensure_ascii=False)}" if exc.details else ""
-            raise CommandError(f"{exc.code}: {exc.message}{details} Nothing was imported.") from exc
+            raise CommandError(f"{_error(exc)} Nothing was imported.") from exc
         self._report(summary)
 
     def _report(self, summary: ImportSummary) -> None:
@@ -77,12 +78,27 @@ class ImportCommand(BaseCommand):
         self.stdout.write("; ".join(parts))
 
 
+def _error(exc: ServiceError) -> str:
+    details = f" {json.dumps(exc.details, ensure_ascii=False)}" if exc.details else ""
+    return f"{exc.code}: {exc.message}{details}"
+
+
+def _stopped(stop: ImportStopped) -> str:
+    if not stop.kept.imported:
+        return f"{_error(stop.error)} Stopped at {stop.at}; nothing was imported."
+    return (
+        f"{_error(stop.error)} Stopped at {stop.at}; imported before it: {_counts(stop.kept.imported)} "
+        "(running the import again continues after them)."
+    )
+
+
 def _counts(counter: Counter[str]) -> str:
     shown = [f"{counter[key]} {name}{'' if counter[key] == 1 else 's'}" for key, name in PIECES.items() if counter[key]]
     return ", ".join(shown) or "nothing"
 
 
 def _skips(counter: Counter[str]) -> str:
+    counter = +counter  # reasons that never happened are not worth a word
     if not counter:
         return "nothing"
     reasons = ", ".join(
