@@ -119,11 +119,24 @@ def _text(message: dict[str, Any], where: str, plan: ImportPlan) -> str | None:
         plan.skipped[f"non-text content ({content_type or 'unknown'})"] += 1
         return None
     parts = expect(content.get("parts", []), list, f"{where}: content.parts")
-    texts = [part for part in parts if isinstance(part, str)]
-    if len(texts) < len(parts):
-        plan.skipped["image or file part"] += len(parts) - len(texts)
+    texts = [_part_text(part) for part in parts]
+    plan.skipped["image, audio or file part"] += texts.count(None)
+    texts = [part for part in texts if part is not None]
     text = clean_text("\n\n".join(part for part in texts if part.strip())).strip()
     if not text:
         plan.skipped["empty message"] += 1
         return None
     return text
+
+
+def _part_text(part: Any) -> str | None:
+    """A part's words: a string, or what voice mode transcribed; None for images, audio and files."""
+    if isinstance(part, str):
+        return part
+    if (
+        isinstance(part, dict)
+        and part.get("content_type") == "audio_transcription"
+        and isinstance(part.get("text"), str)
+    ):
+        return str(part["text"])
+    return None

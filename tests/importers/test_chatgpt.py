@@ -52,7 +52,7 @@ def test_only_the_active_branch_and_what_the_two_said_is_imported(owner: Persona
         "1 tool call",
         "1 tool message",
         "1 empty message",
-        "1 image or file part",
+        "1 image, audio or file part",
         "1 conversation with nothing to import",
     ):
         assert reason in summary(output), reason  # fmt: skip
@@ -191,3 +191,18 @@ def test_a_refusal_keeps_the_batches_before_it_and_a_rerun_continues(
         "(running the import again continues after them)."
     )
     assert Source.objects.filter(message_id="u-3").exists()
+
+
+def test_what_voice_mode_transcribed_is_kept_and_the_audio_is_not(owner: Persona, tmp_path: Path) -> None:
+    parts = [
+        {"content_type": "audio_transcription", "text": "Remind me that the piano tuner comes on Tuesday."},
+        {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file_synthetic", "size_bytes": 9},
+    ]
+    node = {"parent": None, "message": {"id": "v1", "author": {"role": "user"}, "create_time": 1718476200.0,
+            "content": {"content_type": "multimodal_text", "parts": parts}}}  # fmt: skip
+    path = write(tmp_path / "conversations.json", [conversation(mapping={"v1": node}, current_node="v1")])
+    output = run("import_chatgpt", str(path), "--user", "alice")
+    assert summary(output) == (
+        "imported: 1 conversation, 1 message; already there: nothing; skipped: 1 (1 image, audio or file part)"
+    )
+    assert messages() == [("user", "Remind me that the piano tuner comes on Tuesday.")]
