@@ -119,10 +119,9 @@ def _text(message: dict[str, Any], where: str, plan: ImportPlan) -> str | None:
         plan.skipped[f"non-text content ({content_type or 'unknown'})"] += 1
         return None
     parts = expect(content.get("parts", []), list, f"{where}: content.parts")
-    texts = [_part_text(part) for part in parts]
-    plan.skipped["image, audio or file part"] += texts.count(None)
-    texts = [part for part in texts if part is not None]
-    text = clean_text("\n\n".join(part for part in texts if part.strip())).strip()
+    read = [_part_text(part) for part in parts]
+    plan.skipped["image, audio or file part"] += read.count(None)
+    text = clean_text("\n\n".join(part for part in read if part is not None and part.strip())).strip()
     if not text:
         plan.skipped["empty message"] += 1
         return None
