@@ -23,7 +23,7 @@ from memory.errors import ServiceError
 from memory.importers.base import ImportPlan
 from memory.models import Scope, Source, SourceKind
 from memory.services.audit import audit_record
-from memory.services.ingestion import ingest_conversation, ingest_transcript
+from memory.services.ingestion import IdentityRetired, ingest_conversation, ingest_transcript
 from memory.services.ingestion_shapes import ConversationIn, TranscriptIn
 
 
@@ -106,9 +106,17 @@ def history_import(*, access: Access, plan: ImportPlan, origin: str, dry_run: bo
 
 
 def _import_one(access: Access, item: ConversationIn | TranscriptIn, summary: ImportSummary) -> None:
-    if isinstance(item, ConversationIn):
-        _import_conversation(access, item, summary)
-        return
+    try:
+        if isinstance(item, ConversationIn):
+            _import_conversation(access, item, summary)
+        else:
+            _import_transcript(access, item, summary)
+    except IdentityRetired:
+        # The person erased it and asked that it never come back: an import is no reason to, nor to stop.
+        summary.skipped["erased earlier (identity retired)"] += 1
+
+
+def _import_transcript(access: Access, item: TranscriptIn, summary: ImportSummary) -> None:
     receipt = ingest_transcript(access=access, transcript=item)
     _count(summary, receipt.deduplicated, "transcript", "turn", len(item.segments))
     if not receipt.deduplicated:

@@ -206,3 +206,14 @@ def test_what_voice_mode_transcribed_is_kept_and_the_audio_is_not(owner: Persona
         "imported: 1 conversation, 1 message; already there: nothing; skipped: 1 (1 image, audio or file part)"
     )
     assert messages() == [("user", "Remind me that the piano tuner comes on Tuesday.")]
+
+
+def test_a_conversation_erased_for_good_stays_out_and_the_rest_imports(api: Api, owner: Persona) -> None:
+    run("import_chatgpt", SAMPLE, "--user", "alice")
+    bill = Source.objects.get(external_id="chatgpt:6a1f0c2e-2222-4c3b-9a77-0000000000b2")
+    erased = api.post("/source/delete", owner, {"sourceId": bill.pk, "retireIdentity": True})
+    assert erased.status_code == 200, erased.json()
+    output = run("import_chatgpt", SAMPLE, "--user", "alice")
+    assert summary(output).startswith("imported: nothing; already there: 1 conversation, 4 messages; skipped: ")
+    assert "1 erased earlier (identity retired)" in summary(output)
+    assert not Source.objects.live().filter(external_id=bill.external_id).exists()
