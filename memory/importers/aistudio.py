@@ -59,8 +59,8 @@ class AiStudioChat:
             at = next((turn for turn in self.turns if turn.position == watermark.position), None)
             if at is None or at.fingerprint != watermark.fingerprint:
                 raise ImportFormatError(
-                    f"The chat changed at or before turn {watermark.position}, the last one imported; nothing was "
-                    "imported. Import the edited chat under another --chat-id to keep both versions."
+                    f"The chat changed at or before turn {watermark.position}, the last one imported. Import the "
+                    "edited chat under another --chat-id to keep both versions."
                 )
         new = [turn for turn in self.turns if turn.position > watermark.position]
         plan = ImportPlan(skipped=self.plan.skipped.copy())

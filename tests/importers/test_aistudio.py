@@ -101,7 +101,10 @@ def test_a_chat_edited_before_the_watermark_is_refused(owner: Persona, tmp_path:
     chat = json.loads(SAMPLE.read_text())
     chat["chunkedPrompt"]["chunks"][7]["parts"][1]["text"] = "An edited answer."
     error = refused("import_aistudio", str(write(tmp_path / SAMPLE.name, chat)), "--user", "alice")
-    assert "The chat changed at or before turn 8, the last one imported; nothing was imported." in str(error)
+    assert str(error).endswith(
+        "The chat changed at or before turn 8, the last one imported. Import the edited chat under another "
+        "--chat-id to keep both versions. Nothing was imported."
+    )
     other = run("import_aistudio", str(tmp_path / SAMPLE.name), "--user", "alice", "--chat-id", "guide-v2")
     assert summary(other).startswith("imported: 1 transcript, 4 turns;")
 

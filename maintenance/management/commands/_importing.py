@@ -17,7 +17,7 @@ from memory.management.commands._tokens import user_by_name
 from memory.services.history_import import ImportStopped, ImportSummary, history_import
 
 BAD_FILE = 2  # exit status for a file that is not the expected export (1 is every other refusal)
-PIECES = {"conversation": "conversation", "message": "message", "transcript": "transcript", "turn": "turn"}
+PIECES = ("conversation", "message", "transcript", "turn")
 
 
 class ImportCommand(BaseCommand):
@@ -93,7 +93,7 @@ def _stopped(stop: ImportStopped) -> str:
 
 
 def _counts(counter: Counter[str]) -> str:
-    shown = [f"{counter[key]} {name}{'' if counter[key] == 1 else 's'}" for key, name in PIECES.items() if counter[key]]
+    shown = [f"{counter[piece]} {piece}{'' if counter[piece] == 1 else 's'}" for piece in PIECES if counter[piece]]
     return ", ".join(shown) or "nothing"
 
 
