@@ -8,6 +8,8 @@ from memory.extraction.base import Extractor, TextUnit
 from memory.models import Source, SourceKind, SourceScope
 
 OWNER_SPEAKERS = {"me", "ik", "i", "user"}
+# A transcript's assistant (an imported AI Studio chat's "model") is neither the owner nor a person to remember.
+ASSISTANT_SPEAKERS = {"assistant", "model"}
 
 
 ATTACHMENT_KINDS = (SourceKind.DOCUMENT, SourceKind.FILE)
@@ -44,6 +46,7 @@ def text_units(source: Source, pending: list[Source]) -> list[TextUnit]:
             for segment in item.segments:
                 speaker = str(segment.get("speaker", ""))
                 role = "user" if speaker.lower() in owner_names else "other"
+                role = "assistant" if speaker.lower() in ASSISTANT_SPEAKERS else role
                 units.append(TextUnit(source_id=item.pk, text=str(segment.get("text", "")), speaker=speaker,
                                       role=role, authored_at=item.occurred_at))  # fmt: skip
             continue
