@@ -69,6 +69,12 @@ class UserAdmin(DjangoUserAdmin):
         for user in queryset:
             account_erase(user=user)
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """The erasure removes audit rows and files' originals itself, in an order that needs no permission on
+        the read-only audit admin and meets no protected blob: neither blocks deleting a user."""
+        deleted, model_count, _, _ = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), []
+
     @admin.action(description="Erase the user and all their memory", permissions=["delete"])
     def erase_with_memory(self, request: HttpRequest, queryset: QuerySet[User]) -> HttpResponse | None:
         """A confirmation page first (what each account holds); erasing happens on its POST."""
