@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.db import transaction
 from django.db.models import QuerySet
@@ -87,7 +88,7 @@ class UserAdmin(DjangoUserAdmin):
         context = {
             **self.admin_site.each_context(request), "title": "Erase the user and all their memory?",
             "accounts": accounts, "opts": self.opts, "queryset": queryset,
-            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
         }  # fmt: skip
         return TemplateResponse(request, "admin/memory/user/erase_confirmation.html", context)
 
