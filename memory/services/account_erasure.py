@@ -121,6 +121,9 @@ def _erase_content(partition: Partition) -> set[str]:
     owner = partition.owner
     definitions, observations = _metrics(partition)
     sources = Source.objects.filter(partition=partition)
+    # The pipeline locks a source while it writes what it derived (memory.pipeline.steps.Job.lock_source):
+    # taking these locks first waits for a running step, and a later one finds its source gone.
+    list(sources.select_for_update().values_list("pk", flat=True))
     object_ids = [
         partition.pk,
         *sources.values_list("pk", flat=True),
@@ -185,6 +188,8 @@ def partition_erase(*, access: Access, key: str, dry_run: bool = True) -> Partit
     if dry_run:
         return PartitionErasure(key, counts, blobs=0, kept_empty=partition.is_personal, dry_run=True)
     blobs = _erase_unused_blobs(_erase_content(partition))
+    owner_id = access.user.pk
+    transaction.on_commit(lambda: drop_cached_views(owner_id))
     partition_id = partition.pk
     if partition.is_personal:
         Partition.objects.filter(pk=partition_id).update(label="Personal", is_active=True, deactivated_at=None)
@@ -247,6 +252,20 @@ def _forget_owner(owner_id: int) -> None:
         cache.delete(f"memory-version:{owner_id}")
     except RedisError:
         logger.warning("account.erase.cache_unavailable")
+    drop_cached_views(owner_id)
+
+
+def drop_cached_views(owner_id: int) -> None:
+    """Caches of derived views hold text (the atlas for a day, searched words for minutes): after an erasure
+    the owner's go at once rather than when they expire."""
+    try:
+        client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+        for pattern in (f"atlas:{owner_id}:*", f"recall:df:*:{owner_id}:*"):
+            keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
+            if keys:
+                client.delete(*keys)
+    except RedisError:
+        logger.warning("erasure.cache_unavailable")
 
 
 def account_inventory(user: User) -> dict[str, int]:

@@ -53,6 +53,17 @@ def pg_dump() -> str:
     return done.stdout
 
 
+def cached() -> str:
+    """Every key and value of the cache (the atlas, search word statistics), as text."""
+    from django.core.cache import cache
+
+    client = cache._cache.get_client()
+    found = []
+    for key in client.scan_iter(match=cache.make_key("*")):
+        found.append(key.decode(errors="replace") + " " + (client.get(key) or b"").decode(errors="replace"))
+    return "\n".join(found)
+
+
 def remaining(dump: str) -> list[str]:
     return sorted(place for place, marker in MARKERS.items() if marker in dump)
 
@@ -97,6 +108,9 @@ def build_memory(api: Api, persona: Persona, key: str) -> None:
         content_type="text/plain", headers=persona.headers,
     )  # fmt: skip
     assert stored.status_code in (200, 201), stored.content
+    # Derived views cached with text in them: the atlas, and the statistics of searched words.
+    assert api.post("/context/bootstrap", persona, {"partitionKey": key}).status_code == 200
+    assert api.post("/query/search", persona, {"query": MARKERS["correction"], "partitionKey": key}).status_code == 200
 
 
 @pytest.fixture
@@ -130,6 +144,7 @@ def test_erasing_a_partition_leaves_no_marker_in_the_database_dump_and_no_file(
     ).json()
     assert erased["keptEmpty"] is True and erased["erasedBlobs"] == 2
     assert remaining(pg_dump()) == []
+    assert remaining(cached()) == []
     assert files_under(blob_dir) == []
     personal = Partition.objects.get(owner=alice, key="memory:personal")  # kept, empty, usable
     assert not Scratchpad.objects.filter(partition=personal).exists() and not Blob.objects.exists()
@@ -144,13 +159,14 @@ def test_erasing_a_whole_account_leaves_no_marker_no_row_and_no_file(
     build_memory(api, owner, "memory:personal")
     api.client.force_login(alice)  # a web sign-in session names the user too
     assert remaining(pg_dump()) == IN_DATABASE
+    assert MARKERS["correction"] in cached()  # the cache holds text too (the search statistics' keys)
     call_command("erase_user", "alice")  # without --confirm: nothing changes
     assert User.objects.filter(pk=alice.pk).exists()
 
     call_command("erase_user", "alice", "--confirm")
     assert not User.objects.filter(pk=alice.pk).exists()
     dump = pg_dump()
-    assert remaining(dump) == []
+    assert remaining(dump) == [] and remaining(cached()) == []
     assert "alice" not in dump  # no row names the user (bob's rows do not)
     assert files_under(blob_dir) == []
     assert not (blob_dir / str(alice.pk)).exists()
