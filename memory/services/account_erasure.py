@@ -32,6 +32,7 @@ from memory.models import (
     Blob,
     Chunk,
     Claim,
+    Evidence,
     Feedback,
     MemoryEvent,
     Node,
@@ -45,6 +46,7 @@ from memory.models import (
     User,
 )
 from memory.services.audit import audit_record
+from memory.services.claim_erasure import claims_erase
 
 logger = logging.getLogger("memory.erasure")
 _BATCH = 1000
@@ -115,6 +117,22 @@ def _blank_audit(owner: User, partition: Partition, object_ids: list[str]) -> No
         LogEntry.objects.filter(object_id__in=batch).delete()
 
 
+def _mend_across(owner: User, partition: Partition) -> None:
+    """Claims in other partitions that lean on this one (rare: a revision chain or evidence crossing the
+    boundary) go through claim erasure, so a chain is mended around the gap (an older value elsewhere becomes
+    current again) and a claim known only from this partition's sources goes with them."""
+    inside, outside = (
+        Claim.objects.filter(partition=partition),
+        Claim.objects.filter(owner=owner).exclude(partition=partition),
+    )
+    linked = set(inside.filter(Q(supersedes__in=outside) | Q(revisions__in=outside)).values_list("pk", flat=True))
+    backed_elsewhere = Evidence.objects.filter(owner=owner).exclude(source__partition=partition).values("claim_id")
+    only_here = outside.filter(evidence__source__partition=partition).exclude(pk__in=backed_elsewhere)
+    doomed = linked | set(only_here.values_list("pk", flat=True))
+    if doomed:
+        claims_erase(owner=owner, claim_ids=doomed)
+
+
 def _erase_content(partition: Partition) -> set[str]:
     """Delete every row in the partition; returns the ids of the blobs it used (deleted by the caller once
     nothing else uses them)."""
@@ -136,6 +154,7 @@ def _erase_content(partition: Partition) -> set[str]:
     blob_ids = set(sources.exclude(blob=None).values_list("blob_id", flat=True))
     blob_ids |= set(ArtifactPlacement.objects.filter(partition=partition).values_list("blob_id", flat=True))
     _blank_audit(owner, partition, object_ids)
+    _mend_across(owner, partition)
     # Leaves first, so no cascade has to walk far; every statement is scoped to this partition.
     Feedback.objects.filter(partition=partition).delete()
     AgentSession.objects.filter(partition=partition).delete()

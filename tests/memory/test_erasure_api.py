@@ -199,3 +199,22 @@ def test_the_admins_plain_delete_also_removes_the_users_files(
     assert done.status_code == 302
     assert not User.objects.filter(pk=alice.pk).exists() and not Blob.objects.exists()
     assert not [path for path in blob_dir.rglob("*") if path.is_file()]
+
+
+def test_a_chain_crossing_into_an_erased_partition_is_mended(api: Api, owner: Persona, alice: User) -> None:
+    """An older value elsewhere superseded by a claim in the erased partition is current again; a claim
+    elsewhere known only from the erased partition's sources goes too."""
+    from memory.models import Evidence
+    from tests.factories import ClaimFactory, PartitionFactory
+
+    apollo = PartitionFactory.create(owner=alice, key="project:apollo")
+    newer = ClaimFactory.create(owner=alice, partition=apollo, statement="Lives in Utrecht.")
+    older = ClaimFactory.create(owner=alice, statement="Lives in Leiden.", status="superseded", superseded_by=newer)
+    receipt = api.post("/ingest/document", owner, {"document": {"id": "d", "content": "x"}, "partitionKey": apollo.key})
+    leaning = ClaimFactory.create(owner=alice, statement="Known only from apollo.")
+    Evidence.objects.create(owner=alice, claim=leaning, source_id=receipt.json()["sourceId"], excerpt="x")
+    body = {"key": apollo.key, "dryRun": False, "confirm": apollo.key}
+    assert api.post("/partitions/erase", owner, body).status_code == 200
+    older.refresh_from_db()
+    assert (older.status, older.superseded_by_id) == ("active", None)
+    assert not Claim.objects.filter(pk__in=[newer.pk, leaning.pk]).exists()
