@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from memory.access import Access
 from memory.errors import NotFound
 from memory.models import (
+    AccessToken,
     AgentSession,
     Alias,
     ArtifactPlacement,
@@ -251,6 +252,8 @@ def account_erase(*, user: User) -> AccountErasure:
         blob_ids |= set(Blob.objects.filter(owner=user).values_list("pk", flat=True))
         erased.blobs = len(_erase_unused_blobs(blob_ids))
         Session.objects.filter(session_key__in=_login_sessions(user)).delete()
+        tokens = [str(pk) for pk in AccessToken.objects.filter(owner=user).values_list("pk", flat=True)]
+        LogEntry.objects.filter(object_id__in=tokens).delete()  # their labels are in object_repr
         LogEntry.objects.filter(content_type__model="user", object_id=str(user.pk)).delete()
         owner_id = user.pk
         user.delete()

@@ -218,3 +218,18 @@ def test_a_chain_crossing_into_an_erased_partition_is_mended(api: Api, owner: Pe
     older.refresh_from_db()
     assert (older.status, older.superseded_by_id) == ("active", None)
     assert not Claim.objects.filter(pk__in=[newer.pk, leaning.pk]).exists()
+
+
+def test_erase_user_finds_by_username_or_external_id_and_refuses_an_unknown_one(alice: User, bob: User) -> None:
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="No user 'nobody'"):
+        call_command("erase_user", "nobody", "--confirm")
+    User.objects.filter(pk=bob.pk).update(external_id="bob-external")
+    printed = StringIO()
+    call_command("erase_user", "bob-external", stdout=printed)
+    assert "Nothing erased" in printed.getvalue() and User.objects.filter(pk=bob.pk).exists()
+    call_command("erase_user", "bob-external", "--confirm", stdout=printed)
+    assert not User.objects.filter(pk=bob.pk).exists() and User.objects.filter(pk=alice.pk).exists()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
@@ -102,6 +104,13 @@ def build_memory(api: Api, persona: Persona, key: str) -> None:
     claim = Claim.objects.filter(statement__icontains=MARKERS["message"], status="active").first()
     assert claim is not None, "the pipeline made no claim of the message"
     post("/claim/correct", {"claimId": claim.pk, "statement": f"Prefers {MARKERS['correction']} tea."})
+    # An admin's edit is logged with the object's text (`object_repr`): such lines go with the object.
+    admin, _ = User.objects.get_or_create(username="root", defaults={"is_staff": True, "is_superuser": True})
+    revision = Claim.objects.get(statement__icontains=MARKERS["correction"], partition__key=key, owner=persona.user)
+    LogEntry.objects.create(
+        user=admin, content_type=ContentType.objects.get_for_model(Claim), object_id=revision.pk,
+        object_repr=str(revision), action_flag=CHANGE,
+    )  # fmt: skip
     post("/observation/log", {"kind": "suggestion", "note": f"remember {MARKERS['feedback']}"})
     stored = api.client.generic(
         "PUT", f"/artifact?partitionKey={key}", f"bytes {MARKERS['artifact']}".encode(),
