@@ -17,6 +17,7 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.db import connection
 
 from memory.models import Blob, Claim, Partition, Scratchpad, Source, User
 from memory.pipeline.runner import run_operation
@@ -177,6 +178,16 @@ def test_erasing_a_whole_account_leaves_no_marker_no_row_and_no_file(
     dump = pg_dump()
     assert remaining(dump) == [] and remaining(cached()) == []
     assert "alice" not in dump  # no row names the user (bob's rows do not)
+    with connection.cursor() as cursor:  # and no row points at them
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' "
+            "AND column_name IN ('owner_id', 'user_id', 'actor_user_id')"
+        )
+        columns = cursor.fetchall()
+        assert len(columns) > 10
+        for table, column in columns:
+            cursor.execute(f'SELECT count(*) FROM "{table}" WHERE "{column}" = %s', [alice.pk])
+            assert cursor.fetchone()[0] == 0, (table, column)
     assert files_under(blob_dir) == []
     assert not (blob_dir / str(alice.pk)).exists()
     assert User.objects.filter(pk=bob.pk).exists()
