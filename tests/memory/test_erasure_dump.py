@@ -60,7 +60,7 @@ def cached() -> str:
     """Every key and value of the cache (the atlas, search word statistics), as text."""
     from django.core.cache import cache
 
-    client = cache._cache.get_client()
+    client = cache._cache.get_client()  # type: ignore[attr-defined]
     found = []
     for key in client.scan_iter(match=cache.make_key("*")):
         found.append(key.decode(errors="replace") + " " + (client.get(key) or b"").decode(errors="replace"))
