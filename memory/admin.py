@@ -78,7 +78,11 @@ class UserAdmin(DjangoUserAdmin):
 
     @admin.action(description="Erase the user and all their memory", permissions=["delete"])
     def erase_with_memory(self, request: HttpRequest, queryset: QuerySet[User]) -> HttpResponse | None:
-        """A confirmation page first (what each account holds); erasing happens on its POST."""
+        """A confirmation page first (what each account holds); erasing happens on its POST. Not the signed-in
+        admin's own account: that is `manage.py erase_user`, from outside the session it would end."""
+        if queryset.filter(pk=request.user.pk).exists():
+            self.message_user(request, "Your own account is erased with manage.py erase_user.", messages.ERROR)
+            return None
         if request.POST.get("erase") == "yes":
             erased = [account_erase(user=user) for user in queryset]
             names = ", ".join(item.username for item in erased)

@@ -233,3 +233,11 @@ def test_erase_user_finds_by_username_or_external_id_and_refuses_an_unknown_one(
     assert "Nothing erased" in printed.getvalue() and User.objects.filter(pk=bob.pk).exists()
     call_command("erase_user", "bob-external", "--confirm", stdout=printed)
     assert not User.objects.filter(pk=bob.pk).exists() and User.objects.filter(pk=alice.pk).exists()
+
+
+def test_the_admin_action_does_not_erase_the_signed_in_admin(staff: Any, alice: User) -> None:
+    admin = User.objects.get(username="root")
+    form = {"action": "erase_with_memory", ACTION_CHECKBOX_NAME: [admin.pk, alice.pk], "erase": "yes"}
+    done = staff.post("/admin/memory/user/", form, follow=True)
+    assert b"Your own account is erased with manage.py erase_user." in done.content
+    assert User.objects.filter(pk__in=[admin.pk, alice.pk]).count() == 2
