@@ -80,7 +80,7 @@ class UserAdmin(DjangoUserAdmin):
     def erase_with_memory(self, request: HttpRequest, queryset: QuerySet[User]) -> HttpResponse | None:
         """A confirmation page first (what each account holds); erasing happens on its POST. Not the signed-in
         admin's own account: that is `manage.py erase_user`, from outside the session it would end."""
-        if queryset.filter(pk=request.user.pk).exists():
+        if request.user.pk is not None and queryset.filter(pk=request.user.pk).exists():
             self.message_user(request, "Your own account is erased with manage.py erase_user.", messages.ERROR)
             return None
         if request.POST.get("erase") == "yes":
