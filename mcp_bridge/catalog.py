@@ -516,9 +516,62 @@ def _coordination_tools() -> list[ToolSpec]:
     ]
 
 
+def _erasure_tools() -> list[ToolSpec]:
+    from memory.api import erasure
+
+    full = ToolProfile.FULL
+    return [
+        _bound(
+            "erase_partition",
+            full,
+            erasure.PartitionErase,
+            """
+            Erase a partition (namespace) and everything in it, for good. dryRun (the default) only counts
+            what would go; show the counts, ask the user, then call with dryRun: false and confirm: true.""",
+            destructive=True,
+        ),
+        _bound(
+            "erase_session",
+            full,
+            erasure.SessionErase,
+            """
+            Erase an agent session, its events and what curating it made. Irreversible: only when the user
+            asked for it, and with confirm: true after they confirmed it.""",
+            destructive=True,
+        ),
+        _bound(
+            "erase_artifact",
+            full,
+            erasure.ArtifactErase,
+            """
+            Erase an artifact by sha256; its bytes leave the disk once nothing else keeps them. Irreversible:
+            only when the user asked for it, and with confirm: true after they confirmed it.""",
+            destructive=True,
+        ),
+        _bound(
+            "erase_metric_observations",
+            full,
+            erasure.ObservationsErase,
+            """
+            Erase metric observations by id, or one metric's observations between since and until. dryRun (the
+            default) only counts; then ask the user and call with dryRun: false and confirm: true.""",
+            destructive=True,
+        ),
+        _bound(
+            "erase_metric",
+            full,
+            erasure.DefinitionErase,
+            """
+            Erase a metric with all its observations. dryRun (the default) only counts; then ask the user and
+            call with dryRun: false and confirm: true.""",
+            destructive=True,
+        ),
+    ]
+
+
 @cache
 def all_tools() -> tuple[ToolSpec, ...]:
-    return (*_assistant_tools(), *_agent_tools())
+    return (*_assistant_tools(), *_agent_tools(), *_erasure_tools())
 
 
 def tools_for_profile(profile: str) -> list[ToolSpec]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.db import transaction
 from django.db.models import QuerySet
@@ -31,6 +32,7 @@ from memory.models import (
     ToolEvent,
     User,
 )
+from memory.services.account_erasure import account_erase, account_inventory
 from memory.services.audit import audit_record
 from memory.services.operations import operation_retry
 from memory.services.partitions import partition_deactivate
@@ -52,11 +54,47 @@ class UserAdmin(DjangoUserAdmin):
         (None, {"classes": ("wide",), "fields": ("username", "external_id", "email", "password1", "password2")}),
     )
 
+    actions = ["erase_with_memory"]
+
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
         if "external_id" in form.base_fields:
             form.base_fields["external_id"].required = False
         return form
+
+    # A plain delete goes through the same erasure as the action: no blob file of the user stays on disk.
+    def delete_model(self, request: HttpRequest, obj: User) -> None:
+        account_erase(user=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        for user in queryset:
+            account_erase(user=user)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """The erasure removes audit rows and files' originals itself, in an order that needs no permission on
+        the read-only audit admin and meets no protected blob: neither blocks deleting a user."""
+        deleted, model_count, _, _ = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), []
+
+    @admin.action(description="Erase the user and all their memory", permissions=["delete"])
+    def erase_with_memory(self, request: HttpRequest, queryset: QuerySet[User]) -> HttpResponse | None:
+        """A confirmation page first (what each account holds); erasing happens on its POST. Not the signed-in
+        admin's own account: that is `manage.py erase_user`, from outside the session it would end."""
+        if request.user.pk is not None and queryset.filter(pk=request.user.pk).exists():
+            self.message_user(request, "Your own account is erased with manage.py erase_user.", messages.ERROR)
+            return None
+        if request.POST.get("erase") == "yes":
+            erased = [account_erase(user=user) for user in queryset]
+            names = ", ".join(item.username for item in erased)
+            self.message_user(request, f"Erased {len(erased)} account(s) and all their memory: {names}.")
+            return None
+        accounts = [{"user": user, "counts": account_inventory(user)} for user in queryset]
+        context = {
+            **self.admin_site.each_context(request), "title": "Erase the user and all their memory?",
+            "accounts": accounts, "opts": self.opts, "queryset": queryset,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }  # fmt: skip
+        return TemplateResponse(request, "admin/memory/user/erase_confirmation.html", context)
 
 
 @admin.register(Partition)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from memory.api import erasure
 from metrics import api
 
 urlpatterns = [
@@ -11,4 +12,6 @@ urlpatterns = [
     path("metrics/series", api.MetricsSeries.as_view()),
     path("metrics/summary", api.MetricsSummary.as_view()),
     path("metrics/summaries", api.MetricsSummaries.as_view()),
+    path("metrics/observations/erase", erasure.ObservationsErase.as_view()),
+    path("metrics/definitions/erase", erasure.DefinitionErase.as_view()),
 ]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.api import claims, coordination, memories, nodes, recall, scratchpad, sessions, sources, views
+from memory.api import claims, coordination, erasure, memories, nodes, recall, scratchpad, sessions, sources, views
 
 urlpatterns = [
     path("whoami", views.Whoami.as_view()),
@@ -69,6 +69,9 @@ urlpatterns = [
     path("coord/curate", coordination.CoordCurate.as_view()),
     path("observation/log", coordination.ObservationLog.as_view()),
     path("stats", coordination.Stats.as_view()),
+    path("partitions/erase", erasure.PartitionErase.as_view()),
+    path("session/erase", erasure.SessionErase.as_view()),
+    path("artifact/erase", erasure.ArtifactErase.as_view()),  # before artifact/<sha256>, which would take it
     path("artifact", sources.ArtifactPut.as_view()),
     path("artifact/list", sources.ArtifactList.as_view()),
     path("artifact/<str:sha256>", sources.ArtifactGet.as_view()),

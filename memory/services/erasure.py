@@ -8,8 +8,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.access import Access
-from memory.errors import NotFound
-from memory.models import Operation, Scope, Source
+from memory.errors import Conflict, NotFound
+from memory.models import ArtifactPlacement, Blob, Claim, Operation, Scope, Source, SourceKind
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
 from memory.services.claim_erasure import claims_erase_derived
@@ -80,3 +80,84 @@ def source_erase(*, access: Access, source_id: str, retire_identity: bool = Fals
         after={"sources": len(family), "blobs": erased_blobs, "retired": retire_identity},
     )
     return Erasure(source_id=source_id, sources=len(family), blobs=erased_blobs, retired=retire_identity)
+
+
+@dataclass(frozen=True)
+class SessionErasure:
+    session_id: str
+    events: int
+    sources: int
+    claims: int
+
+
+@transaction.atomic
+def session_erase(*, access: Access, session_id: str) -> SessionErasure:
+    """Erase an agent session (needs `edit`): its events, and what `coord_curate` made of it (the session's
+    derived source, its chunks, and the claims and handoffs only it backs), with the audit rows' content.
+    A handoff saved with /handoff/save is a keyed memory of its own, tied to no session: /memory/delete
+    with eraseHistory erases it."""
+    from memory.services.sessions import session_for_access
+
+    access.require_scope(Scope.EDIT)
+    session = session_for_access(access, session_id, for_update=True)
+    derived = Source.objects.filter(
+        owner=access.user, partition=session.partition, kind=SourceKind.SESSION, external_id=session.pk,
+        identity_retired_at__isnull=True, parent__isnull=True,
+    )  # fmt: skip
+    sources = claims = 0
+    for source in derived:
+        before = Claim.objects.filter(owner=access.user).count()
+        sources += source_erase(access=access, source_id=source.pk).sources
+        claims += before - Claim.objects.filter(owner=access.user).count()
+    events = session.events.count()
+    audit_erase_target(owner=access.user, target_type="agentsession", target_id=session.pk)
+    session.delete()
+    audit_record(
+        actor=access.actor, owner=access.user, action="session.erase", target_type="agentsession",
+        target_id=session_id, partition=session.partition,
+        after={"events": events, "sources": sources, "claims": claims},
+    )  # fmt: skip
+    return SessionErasure(session_id=session_id, events=events, sources=sources, claims=claims)
+
+
+@dataclass(frozen=True)
+class ArtifactErasure:
+    sha256: str
+    partitions: int
+
+
+@transaction.atomic
+def artifact_erase(*, access: Access, sha256: str) -> ArtifactErasure:
+    """Erase an artifact from the partitions this request reaches (needs `edit`); the bytes go from disk once
+    no partition lists it and no file source keeps it as its original.
+
+    Refused (CONFLICT, nothing changes) while a file source in reach keeps the same bytes as its original:
+    erasing the artifact would leave them on disk under the file, so that source is erased first
+    (/source/delete). Bytes kept by a partition out of this token's reach stay, and the answer does not
+    say so (as /artifact/list and PUT /artifact never reveal them)."""
+    access.require_scope(Scope.EDIT)
+    placements = ArtifactPlacement.objects.select_for_update().filter(
+        owner=access.user, blob__sha256=sha256.lower(), partition__in=access.read_partitions
+    )
+    found = list(placements.select_related("blob"))
+    if not found:
+        raise NotFound("No such artifact.", details={"sha256": sha256})
+    blob = found[0].blob
+    users = list(
+        Source.objects.filter(blob=blob, partition__in=access.read_partitions).values_list("pk", flat=True)[:20]
+    )
+    if users:
+        raise Conflict(
+            "A file source keeps these bytes as its original; erase it first with /source/delete.",
+            details={"sha256": sha256, "sourceIds": users},
+        )
+    ArtifactPlacement.objects.filter(pk__in=[placement.pk for placement in found]).delete()
+    if not blob.placements.exists():
+        Blob.objects.filter(pk=blob.pk).update(is_artifact=False)
+        blob_delete_if_unreferenced(blob.pk)
+        audit_erase_target(owner=access.user, target_type="blob", target_id=blob.pk)
+    audit_record(
+        actor=access.actor, owner=access.user, action="artifact.erase", target_type="blob", target_id=blob.pk,
+        partition=access.partition, after={"partitions": len(found)},
+    )  # fmt: skip
+    return ArtifactErasure(sha256=blob.sha256, partitions=len(found))

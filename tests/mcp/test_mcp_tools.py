@@ -66,7 +66,7 @@ def test_tools_list_per_profile_matches_the_snapshot(
     if profile == ToolProfile.AGENT:
         assert len(names) == 23 and "coord_curate" in names and "search_memory" not in names
     if profile == ToolProfile.FULL:
-        assert len(names) == 43
+        assert len(names) == 48
 
 
 def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_owner: Persona, alice: User) -> None:
@@ -172,6 +172,17 @@ def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_own
     assert counts == {
         name: value for name, value in rest(mcp_service, mcp_owner, "/stats").items() if name not in moving
     }
+
+    # Erasure (full profile only): bulk ones preview by default; each answers like its REST endpoint.
+    assert use("erase_metric_observations", {"slug": "sleep_hours", "confirm": True}) == rest(
+        mcp_service, mcp_owner, "/metrics/observations/erase", {"slug": "sleep_hours"}
+    )
+    assert use("erase_metric", {"slug": "sleep_hours", "dryRun": False, "confirm": True})["observations"] == 1
+    assert use("erase_artifact", {"sha256": artifact["sha256"], "confirm": True})["erasedPlacements"] == 1
+    assert use("erase_session", {"sessionId": session["sessionId"], "confirm": True})["erasedEvents"] == 2
+    rest(mcp_service, mcp_owner, "/partitions/create", {"key": "project:scratch"})
+    erased = use("erase_partition", {"key": "project:scratch", "dryRun": False, "confirm": True})
+    assert erased["dryRun"] is False and erased["keptEmpty"] is False
 
     assert called == {spec.name for spec in all_tools()}, "a tool without a call in this test"
     events = ToolEvent.objects.filter(token=mcp_owner.token, surface="mcp")
@@ -340,6 +351,11 @@ def test_every_tool_keeps_the_owners_memory_from_another_user(
         "coord_curate": {"session_id": session, "dry_run": False},
         "observation_log": {"kind": "bug", "note": "Bob's note"},
         "stats": {},
+        "erase_partition": {"key": "memory:personal", "confirm": True},  # a preview of bob's own
+        "erase_session": {"sessionId": session, "confirm": True},
+        "erase_artifact": {"sha256": sha, "confirm": True},
+        "erase_metric_observations": {"slug": "secret_metric", "dryRun": False, "confirm": True},  # bob's own
+        "erase_metric": {"slug": "secret_metric", "dryRun": False, "confirm": True},  # bob's own
     }
     assert set(attempts) == {spec.name for spec in all_tools()}, "a tool missing from this test"
     for tool, arguments in attempts.items():
