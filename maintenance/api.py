@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -50,7 +50,7 @@ class Export(Endpoint):
         return response
 
 
-def streamed(request: HttpRequest, pieces: Iterator[bytes]) -> Iterator[bytes] | AsyncIterator[bytes]:
+def streamed(request: HttpRequest, pieces: Generator[bytes]) -> Iterator[bytes] | AsyncIterator[bytes]:
     """Under ASGI Django would read a plain iterator whole before sending it; there each piece is taken from
     the iterator in the request's thread as the client reads, so memory holds one piece at a time."""
     if not isinstance(request, ASGIRequest):
@@ -62,6 +62,6 @@ def streamed(request: HttpRequest, pieces: Iterator[bytes]) -> Iterator[bytes] |
             while (piece := await step()) is not None:
                 yield piece
         finally:
-            await sync_to_async(pieces.close, thread_sensitive=True)()  # type: ignore[attr-defined]
+            await sync_to_async(pieces.close, thread_sensitive=True)()
 
     return pieces_async()

@@ -13,7 +13,7 @@ import hashlib
 import json
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import IO, Any
@@ -178,7 +178,7 @@ class PreparedExport:
         stamp = self.manifest["created_at"][:19].replace("-", "").replace(":", "")
         return f"memory-{self.manifest['user']['username']}-{stamp}Z.tar"
 
-    def stream(self) -> Iterator[bytes]:
+    def stream(self) -> Generator[bytes]:
         """The tar, a piece at a time: a header, the member's bytes in 1 MB reads, padding; two zero blocks
         and the record padding at the end. Closes the spooled files when done or abandoned."""
         written = 0

@@ -45,7 +45,7 @@ def restore(data: bytes, user: User, **options: Any) -> Any:
 
 def held(user: User) -> dict[str, int]:
     models = {"sources": Source, "chunks": Chunk, "nodes": Node, "claims": Claim, "blobs": Blob}
-    counts = {name: model.objects.filter(owner=user).count() for name, model in models.items()}
+    counts = {name: model._default_manager.filter(owner=user).count() for name, model in models.items()}
     counts["metrics"] = MetricDefinition.objects.filter(owner=user).count()
     counts["events"] = MemoryEvent.objects.filter(owner=user).exclude(action__startswith="token.").count()
     return counts
