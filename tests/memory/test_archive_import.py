@@ -63,6 +63,16 @@ def rebuilt(members: dict[str, bytes], **changes: bytes) -> bytes:
     return out.getvalue()
 
 
+def resigned(members: dict[str, bytes], **changes: bytes) -> bytes:
+    """The archive with some members replaced and the manifest's counts and checksums made to match them."""
+    manifest = json.loads(members["manifest.json"])
+    for entry in manifest["files"]:
+        if entry["name"] in changes:
+            data = changes[entry["name"]]
+            entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), rows=len(data.splitlines()))
+    return rebuilt(members, **changes, **{"manifest.json": json.dumps(manifest).encode()})
+
+
 def full_persona(user: User) -> Persona:
     return issue(user, "restored", scopes=Scope.values)
 
@@ -150,6 +160,25 @@ def test_a_tampered_archive_is_refused_with_nothing_written(api: Api, owner: Per
     with pytest.raises(ValidationFailed, match="does not match its checksum"):
         restore(rebuilt(members, **{blob: members[blob] + b"!"}), carol, new_ids=True)
     assert not any(held(carol).values())
+    assert sorted(blob_dir.rglob("*")) == files_before
+
+
+def test_an_inconsistent_archive_fails_inside_the_transaction_with_nothing_written(
+    api: Api, owner: Persona, blob_dir: Path
+) -> None:
+    """Checksums right, but evidence cites a claim the archive does not hold: found only while writing (after
+    partitions, blobs, sources, chunks and nodes went in), and all of it is rolled back."""
+    build_memory(api, owner)
+    members = archive_members(exported(api, owner))
+    cited = {json.loads(line)["claim_id"] for line in members["evidence.jsonl"].splitlines()}
+    kept = [line for line in members["claims.jsonl"].splitlines() if json.loads(line)["id"] not in cited]
+    carol = UserFactory.create(username="carol")
+    partitions = list(Partition.objects.filter(owner=carol).values_list("id", "key"))
+    files_before = sorted(blob_dir.rglob("*"))
+    with pytest.raises(ValidationFailed, match=r"evidence\.jsonl refers to claim_"):
+        restore(resigned(members, **{"claims.jsonl": b"".join(line + b"\n" for line in kept)}), carol, new_ids=True)
+    assert not any(held(carol).values())
+    assert list(Partition.objects.filter(owner=carol).values_list("id", "key")) == partitions
     assert sorted(blob_dir.rglob("*")) == files_before
 
 
