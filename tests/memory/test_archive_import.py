@@ -121,6 +121,7 @@ def test_an_import_after_the_original_is_deleted_keeps_every_id(api: Api, owner:
     before = (searched(api, owner), open_commitments(api, owner))
     kinds = (Source, Node, Claim, Chunk, Blob)
     ids = {model: set(model.objects.filter(owner=alice).values_list("id", flat=True)) for model in kinds}
+    times = dict(Claim.objects.filter(owner=alice).values_list("id", "updated_at"))
     data = exported(api, owner)
     # Sources first: a file's source protects its blob (whole-account erasure is issue 15's erase_user).
     Source.objects.filter(owner=alice).delete()
@@ -130,6 +131,7 @@ def test_an_import_after_the_original_is_deleted_keeps_every_id(api: Api, owner:
     assert result.new_ids is False
     for model, kept in ids.items():
         assert set(model.objects.filter(owner=newcomer).values_list("id", flat=True)) == kept, model
+    assert dict(Claim.objects.filter(owner=newcomer).values_list("id", "updated_at")) == times  # not "now"
     restored = full_persona(newcomer)
     assert (searched(api, restored), open_commitments(api, restored)) == before
     # The originals are back in the blob store and served.
