@@ -26,7 +26,19 @@ from memory.access import Actor
 from memory.embeddings import EmbedderUnavailable, get_embedder
 from memory.errors import Conflict, ValidationFailed
 from memory.ids import PublicIdField
-from memory.models import AccessToken, AgentSession, Blob, Chunk, Claim, Node, Partition, Scratchpad, Source, User
+from memory.models import (
+    AccessToken,
+    AgentSession,
+    Blob,
+    Chunk,
+    Claim,
+    Feedback,
+    Node,
+    Partition,
+    Scratchpad,
+    Source,
+    User,
+)
 from memory.services.audit import audit_record
 from memory.services.blobs import blob_storage_name, read_in_chunks
 from memory.services.embeddings import (
@@ -207,7 +219,7 @@ def _restore(read: _Archive, *, owner: User, new_ids: bool, actor: Actor, writte
 
 _HOLDINGS: tuple[tuple[str, type[models.Model]], ...] = (
     ("sources", Source), ("nodes", Node), ("claims", Claim), ("metrics", MetricDefinition),
-    ("sessions", AgentSession), ("blobs", Blob),
+    ("sessions", AgentSession), ("blobs", Blob), ("feedback", Feedback),
 )  # fmt: skip
 
 

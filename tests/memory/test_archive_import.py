@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from memory.access import Actor
 from memory.errors import Conflict, ValidationFailed
-from memory.models import Blob, Chunk, Claim, Evidence, MemoryEvent, Node, Partition, Scope, Source, User
+from memory.models import Blob, Chunk, Claim, Evidence, Feedback, MemoryEvent, Node, Partition, Scope, Source, User
 from memory.services.archive_import import archive_import
 from metrics.models import MetricDefinition, Observation
 from tests.conftest import Api, Persona, issue
@@ -214,6 +214,12 @@ def test_an_account_that_holds_memory_is_refused(api: Api, owner: Persona, other
     with pytest.raises(Conflict, match="already holds memory"):
         restore(exported(api, owner), bob, new_ids=True)
     assert held(bob) == before
+    # Anything the partitions hold counts, or replacing them would lose it: feedback alone is enough.
+    dave = UserFactory.create(username="dave")
+    Feedback.objects.create(owner=dave, partition=dave.partitions.get(), kind="bug", note="Search missed it.")
+    with pytest.raises(Conflict, match="1 feedback"):
+        restore(exported(api, owner), dave, new_ids=True)
+    assert Feedback.objects.filter(owner=dave).count() == 1
 
 
 def test_a_partition_archive_restores_into_that_partition_beside_the_personal_one(api: Api, owner: Persona,
