@@ -569,9 +569,38 @@ def _erasure_tools() -> list[ToolSpec]:
     ]
 
 
+def _export_tools() -> list[ToolSpec]:
+    from maintenance.api import ExportIn
+    from memory.services.export import export_to_artifact
+
+    def export(access: Access, data: dict[str, Any]) -> dict[str, Any]:
+        blob = export_to_artifact(access=access, partition=data.get("partition"))
+        return {
+            "sha256": blob.sha256,
+            "size": blob.size,
+            "mimeType": blob.mime_type,
+            "href": f"/artifact/{blob.sha256}",
+        }
+
+    return [
+        _own(
+            "export_memory",
+            ToolProfile.FULL,
+            ExportIn,
+            export,
+            """
+            Export all of this user's memory (or one `partition`) as one versioned archive (a tar: manifest,
+            JSON lines per kind, original files). The archive is too large for a tool result, so it is stored
+            as an artifact: the answer gives its sha256, size and href; fetch it with GET /artifact/<sha256>
+            (or artifact_get). Needs the maintenance and write scopes; at most 50 MB (larger memories: POST
+            /maintenance/export or manage.py export_memory).""",
+        ),
+    ]
+
+
 @cache
 def all_tools() -> tuple[ToolSpec, ...]:
-    return (*_assistant_tools(), *_agent_tools(), *_erasure_tools())
+    return (*_assistant_tools(), *_agent_tools(), *_erasure_tools(), *_export_tools())
 
 
 def tools_for_profile(profile: str) -> list[ToolSpec]:

@@ -57,7 +57,8 @@ def read_in_chunks(stream: Readable) -> Iterator[bytes]:
         yield chunk
 
 
-def _storage_name(owner: User, sha256: str) -> str:
+def blob_storage_name(owner: User, sha256: str) -> str:
+    """Where the bytes of `sha256` lie for this owner (relative to the storage root)."""
     return f"{owner.pk}/{sha256[:2]}/{sha256}"
 
 
@@ -68,7 +69,7 @@ def blob_store(*, owner: User, upload: SpooledUpload, mime_type: str, is_artifac
         if is_artifact and not existing.is_artifact:
             Blob.objects.filter(pk=existing.pk).update(is_artifact=True)
         return StoredBlob(blob=existing, deduplicated=True)
-    name = _storage_name(owner, upload.sha256)
+    name = blob_storage_name(owner, upload.sha256)
     if default_storage.exists(name) and default_storage.size(name) != upload.size:
         default_storage.delete(name)  # a truncated leftover of a crashed write: never reuse it
     if not default_storage.exists(name):
