@@ -1,5 +1,12 @@
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from maintenance import api
+
+urlpatterns: list[URLPattern] = [
+    path("maintenance/prune-stale-nodes", api.PruneStaleNodes.as_view()),
+    path("maintenance/prune-orphan-nodes", api.PruneOrphanNodes.as_view()),
+    path("cleanup/dedup-sweep", api.DedupSweep.as_view()),
+    path("cleanup", api.Cleanup.as_view()),
+]

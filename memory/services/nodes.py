@@ -80,7 +80,14 @@ def node_erase(*, access: Access, node: Node, action: str = "node.delete", why: 
     touching = {claim.pk for claim in _claims_touching(node)}
     erased = claims_erase(owner=access.user, claim_ids=claim_lineage(touching))
     node_id = node.pk  # delete() clears the instance's pk; the audit row must still name the node
-    audit_erase_target(owner=access.user, target_type="node", target_id=node_id)
+    # Nodes merged into this one are only pointers to it: they go with it, or they would come back to life.
+    pointers, reached = [], [node_id]
+    while reached:
+        reached = list(Node.objects.filter(merged_into_id__in=reached).values_list("pk", flat=True))
+        pointers += reached
+    for pointer_id in [node_id, *pointers]:
+        audit_erase_target(owner=access.user, target_type="node", target_id=pointer_id)
+    Node.objects.filter(pk__in=pointers).delete()
     node.delete()
     audit_record(
         actor=access.actor, owner=access.user, action=action, target_type="node", target_id=node_id,
