@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from commitments.api import RecoveryOut
@@ -23,9 +24,16 @@ from memory.models import Node
 NODE_IDS_HELP = "To apply (dryRun: false): the nodeIds of the preview; only those that still qualify are deleted."
 
 
+AGGRESSIVENESS_SCHEMA = {
+    "oneOf": [{"type": "string", "enum": list(AGGRESSIVENESS)}, {"type": "number", "minimum": 0, "maximum": 1}]
+}
+
+
+@extend_schema_field(AGGRESSIVENESS_SCHEMA)
 class AggressivenessField(serializers.Field):
     """low, medium or high, or a number from 0 to 1 (higher prunes more)."""
 
+    json_schema = AGGRESSIVENESS_SCHEMA  # for the MCP tool's input schema (mcp_bridge/schemas.py)
     default_error_messages = {"invalid": "One of low, medium, high, or a number from 0 to 1."}
 
     def to_internal_value(self, data: Any) -> str | float:

@@ -66,7 +66,7 @@ def test_tools_list_per_profile_matches_the_snapshot(
     if profile == ToolProfile.AGENT:
         assert len(names) == 23 and "coord_curate" in names and "search_memory" not in names
     if profile == ToolProfile.FULL:
-        assert len(names) == 43
+        assert len(names) == 47 and "prune_stale_nodes" in names  # both profiles and the maintenance tools
 
 
 def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_owner: Persona, alice: User) -> None:
@@ -172,6 +172,12 @@ def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_own
     assert counts == {
         name: value for name, value in rest(mcp_service, mcp_owner, "/stats").items() if name not in moving
     }
+
+    # Maintenance (full profile only; tests/mcp/test_maintenance_tools.py tries them in depth).
+    assert use("prune_stale_nodes")["dryRun"] is True
+    assert use("prune_orphan_nodes") == rest(mcp_service, mcp_owner, "/maintenance/prune-orphan-nodes")
+    assert use("dedup_sweep")["groupCount"] == 0
+    assert use("cleanup", {"dryRun": False, "confirm": True})["dryRun"] is False
 
     assert called == {spec.name for spec in all_tools()}, "a tool without a call in this test"
     events = ToolEvent.objects.filter(token=mcp_owner.token, surface="mcp")
@@ -340,6 +346,10 @@ def test_every_tool_keeps_the_owners_memory_from_another_user(
         "coord_curate": {"session_id": session, "dry_run": False},
         "observation_log": {"kind": "bug", "note": "Bob's note"},
         "stats": {},
+        "prune_stale_nodes": {"dryRun": False, "nodeIds": [node.pk], "minScore": 0, "minIdleDays": 0, "confirm": True},
+        "prune_orphan_nodes": {"dryRun": False, "nodeIds": [node.pk], "confirm": True},
+        "dedup_sweep": {"dryRun": False, "confirm": True},
+        "cleanup": {"dryRun": False, "confirm": True},
     }
     assert set(attempts) == {spec.name for spec in all_tools()}, "a tool missing from this test"
     for tool, arguments in attempts.items():
