@@ -157,11 +157,11 @@ def main() -> None:
     for keep, rename in zip(picks[::2], picks[1::2], strict=True):
         node_update(access=access, node_id=rename.pk, label=keep.label)
 
-    messages = sum(len(items) for _, items in conversations)
+    message_count = sum(len(items) for _, items in conversations)
     nodes_before = set(Node.objects.filter(owner=user).values_list("pk", flat=True))
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"history: seed {options.seed}, {options.months} months, {len(conversations)} conversations, "
-          f"{messages} messages, ingested in {ingest_s:.1f} s ({failed} failed)")  # fmt: skip
+          f"{message_count} messages, ingested in {ingest_s:.1f} s ({failed} failed)")  # fmt: skip
     by_type: dict[str, int] = {}
     for kind in Node.objects.filter(owner=user).values_list("type", flat=True):
         by_type[kind] = by_type.get(kind, 0) + 1

@@ -102,7 +102,9 @@ class Reconciler:
         return self.source.partition
 
     def run(self, extraction: Extraction) -> dict[str, int]:
-        said = [item.evidence.authored_at for item in (*extraction.claims, *extraction.tasks, *extraction.readings)]
+        said = [item.evidence.authored_at for item in extraction.claims]
+        said += [item.evidence.authored_at for item in extraction.tasks]
+        said += [item.evidence.authored_at for item in extraction.readings]
         self.seen_at = max((moment for moment in said if moment is not None), default=None) or self._said_at()
         for person in extraction.people:
             self._node(person)

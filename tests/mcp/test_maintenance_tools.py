@@ -107,12 +107,13 @@ def test_another_users_maintenance_reaches_nothing_of_the_owners(
 
 
 def test_bad_input_over_mcp_is_a_validation_error(mcp_service: McpService, mcp_owner: Persona) -> None:
-    for tool, arguments, field in [
+    cases: list[tuple[str, dict[str, Any], str]] = [
         ("prune_stale_nodes", {"aggressiveness": "extreme"}, "aggressiveness"),
         ("prune_stale_nodes", {"dryRun": False, "confirm": True}, "nodeIds"),
         ("prune_orphan_nodes", {"limit": 9999}, "limit"),
         ("dedup_sweep", {"dryRun": "perhaps"}, "dryRun"),
         ("cleanup", {"recoverStatuslessCommitments": "nope"}, "recoverStatuslessCommitments"),
-    ]:
+    ]
+    for tool, arguments, field in cases:
         answer = call(mcp_service, mcp_owner, tool, arguments)
         assert answer.code == "VALIDATION_ERROR" and field in answer.payload["error"]["details"], (tool, answer)
