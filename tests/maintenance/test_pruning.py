@@ -7,11 +7,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from commitments.services import status_set, task_create
-from memory.access import Actor
-from memory.models import Claim, MemoryEvent, Node, Partition, Source, User
+from maintenance.pruning import Thresholds, prune_stale_preview
+from memory.access import Actor, access_for_user
+from memory.models import Claim, Evidence, MemoryEvent, Node, Partition, Source, User
 from memory.pipeline.runner import run_operation
 from memory.services.graph import self_node
 from tests.conftest import Api, Persona, error_code, issue
@@ -118,8 +121,6 @@ def test_each_term_is_read_off_the_nodes_claims(api: Api, owner: Persona, alice:
 
 
 def test_evidence_counts_as_a_sign_of_life(api: Api, owner: Persona, alice: User) -> None:
-    from memory.models import Evidence
-
     anna = stale(alice, "Anna", days=500)
     said = claim(alice, anna, origin="user_stated", statement="Anna moved to Leiden.")
     source = Source.objects.create(owner=alice, partition=personal(alice), kind="note", external_id="n1",
@@ -322,3 +323,25 @@ def test_a_second_stale_chat_keeps_last_seen_moving_forward_only(api: Api, owner
         )
         run_operation(response.json()["operationId"])
     assert Node.objects.get(owner=alice, label="Jorge").last_seen_at == datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def test_the_preview_costs_the_same_queries_for_ten_nodes_as_for_two(alice: User) -> None:
+    access = access_for_user(user=alice)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            prune_stale_preview(access=access, thresholds=Thresholds(min_score=0.5))
+        return len(captured)
+
+    def grow(count: int) -> None:
+        for n in range(count):
+            node = stale(alice, f"Grown {Node.objects.count()} {n}")
+            said = claim(alice, node, origin="assistant_inferred", statement=f"Fact {node.pk}.")
+            source = Source.objects.create(owner=alice, partition=node.partition, kind="note", external_id=node.pk,
+                                           content="x", occurred_at=timezone.now())  # fmt: skip
+            Evidence.objects.create(owner=alice, claim=said, source=source, excerpt="x")
+
+    grow(2)
+    few = queries()
+    grow(8)
+    assert queries() == few
