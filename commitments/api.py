@@ -19,10 +19,9 @@ from commitments.services import (
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
 from memory.api.fields import plausible_time
-from memory.api.openapi import count, flag, many, one, shape, text
-from memory.models import Claim, Scope
+from memory.api.openapi import count, flag, many, shape, text
+from memory.models import Claim
 from memory.recall.render import render_memory
-from memory.services.lifecycle import run_maintenance
 
 TASK_EXAMPLE = {"taskId": "node_01kq5509kfe4a94mj5k20j5z6y"}
 
@@ -172,31 +171,3 @@ class RecoverStatuslessCommitments(Endpoint):
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         return recovery_json(access, data["dryRun"])
-
-
-class CleanupIn(RecoverIn):
-    recoverStatuslessCommitments = serializers.BooleanField(default=True)
-
-
-class Cleanup(Endpoint):
-    """Routine repairs in one call: statusless task recovery (unless `recoverStatuslessCommitments: false`).
-    A dry run by default; applying needs `maintenance` and also runs the claim expiry and trust-decay sweep."""
-
-    tool = "cleanup"
-    response_schema = shape(
-        "CleanupOut", dryRun=flag(), recoverStatuslessCommitments=one(RecoveryOut, required=False),
-        lifecycle=one(shape("LifecycleOut", expired=count(), flaggedForReverification=count()), required=False),
-    )  # fmt: skip
-    request_serializer = CleanupIn
-
-    def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        if not data["dryRun"]:
-            access.require_scope(Scope.MAINTENANCE)
-        answer: dict[str, Any] = {"dryRun": data["dryRun"]}
-        if data["recoverStatuslessCommitments"]:
-            answer["recoverStatuslessCommitments"] = recovery_json(access, data["dryRun"])
-        if not data["dryRun"]:
-            answer["lifecycle"] = run_maintenance(
-                owner_id=access.user.pk, partition_ids=access.read_partition_ids
-            ).as_dict()
-        return answer

@@ -11,5 +11,4 @@ urlpatterns = [
     path("commitments/dismiss", api.CommitmentsDismiss.as_view()),
     path("commitments/set-status", api.CommitmentsSetStatus.as_view()),
     path("maintenance/recover-statusless-commitments", api.RecoverStatuslessCommitments.as_view()),
-    path("cleanup", api.Cleanup.as_view()),
 ]

@@ -66,8 +66,9 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
                 raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": wait})
             refuse_hostile_json(arguments, max_depth=settings.MAX_JSON_DEPTH)  # as REST's parser does
             data = spec.validated(arguments)
-            if spec.destructive:
+            if spec.destructive and data.get("dryRun") is not True:  # a preview changes nothing
                 _require_confirmation(token, data)
+            data.pop("confirm", None)
             access = access_for_token(
                 token=token,
                 user_id=data.pop("userId", None),

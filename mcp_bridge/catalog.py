@@ -25,6 +25,7 @@ from memory.models import ToolProfile
 
 ASSISTANT = ToolProfile.ASSISTANT
 AGENT = ToolProfile.AGENT
+FULL = ToolProfile.FULL  # listed only in the full profile: maintenance
 CONFIRM = {
     "type": "boolean",
     "description": "Set to true only after the user has confirmed this change; without it nothing changes.",
@@ -34,7 +35,7 @@ CONFIRM = {
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
-    profile: str  # assistant | agent (the full profile lists both)
+    profile: str  # assistant | agent | full (the full profile lists all three)
     description: str
     endpoint: type[Endpoint] | None = None  # the REST endpoint it runs
     arguments: type[serializers.Serializer] | None = None  # MCP-only tools: the serializer of their arguments
@@ -59,7 +60,8 @@ class ToolSpec:
         schema = object_schema(self.serializer(), spelling=self.spelled)
         if self.destructive:
             schema["properties"]["confirm"] = CONFIRM
-            schema["required"] = [*schema.get("required", []), "confirm"]
+            if "dryRun" not in schema["properties"]:  # a preview (dryRun, the default) needs no confirmation
+                schema["required"] = [*schema.get("required", []), "confirm"]
         return schema
 
     def validated(self, arguments: Any) -> dict[str, Any]:
@@ -569,8 +571,56 @@ def _erasure_tools() -> list[ToolSpec]:
     ]
 
 
+def _maintenance_tools() -> list[ToolSpec]:
+    from maintenance import api as maintenance
+
+    previews = """A preview (dryRun true, the default) changes nothing and needs no confirmation; applying
+        (dryRun false) needs a token with the edit and maintenance scopes and confirm: true after the user
+        agreed."""
+    return [
+        _bound(
+            "prune_stale_nodes",
+            FULL,
+            maintenance.PruneStaleNodes,
+            f"""
+            Find stale entities (not seen for long, linked to little, mostly inferred, mostly outdated claims)
+            and, once the user agreed, delete exactly the ones previewed: pass the preview's nodeIds back with
+            dryRun false. Each candidate comes with its score, the four terms and a reason in words.
+            {previews}""",
+            destructive=True,
+        ),
+        _bound(
+            "prune_orphan_nodes",
+            FULL,
+            maintenance.PruneOrphanNodes,
+            f"""
+            Find entities nothing refers to any more (no claims, no names but their label, no evidence) and
+            delete them. {previews}""",
+            destructive=True,
+        ),
+        _bound(
+            "dedup_sweep",
+            FULL,
+            maintenance.DedupSweep,
+            f"""
+            Find entities of one type whose names are exactly the same (case and accents aside) and merge
+            each group into its oldest node. {previews}""",
+            destructive=True,
+        ),
+        _bound(
+            "cleanup",
+            FULL,
+            maintenance.Cleanup,
+            f"""
+            Routine repairs in one call: statusless task recovery, orphan pruning, then the duplicate sweep.
+            Running it twice changes nothing the second time. {previews}""",
+            destructive=True,
+        ),
+    ]
+
+
 def _export_tools() -> list[ToolSpec]:
-    from maintenance.api import ExportIn
+    from maintenance.export_api import ExportIn
     from memory.services.export import export_to_artifact
 
     def export(access: Access, data: dict[str, Any]) -> dict[str, Any]:
@@ -600,7 +650,7 @@ def _export_tools() -> list[ToolSpec]:
 
 @cache
 def all_tools() -> tuple[ToolSpec, ...]:
-    return (*_assistant_tools(), *_agent_tools(), *_erasure_tools(), *_export_tools())
+    return (*_assistant_tools(), *_agent_tools(), *_erasure_tools(), *_maintenance_tools(), *_export_tools())
 
 
 def tools_for_profile(profile: str) -> list[ToolSpec]:

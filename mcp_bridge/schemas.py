@@ -27,6 +27,8 @@ def camel(name: str) -> str:
 
 
 def _field_schema(field: serializers.Field) -> dict[str, Any]:
+    if isinstance(getattr(field, "json_schema", None), dict):  # a field that says what it accepts itself
+        return dict(field.json_schema)  # type: ignore[attr-defined]
     if isinstance(field, serializers.ListSerializer) and field.child is not None:
         return {"type": "array", "items": _field_schema(field.child)}
     if isinstance(field, serializers.Serializer):

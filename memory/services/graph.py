@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import IntegrityError, transaction
+from django.db.models import DateTimeField, F, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memory.extraction.base import NodeRef
@@ -25,8 +29,10 @@ def self_node(owner: User, partition: Partition) -> Node:
         return Node.objects.get(owner=owner, partition=partition, is_self=True)
 
 
-def node_resolve(owner: User, partition: Partition, ref: NodeRef) -> Node:
-    """The node named `ref.label` (by label or alias, of the same type), created with an alias if new."""
+def node_resolve(owner: User, partition: Partition, ref: NodeRef, seen_at: datetime | None = None) -> Node:
+    """The node named `ref.label` (by label or alias, of the same type), created with an alias if new.
+    `seen_at` is when it was mentioned (the message's time; now if unknown or in the future): last_seen_at
+    only moves forward, so importing old chats does not make their people look recently seen."""
     if ref.is_self:
         return self_node(owner, partition)
     normalized = normalize_name(ref.label)
@@ -41,5 +47,10 @@ def node_resolve(owner: User, partition: Partition, ref: NodeRef) -> Node:
         Alias.objects.create(
             owner=owner, partition=partition, node=match, name=ref.label.strip(), normalized=normalized
         )
-    Node.objects.filter(pk=match.pk).update(last_seen_at=timezone.now())
+    now = timezone.now()
+    moment = min(seen_at, now) if seen_at is not None else now
+    # GREATEST skips NULL in PostgreSQL: a node never seen takes the moment as it is.
+    Node.objects.filter(pk=match.pk).update(
+        last_seen_at=Greatest(F("last_seen_at"), Value(moment, output_field=DateTimeField()))
+    )
     return match

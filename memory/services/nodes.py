@@ -66,15 +66,32 @@ def node_delete(*, access: Access, node_id: str) -> int:
     nodes that superseded them stay (`claims_erase`). Returns claims erased.
     The user's self node cannot be deleted."""
     node = _write_access(access, node_id, Scope.EDIT)
+    return node_erase(access=access, node=node)
+
+
+@transaction.atomic
+def node_erase(*, access: Access, node: Node, action: str = "node.delete", why: dict[str, Any] | None = None) -> int:
+    """The one deletion path of a node (node_delete, and the prunes of maintenance/pruning.py, which check
+    their own scope): its claims, aliases, evidence links and vectors go, and so does the content of its audit
+    rows; one audit row (`action`, with `why`) records the deletion. The caller has locked the node and
+    checked the write. Returns claims erased."""
     if node.is_self:
-        raise Conflict("The self node cannot be deleted.", details={"nodeId": node_id})
+        raise Conflict("The self node cannot be deleted.", details={"nodeId": node.pk})
     touching = {claim.pk for claim in _claims_touching(node)}
     erased = claims_erase(owner=access.user, claim_ids=claim_lineage(touching))
-    audit_erase_target(owner=access.user, target_type="node", target_id=node.pk)
+    node_id = node.pk  # delete() clears the instance's pk; the audit row must still name the node
+    # Nodes merged into this one are only pointers to it: they go with it, or they would come back to life.
+    pointers, reached = [], [node_id]
+    while reached:
+        reached = list(Node.objects.filter(merged_into_id__in=reached).values_list("pk", flat=True))
+        pointers += reached
+    for pointer_id in [node_id, *pointers]:
+        audit_erase_target(owner=access.user, target_type="node", target_id=pointer_id)
+    Node.objects.filter(pk__in=pointers).delete()
     node.delete()
     audit_record(
-        actor=access.actor, owner=access.user, action="node.delete", target=node, partition=node.partition,
-        after={"claims": erased},
+        actor=access.actor, owner=access.user, action=action, target_type="node", target_id=node_id,
+        partition=node.partition, after={"claims": erased, **(why or {})},
     )  # fmt: skip
     return erased
 
@@ -128,12 +145,19 @@ def node_merge(*, access: Access, source_id: str, target_id: str, apply: bool = 
     (`merged_into`) so old references resolve. Without `apply` nothing changes (preview)."""
     scope = Scope.EDIT if apply else Scope.READ
     source, target = _write_access(access, source_id, scope), _write_access(access, target_id, scope)
+    return node_merge_into(access=access, source=source, target=target, apply=apply)
+
+
+@transaction.atomic
+def node_merge_into(*, access: Access, source: Node, target: Node, apply: bool = False) -> MergePlan:
+    """The merge itself, for a caller that has checked its scope, locked both nodes and checked the write
+    (node_merge, and the dedup sweep of maintenance/pruning.py)."""
     if source.pk == target.pk:
-        raise ValidationFailed("A node cannot be merged into itself.", details={"targetNodeId": [target_id]})
+        raise ValidationFailed("A node cannot be merged into itself.", details={"targetNodeId": [target.pk]})
     if source.partition_id != target.partition_id:
-        raise Conflict("Nodes of different partitions cannot be merged.", details={"sourceNodeId": source_id})
+        raise Conflict("Nodes of different partitions cannot be merged.", details={"sourceNodeId": source.pk})
     if source.is_self:
-        raise Conflict("The self node can only be a merge target.", details={"sourceNodeId": source_id})
+        raise Conflict("The self node can only be a merge target.", details={"sourceNodeId": source.pk})
     if source.merged_into_id:
         raise Conflict("This node was already merged.", details={"mergedInto": source.merged_into_id})
     plan = _merge_plan(source, target)

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -90,6 +91,7 @@ class Reconciler:
     counts: Counter[str]
     vectors: dict[str, list[float]] = field(default_factory=dict)  # statement -> vector of the active model
     model_id: str = ""
+    seen_at: Any = None  # when the people of this job were mentioned: its newest message time
 
     @property
     def owner(self) -> Any:
@@ -100,6 +102,10 @@ class Reconciler:
         return self.source.partition
 
     def run(self, extraction: Extraction) -> dict[str, int]:
+        said = [item.evidence.authored_at for item in extraction.claims]
+        said += [item.evidence.authored_at for item in extraction.tasks]
+        said += [item.evidence.authored_at for item in extraction.readings]
+        self.seen_at = max((moment for moment in said if moment is not None), default=None) or self._said_at()
         for person in extraction.people:
             self._node(person)
         for candidate in extraction.claims:
@@ -110,8 +116,14 @@ class Reconciler:
             self.reading(reading)
         return dict(self.counts)
 
-    def _node(self, ref: NodeRef) -> Node:
-        return node_resolve(self.owner, self.partition, replace(ref, label=sanitize_text(ref.label)))
+    def _said_at(self) -> Any:
+        """When the source's text was said: its newest message, else its own time."""
+        newest = self.source.children.aggregate(newest=Max("authored_at"))["newest"]
+        return newest or self.source.authored_at or self.source.occurred_at
+
+    def _node(self, ref: NodeRef, seen_at: Any = None) -> Node:
+        ref = replace(ref, label=sanitize_text(ref.label))
+        return node_resolve(self.owner, self.partition, ref, seen_at=seen_at or self.seen_at)
 
     # Claims ---------------------------------------------------------------------------------------
 
@@ -133,8 +145,9 @@ class Reconciler:
             self.counts["rejected"] += 1
             return None
         candidate = replace(candidate, statement=sanitize_text(candidate.statement))
-        subject = self._node(candidate.subject)
-        target = self._node(candidate.object_node) if candidate.object_node else None
+        said = candidate.evidence.authored_at
+        subject = self._node(candidate.subject, said)
+        target = self._node(candidate.object_node, said) if candidate.object_node else None
         current = Claim.objects.filter(
             owner=self.owner, partition=self.partition, subject=subject, predicate=candidate.predicate,
             status__in=[ClaimStatus.ACTIVE, ClaimStatus.SUGGESTED],
@@ -350,13 +363,13 @@ class Reconciler:
             return
         self._set_status(task, replace(candidate, status="pending"))
         if candidate.owner is not None:
-            person = self._node(candidate.owner)
+            person = self._node(candidate.owner, candidate.evidence.authored_at)
             self._task_claim(task, "OWNED_BY", f"owned by {person.label}", candidate, object_node=person)
         if candidate.due_on is not None:
             self._task_claim(task, "DUE_ON", f"due {candidate.due_on.isoformat()}", candidate,
                              object_value=candidate.due_on.isoformat())  # fmt: skip
         for ref in candidate.people:
-            self._mention(task, self._node(ref), candidate)
+            self._mention(task, self._node(ref, candidate.evidence.authored_at), candidate)
         self.counts["tasksCreated"] += 1
 
     def _mention(self, task: Node, person: Node, candidate: TaskCandidate) -> None:

@@ -66,7 +66,7 @@ def test_tools_list_per_profile_matches_the_snapshot(
     if profile == ToolProfile.AGENT:
         assert len(names) == 23 and "coord_curate" in names and "search_memory" not in names
     if profile == ToolProfile.FULL:
-        assert len(names) == 49
+        assert len(names) == 53 and "prune_stale_nodes" in names  # both profiles and the maintenance tools
 
 
 def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_owner: Persona, alice: User) -> None:
@@ -183,6 +183,13 @@ def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_own
     rest(mcp_service, mcp_owner, "/partitions/create", {"key": "project:scratch"})
     erased = use("erase_partition", {"key": "project:scratch", "dryRun": False, "confirm": True})
     assert erased["dryRun"] is False and erased["keptEmpty"] is False
+    # Maintenance (full profile only; tests/mcp/test_maintenance_tools.py tries them in depth).
+    assert use("prune_stale_nodes")["dryRun"] is True
+    assert use("prune_orphan_nodes") == rest(mcp_service, mcp_owner, "/maintenance/prune-orphan-nodes")
+    assert use("dedup_sweep")["groupCount"] == 0
+    assert use("cleanup", {"dryRun": False, "confirm": True})["dryRun"] is False
+    exported = use("export_memory")  # tests/mcp/test_export_tool.py fetches and reads the archive
+    assert exported["href"] == f"/artifact/{exported['sha256']}" and exported["size"] > 0
 
     assert called == {spec.name for spec in all_tools()}, "a tool without a call in this test"
     events = ToolEvent.objects.filter(token=mcp_owner.token, surface="mcp")
@@ -356,6 +363,11 @@ def test_every_tool_keeps_the_owners_memory_from_another_user(
         "erase_artifact": {"sha256": sha, "confirm": True},
         "erase_metric_observations": {"slug": "secret_metric", "dryRun": False, "confirm": True},  # bob's own
         "erase_metric": {"slug": "secret_metric", "dryRun": False, "confirm": True},  # bob's own
+        "prune_stale_nodes": {"dryRun": False, "nodeIds": [node.pk], "minScore": 0, "minIdleDays": 0, "confirm": True},
+        "prune_orphan_nodes": {"dryRun": False, "nodeIds": [node.pk], "confirm": True},
+        "dedup_sweep": {"dryRun": False, "confirm": True},
+        "cleanup": {"dryRun": False, "confirm": True},
+        "export_memory": {},  # bob's own memory, never alice's
     }
     assert set(attempts) == {spec.name for spec in all_tools()}, "a tool missing from this test"
     for tool, arguments in attempts.items():

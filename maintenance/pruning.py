@@ -1,0 +1,288 @@
+"""Stale-node pruning (seeds/000): score every node of the partitions in reach, preview the candidates a page at
+a time, and delete exactly the previewed ones that still qualify (docs/architecture.md "Maintenance and data
+rights"). The score is maintenance/scoring.py; the deletion is memory.services.nodes.node_erase.
+
+The facts are gathered in a fixed number of queries (nodes, claims touching them, newest evidence), whatever the
+number of nodes; scoring and the never-prune rules run in Python on those rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from commitments.selectors import OPEN_STATUSES
+from maintenance.scoring import NodeFacts, Terms, idle_days, reason_words, terms_of
+from memory.access import Access
+from memory.errors import ValidationFailed
+from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope
+from memory.models.sources import SourceScope
+from memory.paging import decode_cursor, encode_cursor
+from memory.services.nodes import node_erase
+
+TRUSTED = (ClaimOrigin.USER_STATED, ClaimOrigin.MANUAL)
+PAST = (ClaimStatus.SUPERSEDED, ClaimStatus.EXPIRED, ClaimStatus.RETRACTED)
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_score: float
+    min_idle_days: int = 30
+    include_reference: bool = False
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """One node as the pruner sees it: its score and terms, and why it may never be pruned (if it may not)."""
+
+    node: Node
+    facts: NodeFacts
+    terms: Terms
+    protected: str  # "" when nothing protects it
+
+    @property
+    def score(self) -> float:
+        return round(self.terms.score, 4)
+
+    def qualifies(self, thresholds: Thresholds) -> bool:
+        return not self.protected and self.score >= thresholds.min_score
+
+    def why_not(self, thresholds: Thresholds) -> str:
+        if self.protected:
+            return self.protected
+        return f"score {self.score} is below {thresholds.min_score}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "nodeId": self.node.pk,
+            "type": self.node.type,
+            "label": self.node.label,
+            "partitionKey": self.node.partition.key,
+            "score": self.score,
+            "terms": self.terms.as_dict(),
+            "idleDays": int(self.facts.idle_days),
+            "reason": reason_words(self.facts),
+        }
+
+
+@dataclass
+class _Tally:
+    newest: datetime | None = None
+    current: int = 0
+    trusted: int = 0
+    past: int = 0
+    pinned: bool = False
+    linked: set[str] | None = None
+
+    def seen(self, moment: datetime | None) -> None:
+        if moment is not None and (self.newest is None or moment > self.newest):
+            self.newest = moment
+
+
+def _claims_touching(access: Access, nodes: Q) -> Any:
+    return (
+        Claim.objects.filter(owner=access.user)
+        .filter(Q(subject__in=Node.objects.filter(nodes)) | Q(object_node__in=Node.objects.filter(nodes)))
+        .values_list(
+            "subject_id", "object_node_id", "status", "origin", "pinned", "last_accessed_at", "expires_at"
+        )
+    )  # fmt: skip
+
+
+def _newest_evidence(access: Access, nodes: Q) -> dict[str, datetime]:
+    """The newest evidence time (authored, else recorded) of any claim touching each node, in two queries."""
+    newest: dict[str, datetime] = {}
+    said = Coalesce("authored_at", "created_at")
+    for end in ("claim__subject_id", "claim__object_node_id"):
+        rows = (
+            Evidence.objects.filter(owner=access.user, **{f"{end}__in": Node.objects.filter(nodes).values("pk")})
+            .values(end)
+            .annotate(newest=Max(said))
+            .values_list(end, "newest")
+        )
+        for node_id, moment in rows:
+            if moment is not None and (node_id not in newest or moment > newest[node_id]):
+                newest[node_id] = moment
+    return newest
+
+
+def assess(access: Access, *, now: datetime, node_ids: Iterable[str] | None = None,
+           thresholds: Thresholds) -> list[Assessment]:  # fmt: skip
+    """Every node in the partitions this request reads (or just `node_ids` among them), assessed at `now`,
+    in id order. Self nodes, merged-away pointers and (unless asked) reference nodes are left out of a full
+    preview at once; named ids are assessed whatever they are, so an apply can say why it skips one."""
+    scope = Q(owner=access.user, partition__in=access.read_partitions)
+    if node_ids is not None:
+        scope &= Q(pk__in=list(node_ids))
+    else:
+        scope &= Q(is_self=False, merged_into__isnull=True)
+        if not thresholds.include_reference:
+            scope &= ~Q(scope=SourceScope.REFERENCE)
+    nodes = list(
+        Node.objects.filter(scope).select_related("partition").defer("embedding", "search_vector").order_by("pk")
+    )
+    tallies: dict[str, _Tally] = defaultdict(_Tally)
+    edges: list[tuple[str, str]] = []
+    for subject, obj, status, origin, pinned, accessed, expires in _claims_touching(access, scope):
+        current = status == ClaimStatus.ACTIVE and (expires is None or expires > now)
+        past = status in PAST or (status == ClaimStatus.ACTIVE and not current)
+        ends = [(subject, obj), (obj, subject)] if subject != obj else [(subject, None)]
+        for end, other in ends:
+            if end is None:
+                continue
+            tally = tallies[end]
+            tally.seen(accessed)
+            tally.pinned = tally.pinned or pinned
+            tally.current += current
+            tally.trusted += current and origin in TRUSTED
+            tally.past += past
+            if current and other is not None and other != end:
+                tally.linked = (tally.linked or set()) | {other}
+        if current and subject is not None and obj is not None:
+            edges.append((subject, obj))
+    # A node linked to an open task has an open task too (its owner, the person it is sent to).
+    open_tasks = set(
+        Claim.objects.filter(
+            owner=access.user, predicate="HAS_TASK_STATUS", status=ClaimStatus.ACTIVE, subject__type=NodeType.TASK,
+            object_value__in=list(OPEN_STATUSES),
+        ).values_list("subject_id", flat=True)
+    )  # fmt: skip
+    with_open_task = open_tasks | {a for a, b in edges if b in open_tasks} | {b for a, b in edges if a in open_tasks}
+    for node_id, moment in _newest_evidence(access, scope).items():
+        tallies[node_id].seen(moment)
+    assessed = []
+    for node in nodes:
+        tally = tallies[node.pk]
+        tally.seen(node.last_seen_at)
+        facts = NodeFacts(
+            idle_days=idle_days(tally.newest or node.created_at, now),
+            linked_nodes=len(tally.linked or ()),
+            current_claims=tally.current,
+            current_trusted=tally.trusted,
+            past_claims=tally.past,
+        )
+        protected = _protection(node, facts, tally, node.pk in with_open_task, thresholds)
+        assessed.append(Assessment(node=node, facts=facts, terms=terms_of(facts), protected=protected))
+    return assessed
+
+
+def _protection(node: Node, facts: NodeFacts, tally: _Tally, open_task: bool, thresholds: Thresholds) -> str:
+    """Why a node is never pruned, or "" (docs/architecture.md: the never-prune rules)."""
+    if node.is_self:
+        return "the self node"
+    if node.merged_into_id:
+        return "merged into another node (kept as a pointer)"
+    if node.scope == SourceScope.REFERENCE and not thresholds.include_reference:
+        return "reference material (includeReference is false)"
+    if tally.pinned:
+        return "has a pinned claim"
+    if open_task:
+        return "an open task" if node.type == NodeType.TASK else "linked to an open task"
+    if facts.idle_days < thresholds.min_idle_days:
+        return f"seen within {thresholds.min_idle_days} days"
+    return ""
+
+
+@dataclass(frozen=True)
+class StalePreview:
+    as_of: datetime
+    candidate_count: int
+    nodes: list[Assessment]
+    next_cursor: str | None
+
+
+def _page_cursor(as_of: datetime, last: Assessment) -> str:
+    return encode_cursor(as_of.isoformat(), last.score, last.node.pk)
+
+
+def _decode(cursor: str) -> tuple[datetime, float, str]:
+    moment_text, score, last_id = decode_cursor(cursor, 3)
+    moment = parse_datetime(moment_text) if isinstance(moment_text, str) else None
+    if moment is None or not isinstance(score, int | float) or not isinstance(last_id, str):
+        raise ValidationFailed("The cursor is not valid.", details={"cursor": ["Invalid cursor."]})
+    return moment, float(score), last_id
+
+
+def prune_stale_preview(
+    *, access: Access, thresholds: Thresholds, limit: int = 50, cursor: str | None = None
+) -> StalePreview:
+    """The nodes that would be pruned, highest score first (then id), a page at a time. The cursor carries the
+    preview's clock, so every page scores against the same moment and each candidate appears exactly once."""
+    access.require_scope(Scope.READ)
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValidationFailed("limit is out of range.", details={"limit": [f"From 1 to {MAX_PAGE}."]})
+    as_of, after = timezone.now(), None
+    if cursor:
+        as_of, last_score, last_id = _decode(cursor)
+        after = (-last_score, last_id)
+    candidates = sorted(
+        (item for item in assess(access, now=as_of, thresholds=thresholds) if item.qualifies(thresholds)),
+        key=lambda item: (-item.score, item.node.pk),
+    )
+    rest = [item for item in candidates if after is None or (-item.score, item.node.pk) > after]
+    page = rest[:limit]
+    more = len(rest) > limit
+    return StalePreview(
+        as_of=as_of,
+        candidate_count=len(candidates),
+        nodes=page,
+        next_cursor=_page_cursor(as_of, page[-1]) if more else None,
+    )
+
+
+@dataclass(frozen=True)
+class Skipped:
+    node_id: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"nodeId": self.node_id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Applied:
+    deleted: list[str]
+    skipped: list[Skipped]
+    claims_erased: int
+
+
+def prune_stale_apply(*, access: Access, node_ids: list[str], thresholds: Thresholds) -> Applied:
+    """Delete the previewed nodes that still qualify under the same thresholds, each in its own transaction
+    with its node row locked and reassessed there; the others are reported as skipped with why."""
+    access.require_scope(Scope.MAINTENANCE)
+    deleted: list[str] = []
+    skipped: list[Skipped] = []
+    erased = 0
+    for node_id in dict.fromkeys(node_ids):  # once each, in the order given
+        with transaction.atomic():
+            locked = (
+                Node.objects.select_for_update()
+                .filter(pk=node_id, owner=access.user, partition__in=access.read_partitions)
+                .values_list("pk", flat=True)
+                .first()
+            )
+            found = assess(access, now=timezone.now(), node_ids=[node_id], thresholds=thresholds) if locked else []
+            if not found:
+                skipped.append(Skipped(node_id, "not found (deleted or out of reach)"))
+                continue
+            item = found[0]
+            if not item.qualifies(thresholds):
+                skipped.append(Skipped(node_id, item.why_not(thresholds)))
+                continue
+            if not item.node.partition.is_active or not access.can_reach(item.node.partition):
+                skipped.append(Skipped(node_id, "its partition is inactive"))
+                continue
+            why = {"rule": "stale", "score": item.score, "minScore": thresholds.min_score}
+            erased += node_erase(access=access, node=item.node, action="node.prune", why=why)
+            deleted.append(node_id)
+    return Applied(deleted=deleted, skipped=skipped, claims_erased=erased)
