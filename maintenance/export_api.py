@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Generator, Iterator
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from rest_framework import serializers
 
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
+from memory.api.streaming import streamed
 from memory.models import Scope
 from memory.services.export import ARCHIVE_MIME_TYPE, export_prepare, export_scope
 
@@ -48,20 +46,3 @@ class Export(Endpoint):
         filename = re.sub(r"[^A-Za-z0-9._-]", "_", prepared.filename)
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
-
-
-def streamed(request: HttpRequest, pieces: Generator[bytes]) -> Iterator[bytes] | AsyncIterator[bytes]:
-    """Under ASGI Django would read a plain iterator whole before sending it; there each piece is taken from
-    the iterator in the request's thread as the client reads, so memory holds one piece at a time."""
-    if not isinstance(request, ASGIRequest):
-        return pieces
-    step = sync_to_async(lambda: next(pieces, None), thread_sensitive=True)
-
-    async def pieces_async() -> AsyncIterator[bytes]:
-        try:
-            while (piece := await step()) is not None:
-                yield piece
-        finally:
-            await sync_to_async(pieces.close, thread_sensitive=True)()
-
-    return pieces_async()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 
-from django.http import FileResponse, HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
 
+from memory.api.streaming import streamed
 from memory.errors import ServiceError
 from memory.models import Blob
 from memory.services.blobs import blob_open
@@ -39,23 +40,23 @@ def _byte_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def blob_response(request: HttpRequest, blob: Blob) -> StreamingHttpResponse | FileResponse:
+def blob_response(request: HttpRequest, blob: Blob) -> StreamingHttpResponse:
+    """The whole blob (200) or the asked range (206), read 256 KB at a time as the client takes it."""
     byte_range = _byte_range(request.headers.get("Range", ""), blob.size)
-    if byte_range is None:
-        response: StreamingHttpResponse | FileResponse = FileResponse(blob_open(blob), content_type=blob.mime_type)
-        response["Content-Length"] = str(blob.size)
-    else:
-        first, last = byte_range
-        response = StreamingHttpResponse(_read(blob, first, last), status=206, content_type=blob.mime_type)
+    first, last = byte_range or (0, blob.size - 1)
+    response = StreamingHttpResponse(
+        streamed(request, _read(blob, first, last)), status=206 if byte_range else 200, content_type=blob.mime_type
+    )
+    response["Content-Length"] = str(last - first + 1)
+    if byte_range:
         response["Content-Range"] = f"bytes {first}-{last}/{blob.size}"
-        response["Content-Length"] = str(last - first + 1)
     response["Accept-Ranges"] = "bytes"
     response["ETag"] = f'"{blob.sha256}"'
     response["Cache-Control"] = "private, max-age=31536000, immutable"
     return response
 
 
-def _read(blob: Blob, first: int, last: int) -> Iterator[bytes]:
+def _read(blob: Blob, first: int, last: int) -> Generator[bytes]:
     with blob_open(blob) as stream:
         stream.seek(first)
         remaining = last - first + 1

@@ -81,3 +81,19 @@ def test_the_rest_export_streams_over_real_http(mcp_service: McpService, mcp_own
         assert "content-length" not in response.headers and response.headers["transfer-encoding"] == "chunked"
         data = b"".join(response.iter_bytes())
     assert [claim["key"] for claim in rows(archive_members(data), "claims")] == ["editor"]
+
+
+def test_an_artifact_streams_over_real_http_whole_or_a_range(mcp_service: McpService, mcp_owner: Persona) -> None:
+    """GET /artifact/<sha256> under ASGI reads the file piece by piece (Django warns when it has to read a
+    synchronous iterator whole first; that warning must not appear)."""
+    data = bytes(range(256)) * 12_000  # 3 MB, several 256 KB pieces
+    binary = {**headers_of(mcp_owner), "Content-Type": "application/octet-stream"}
+    put = httpx.put(f"{mcp_service.url}/artifact", content=data, headers=binary, timeout=60)
+    assert put.status_code in (200, 201), put.text
+    href = f"/artifact/{hashlib.sha256(data).hexdigest()}"
+    with httpx.stream("GET", f"{mcp_service.url}{href}", headers=headers_of(mcp_owner), timeout=60) as response:
+        assert (response.status_code, response.headers["content-length"]) == (200, str(len(data)))
+        assert b"".join(response.iter_bytes()) == data
+    ranged = httpx.get(f"{mcp_service.url}{href}", headers={**headers_of(mcp_owner), "Range": "bytes=10-19"})
+    assert (ranged.status_code, ranged.content) == (206, data[10:20])
+    assert "synchronous iterators" not in mcp_service.log.read_text()
