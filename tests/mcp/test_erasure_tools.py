@@ -31,7 +31,10 @@ def test_erasure_tools_are_listed_only_in_the_full_profile_and_marked_destructiv
         assert listed == (ERASE_TOOLS if profile == ToolProfile.FULL else set()), profile
         for name in listed:
             assert tools[name]["annotations"]["destructiveHint"] is True
-            assert "confirm" in tools[name]["inputSchema"]["required"]
+            schema = tools[name]["inputSchema"]
+            assert "confirm" in schema["properties"]
+            # A preview (dryRun, the default) needs no confirmation; a tool without one always does.
+            assert ("confirm" in schema.get("required", [])) is ("dryRun" not in schema["properties"]), name
 
 
 def test_erase_partition_needs_edit_and_confirmation_and_reaches_only_the_callers_memory(
