@@ -1,5 +1,9 @@
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from maintenance import api_upkeep
+
+urlpatterns: list[URLPattern] = [
+    path("maintenance/reap", api_upkeep.MaintenanceReap.as_view()),
+]
