@@ -15,11 +15,12 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from maintenance.reaping import reap, reap_everyone
-from memory.models import Claim, ClaimOrigin, ClaimStatus, MemoryEvent, Partition, Scope, User
+from memory.models import Claim, ClaimOrigin, ClaimStatus, MemoryEvent, Partition, Scope, ToolProfile, User
 from memory.recall.bookkeeping import flush_access
 from memory.services.lifecycle import run_maintenance
 from tests.conftest import Api, Persona, error_code, issue
 from tests.factories import ClaimFactory
+from tests.mcp.conftest import McpService, call, mcp_persona, rest
 
 pytestmark = pytest.mark.django_db
 
@@ -265,3 +266,31 @@ def test_cli_previews_unless_told_to_apply(alice: User, bob: User) -> None:
 def test_cli_refuses_an_unknown_user(db: None) -> None:
     with pytest.raises(CommandError, match="No user"):
         run("--user", "nobody")
+
+
+# --- MCP, over real HTTP -------------------------------------------------------------------------------
+
+
+def test_mcp_reap_claims_previews_then_applies_like_rest(
+    mcp_service: McpService, mcp_owner: Persona, alice: User
+) -> None:
+    claim = idle_claim(alice, "Trivia about kettles.")
+    preview = call(mcp_service, mcp_owner, "reap_claims", {})
+    assert not preview.is_error and preview.payload == rest(mcp_service, mcp_owner, "/maintenance/reap")
+    assert preview.payload["candidates"] == 1 and preview.payload["sample"][0]["claimId"] == claim.pk
+    assert Claim.objects.get(pk=claim.pk).expires_at is None
+    applied = call(mcp_service, mcp_owner, "reap_claims", {"dryRun": False})
+    assert (applied.payload["reaped"], applied.payload["dryRun"]) == (1, False)
+    assert Claim.objects.get(pk=claim.pk).expires_at is not None
+
+
+def test_mcp_reap_claims_refusals(mcp_service: McpService, mcp_other: Persona, alice: User) -> None:
+    claim = idle_claim(alice)
+    reader = mcp_persona(alice, "mcp-reader", scopes=[Scope.READ])
+    assert call(mcp_service, reader, "reap_claims", {"dryRun": False}).code == "SCOPE_REQUIRED"
+    assert call(mcp_service, reader, "reap_claims", {"limit": 0}).code == "VALIDATION_ERROR"
+    assert call(mcp_service, mcp_other, "reap_claims", {"userId": alice.external_id}).code == "NOT_FOUND"
+    assert call(mcp_service, mcp_other, "reap_claims", {"dryRun": False}).payload["reaped"] == 0
+    assistant = mcp_persona(alice, "mcp-assistant", profile=ToolProfile.ASSISTANT)
+    assert call(mcp_service, assistant, "reap_claims", {}).code == "NOT_FOUND"  # full profile only
+    assert Claim.objects.get(pk=claim.pk).expires_at is None

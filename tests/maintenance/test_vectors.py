@@ -18,11 +18,12 @@ from django.utils import timezone
 from maintenance.vectors import vectors_reindex, vectors_status
 from memory.embeddings import get_embedder, reset_embedder_cache
 from memory.embeddings.minilm import MiniLMEmbedder
-from memory.models import Chunk, Claim, Node, Partition, Scope, Source, User
+from memory.models import Chunk, Claim, Node, Partition, Scope, Source, ToolProfile, User
 from metrics.models import MetricDefinition
 from tests.conftest import Api, Persona, error_code, issue
 from tests.factories import ClaimFactory, NodeFactory
 from tests.local_http import JsonHandler, serving
+from tests.mcp.conftest import McpService, call, mcp_persona, rest
 
 pytestmark = pytest.mark.django_db
 
@@ -308,3 +309,38 @@ def test_cli_refuses_bad_arguments(db: None) -> None:
                  ["status", "--user", "nobody"], ["status", "--kind", "sources"], ["explode"]):  # fmt: skip
         with pytest.raises(CommandError):
             run(*args)
+
+
+# --- MCP, over real HTTP -------------------------------------------------------------------------------
+
+
+def test_mcp_embeddings_tools_answer_like_rest_and_loop_to_zero(
+    mcp_service: McpService, mcp_owner: Persona, alice: User
+) -> None:
+    memory_of(alice)
+    status = call(mcp_service, mcp_owner, "embeddings_status", {})
+    assert status.payload == rest(mcp_service, mcp_owner, "/maintenance/embeddings/status")
+    assert status.payload["remaining"] == 4
+    preview = call(mcp_service, mcp_owner, "embeddings_reindex", {})
+    assert (preview.payload["dryRun"], preview.payload["selected"], preview.payload["embedded"]) == (True, 4, 0)
+    embedded, remaining = 0, 4
+    while remaining > 0:
+        answer = call(mcp_service, mcp_owner, "embeddings_reindex", {"dryRun": False, "limit": 3})
+        assert not answer.is_error, answer.payload
+        embedded, remaining = embedded + answer.payload["embedded"], answer.payload["remaining"]
+    assert embedded == 4
+    assert call(mcp_service, mcp_owner, "embeddings_status", {}).payload["remaining"] == 0
+
+
+def test_mcp_embeddings_tools_refusals(mcp_service: McpService, mcp_other: Persona, alice: User) -> None:
+    memory_of(alice)
+    reader = mcp_persona(alice, "mcp-reader", scopes=[Scope.READ])
+    assert call(mcp_service, reader, "embeddings_reindex", {"dryRun": False}).code == "SCOPE_REQUIRED"
+    assert call(mcp_service, reader, "embeddings_status", {"kinds": ["sources"]}).code == "VALIDATION_ERROR"
+    assert call(mcp_service, reader, "embeddings_reindex", {"limit": 0}).code == "VALIDATION_ERROR"
+    for tool in ("embeddings_status", "embeddings_reindex"):
+        assert call(mcp_service, mcp_other, tool, {"userId": alice.external_id}).code == "NOT_FOUND"
+    assert call(mcp_service, mcp_other, "embeddings_reindex", {"dryRun": False}).payload["embedded"] == 0
+    agent = mcp_persona(alice, "mcp-agent", profile=ToolProfile.AGENT)
+    assert call(mcp_service, agent, "embeddings_status", {}).code == "NOT_FOUND"  # full profile only
+    assert counts()["claims"] == (0, 0, 1)

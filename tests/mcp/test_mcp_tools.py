@@ -66,7 +66,7 @@ def test_tools_list_per_profile_matches_the_snapshot(
     if profile == ToolProfile.AGENT:
         assert len(names) == 23 and "coord_curate" in names and "search_memory" not in names
     if profile == ToolProfile.FULL:
-        assert len(names) == 43
+        assert len(names) == 46
 
 
 def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_owner: Persona, alice: User) -> None:
@@ -173,6 +173,9 @@ def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_own
         name: value for name, value in rest(mcp_service, mcp_owner, "/stats").items() if name not in moving
     }
 
+    assert use("reap_claims") == rest(mcp_service, mcp_owner, "/maintenance/reap")
+    assert use("embeddings_status") == rest(mcp_service, mcp_owner, "/maintenance/embeddings/status")
+    assert use("embeddings_reindex", {"limit": 10})["dryRun"] is True
     assert called == {spec.name for spec in all_tools()}, "a tool without a call in this test"
     events = ToolEvent.objects.filter(token=mcp_owner.token, surface="mcp")
     assert set(events.values_list("tool", flat=True)) == called
@@ -340,6 +343,9 @@ def test_every_tool_keeps_the_owners_memory_from_another_user(
         "coord_curate": {"session_id": session, "dry_run": False},
         "observation_log": {"kind": "bug", "note": "Bob's note"},
         "stats": {},
+        "reap_claims": {"dryRun": False},
+        "embeddings_status": {},
+        "embeddings_reindex": {"dryRun": False},
     }
     assert set(attempts) == {spec.name for spec in all_tools()}, "a tool missing from this test"
     for tool, arguments in attempts.items():
