@@ -62,7 +62,7 @@ def _rows(kind: VectorKind, owner_id: int | None, partition_ids: list[str] | Non
         rows = rows.filter(owner_id=owner_id)
     if partition_ids is not None:
         rows = rows.filter(partition_id__in=partition_ids)
-    return rows  # type: ignore[no-any-return]
+    return rows
 
 
 def _kinds(names: list[str] | None) -> list[VectorKind]:
