@@ -266,9 +266,11 @@ def test_cli_previews_unless_told_to_apply(alice: User, bob: User) -> None:
     assert run().splitlines() == []
 
 
-def test_cli_refuses_an_unknown_user(db: None) -> None:
+def test_cli_refuses_bad_arguments(db: None) -> None:
     with pytest.raises(CommandError, match="No user"):
         run("--user", "nobody")
+    with pytest.raises(CommandError, match="--limit"):
+        run("--limit", "-1")
 
 
 # --- MCP, over real HTTP -------------------------------------------------------------------------------

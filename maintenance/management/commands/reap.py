@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from maintenance.reaping import reap, reapable_claims
@@ -25,6 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None, help="At most this many claims per user.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["limit"] is not None and options["limit"] < 1:
+            raise CommandError("--limit must be at least 1.")
         if options["user"]:
             users = [user_by_name(options["user"])]
         else:
