@@ -177,6 +177,13 @@ CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     "sweep-missing-vectors": {"task": "memory.sweep_missing_vectors", "schedule": VECTOR_SWEEP_INTERVAL_S},
     "requeue-unsent-operations": {"task": "memory.requeue_unsent_operations", "schedule": 60},
 }
+# Reaping (seeds/001): claims of importance <= REAP_MAX_IMPORTANCE unread for REAP_AFTER_DAYS leave recall
+# (expires_at set; never pinned, user-stated or manual ones). 0 hours turns the beat run off.
+REAP_INTERVAL_HOURS = env_int("REAP_INTERVAL_HOURS", 24)
+REAP_MAX_IMPORTANCE = env_int("REAP_MAX_IMPORTANCE", 2)
+REAP_AFTER_DAYS = env_int("REAP_AFTER_DAYS", 90)
+if REAP_INTERVAL_HOURS > 0:
+    CELERY_BEAT_SCHEDULE["reap-claims"] = {"task": "maintenance.reap", "schedule": REAP_INTERVAL_HOURS * 3600}
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

@@ -648,9 +648,51 @@ def _export_tools() -> list[ToolSpec]:
     ]
 
 
+def _upkeep_tools() -> list[ToolSpec]:
+    """Reaping and vector upkeep (full profile only): the maintenance REST endpoints as tools."""
+    from maintenance import api_upkeep
+
+    return [
+        _bound(
+            "reap_claims",
+            ToolProfile.FULL,
+            api_upkeep.MaintenanceReap,
+            """
+            Reap unimportant claims nobody reads: active claims of low importance not read for months (never
+            pinned ones, never the user's own words) get expires_at now and leave recall; nothing is deleted.
+            dryRun (the default) only counts and lists a sample; applying needs the maintenance scope.""",
+        ),
+        _bound(
+            "embeddings_status",
+            ToolProfile.FULL,
+            api_upkeep.EmbeddingsStatus,
+            """
+            Vector coverage per kind (claims, nodes, metrics, chunks): rows with a vector of the active
+            embedding model, of another model (missed by semantic search), or none.""",
+            read_only=True,
+        ),
+        _bound(
+            "embeddings_reindex",
+            ToolProfile.FULL,
+            api_upkeep.EmbeddingsReindex,
+            """
+            Re-embed rows whose vector is missing or from another model, at most `limit` per call; call again
+            while `remaining` is above 0. dryRun (the default) only counts; applying needs the maintenance
+            scope. Nothing is deleted.""",
+        ),
+    ]
+
+
 @cache
 def all_tools() -> tuple[ToolSpec, ...]:
-    return (*_assistant_tools(), *_agent_tools(), *_erasure_tools(), *_maintenance_tools(), *_export_tools())
+    return (
+        *_assistant_tools(),
+        *_agent_tools(),
+        *_erasure_tools(),
+        *_maintenance_tools(),
+        *_upkeep_tools(),
+        *_export_tools(),
+    )
 
 
 def tools_for_profile(profile: str) -> list[ToolSpec]:

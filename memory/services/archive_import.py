@@ -30,7 +30,6 @@ from memory.models import (
     AccessToken,
     AgentSession,
     Blob,
-    Chunk,
     Claim,
     Feedback,
     Node,
@@ -42,12 +41,6 @@ from memory.models import (
 from memory.services.audit import audit_record
 from memory.services.blobs import blob_storage_name, read_in_chunks
 from memory.services.embeddings import (
-    _in_batches,
-    _store_vectors,
-    chunks_embed,
-    claims_embed,
-    nodes_embed,
-    stale_vectors,
     vectors_follow,
 )
 from memory.services.export import BLOB_DIR, FORMAT_NAME, FORMAT_VERSION, KINDS, MANIFEST, Kind
@@ -350,22 +343,12 @@ def _write_blob(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, writte
 
 
 def _embed(owner: User) -> dict[str, int] | None:
-    """Vectors for everything imported, now, so it is found by meaning at once. With the embedder down the
-    worker is asked to do it, and the beat sweep catches up in any case."""
+    """Vectors for everything imported, now, so it is found by meaning at once (the one reindex of every
+    vector kind). With the embedder down the worker is asked to do it, and the beat sweep catches up."""
+    from maintenance.vectors import vectors_reindex
+
     try:
-        embedder = get_embedder()
-        stale = stale_vectors(embedder.model_id)
-        claims = Claim.objects.filter(stale, owner=owner, status__in=["active", "suggested", "quarantined"])
-        nodes = Node.objects.filter(stale, owner=owner, merged_into__isnull=True)
-        chunks = Chunk.objects.filter(stale, owner=owner, source__tombstoned_at__isnull=True)
-        definitions = list(MetricDefinition.objects.filter(stale, owner=owner).order_by("id"))
-        done = {
-            "chunks": _in_batches(list(chunks.order_by("id")), chunks_embed, embedder),
-            "claims": _in_batches(list(claims.order_by("id")), claims_embed, embedder),
-            "nodes": _in_batches(list(nodes.order_by("id")), nodes_embed, embedder),
-        }
-        done["metrics"] = _store_vectors(MetricDefinition, definitions, [d.card for d in definitions], embedder)
-        return done
+        return vectors_reindex(embedder=get_embedder(), batch_size=64, owner_id=owner.pk).embedded
     except EmbedderUnavailable:
         logger.warning("archive.import.vectors_queued", extra={"ownerId": owner.pk})
         vectors_follow(owner.pk)

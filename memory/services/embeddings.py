@@ -1,15 +1,15 @@
-"""Embedding maintenance: fill missing vectors, replace vectors of another model, report coverage."""
+"""Embedding helpers: vectors for a batch of rows, the per-owner follow-up after a write and the beat sweep.
+Status and reindex over every vector kind are maintenance/vectors.py."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Model, Q
+from django.db.models import Model, Q
 
 from memory.embeddings import Embedder
 from memory.models import Chunk, Claim, Node
@@ -18,7 +18,7 @@ logger = logging.getLogger("memory.embeddings")
 RowT = TypeVar("RowT", Chunk, Claim, Node)
 
 
-def _store_vectors(model: type[Model], rows: Sequence[Model], texts: list[str], embedder: Embedder) -> int:
+def vectors_store(model: type[Model], rows: Sequence[Model], texts: list[str], embedder: Embedder) -> int:
     """Embed one batch of texts and store the vectors on their rows. Raises EmbedderUnavailable."""
     if not rows:
         return 0
@@ -39,17 +39,17 @@ def _store_vectors(model: type[Model], rows: Sequence[Model], texts: list[str], 
 
 def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
     """Vectors for chunks, made from their context and text (one batch)."""
-    return _store_vectors(Chunk, chunks, [chunk.embedding_text for chunk in chunks], embedder)
+    return vectors_store(Chunk, chunks, [chunk.embedding_text for chunk in chunks], embedder)
 
 
 def nodes_embed(nodes: list[Node], embedder: Embedder) -> int:
     """Vectors for node cards ("Person: Marcel. summary"), one batch."""
-    return _store_vectors(Node, nodes, [node.card for node in nodes], embedder)
+    return vectors_store(Node, nodes, [node.card for node in nodes], embedder)
 
 
 def claims_embed(claims: list[Claim], embedder: Embedder) -> int:
     """Vectors for claim statements, one batch."""
-    return _store_vectors(Claim, claims, [claim.statement for claim in claims], embedder)
+    return vectors_store(Claim, claims, [claim.statement for claim in claims], embedder)
 
 
 def embed_pending(owner_id: int, embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
@@ -113,46 +113,6 @@ def _literal(vector: list[float]) -> str:
 
 
 def stale_vectors(model_id: str) -> Q:
-    """Rows (chunks, nodes) without a vector of the active model (missing, or made by another model)."""
+    """Rows (chunks, claims, nodes, metric definitions) without a vector of the active model (missing, or made
+    by another model)."""
     return Q(embedding__isnull=True) | ~Q(embedding_model=model_id)
-
-
-@dataclass(frozen=True)
-class Coverage:
-    model_id: str
-    total: int
-    current: int
-    by_model: dict[str, int]
-
-
-def embeddings_status(embedder: Embedder) -> Coverage:
-    rows = Chunk.objects.values("embedding_model").annotate(n=Count("id"))
-    by_model = {row["embedding_model"] or "(none)": row["n"] for row in rows}
-    return Coverage(
-        model_id=embedder.model_id,
-        total=sum(by_model.values()),
-        current=by_model.get(embedder.model_id, 0),
-        by_model=by_model,
-    )
-
-
-def embeddings_reindex(
-    embedder: Embedder, *, batch_size: int, on_batch: Callable[[int, int], None] | None = None
-) -> int:
-    """Embed every stale chunk in id order, one committed batch at a time: an interrupted run resumes where it
-    stopped. Never deletes anything. Returns how many chunks got vectors."""
-    done = 0
-    remaining = Chunk.objects.filter(stale_vectors(embedder.model_id)).count()
-    last_id = ""
-    while True:
-        batch = list(
-            Chunk.objects.filter(stale_vectors(embedder.model_id), id__gt=last_id)
-            .order_by("id")
-            .only("id", "text", "context")[:batch_size]
-        )
-        if not batch:
-            return done
-        done += chunks_embed(batch, embedder)
-        last_id = batch[-1].pk
-        if on_batch is not None:
-            on_batch(done, remaining)

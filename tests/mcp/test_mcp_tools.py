@@ -66,7 +66,7 @@ def test_tools_list_per_profile_matches_the_snapshot(
     if profile == ToolProfile.AGENT:
         assert len(names) == 23 and "coord_curate" in names and "search_memory" not in names
     if profile == ToolProfile.FULL:
-        assert len(names) == 53 and "prune_stale_nodes" in names  # both profiles and the maintenance tools
+        assert len(names) == 56 and "prune_stale_nodes" in names  # both profiles and the maintenance tools
 
 
 def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_owner: Persona, alice: User) -> None:
@@ -191,6 +191,9 @@ def test_every_tool_answers_its_owner_like_rest(mcp_service: McpService, mcp_own
     exported = use("export_memory")  # tests/mcp/test_export_tool.py fetches and reads the archive
     assert exported["href"] == f"/artifact/{exported['sha256']}" and exported["size"] > 0
 
+    assert use("reap_claims") == rest(mcp_service, mcp_owner, "/maintenance/reap")
+    assert use("embeddings_status") == rest(mcp_service, mcp_owner, "/maintenance/embeddings/status")
+    assert use("embeddings_reindex", {"limit": 10})["dryRun"] is True
     assert called == {spec.name for spec in all_tools()}, "a tool without a call in this test"
     events = ToolEvent.objects.filter(token=mcp_owner.token, surface="mcp")
     assert set(events.values_list("tool", flat=True)) == called
@@ -368,6 +371,9 @@ def test_every_tool_keeps_the_owners_memory_from_another_user(
         "dedup_sweep": {"dryRun": False, "confirm": True},
         "cleanup": {"dryRun": False, "confirm": True},
         "export_memory": {},  # bob's own memory, never alice's
+        "reap_claims": {"dryRun": False},
+        "embeddings_status": {},
+        "embeddings_reindex": {"dryRun": False},
     }
     assert set(attempts) == {spec.name for spec in all_tools()}, "a tool missing from this test"
     for tool, arguments in attempts.items():

@@ -184,7 +184,7 @@ def test_stdio_serves_the_same_tools_through_the_sdk_stdio_client(mcp_owner: Per
             return names, saved, refused
 
     names, saved, refused = anyio.run(scenario)
-    assert len(names) == 53 and "search_memory" in names and "coord_health" in names
+    assert len(names) == 56 and "search_memory" in names and "coord_health" in names
     assert saved["verified_persisted"] is True
     assert refused.is_error
     assert json.loads(refused.content[0].text)["error"]["code"] == "VALIDATION_ERROR"  # confirm: true missing

@@ -1,4 +1,5 @@
-"""`manage.py embeddings status|probe|reindex`: coverage, a live probe, a resumable reindex."""
+"""`manage.py embeddings status|probe|reindex`: coverage, a live probe, a resumable reindex (chunks here; every
+kind in tests/maintenance/test_vectors.py)."""
 
 from __future__ import annotations
 
@@ -35,19 +36,19 @@ def test_status_counts_vectors_by_model(processed: None) -> None:
     total = Chunk.objects.count()
     assert total > 1
     output = run("status")
-    assert f"chunks: {total}, with vectors of the active model: {total}" in output
+    assert f"chunks: {total}, current model {total}, other model 0, missing 0" in output
 
 
 def test_reindex_fills_missing_and_foreign_vectors_and_deletes_nothing(processed: None) -> None:
     chunks = list(Chunk.objects.order_by("id"))
     Chunk.objects.filter(pk=chunks[0].pk).update(embedding=None, embedding_model="")
     Chunk.objects.filter(pk=chunks[1].pk).update(embedding_model="openai:old-model")
-    assert "2 chunk(s) need" in run("status")
+    assert "2 row(s) need" in run("status")
     output = run("reindex", "--batch-size", "1")
-    assert "embedded 1/2" in output and "reindex complete: 2 chunk(s)" in output
+    assert "chunks: embedded 1/2" in output and "reindex complete: 2 row(s) embedded" in output
     assert Chunk.objects.filter(embedding_model="minilm-l6-v2-int8").count() == len(chunks)
     assert Source.objects.count() == 1
-    assert "reindex complete: 0 chunk(s)" in run("reindex")
+    assert "reindex complete: 0 row(s)" in run("reindex")
 
 
 def test_bad_arguments_are_refused(db: None) -> None:
