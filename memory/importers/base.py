@@ -30,6 +30,21 @@ class ImportPlan:
     transcripts: list[TranscriptIn] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
 
+    def add_conversation(self, *, origin: str, prefix: str, conversation_id: str, name: Any, messages: list) -> None:
+        """One chat of the export, under a stable id (`<prefix>:<its id>`) so a re-run stores nothing twice; a
+        chat left with no message is counted, not imported."""
+        if not messages:
+            self.skipped["conversation with nothing to import"] += 1
+            return
+        self.conversations.append(
+            ConversationIn(
+                id=f"{prefix}:{conversation_id}",
+                title=title(name),
+                messages=messages,
+                source_context={"origin": origin, "conversationId": conversation_id},
+            )
+        )
+
 
 def read_json(path: Path) -> Any:
     """The parsed file, or an ImportFormatError naming what is wrong with it."""

@@ -18,9 +18,8 @@ from memory.importers.base import (
     expect,
     external_id,
     refuse_other_export,
-    title,
 )
-from memory.services.ingestion_shapes import ConversationIn, MessageIn
+from memory.services.ingestion_shapes import MessageIn
 
 ORIGIN = "chatgpt-export"
 ROLES = {"user": "user", "assistant": "assistant"}
@@ -47,16 +46,8 @@ def parse_chatgpt(data: Any) -> ImportPlan:
             for node in mapping.values()
             if isinstance(node, dict) and node.get("message") and id(node) not in on_branch
         )
-        if not messages:
-            plan.skipped["conversation with nothing to import"] += 1
-            continue
-        plan.conversations.append(
-            ConversationIn(
-                id=f"chatgpt:{conversation_id}",
-                title=title(item.get("title")),
-                messages=messages,
-                source_context={"origin": ORIGIN, "conversationId": conversation_id},
-            )
+        plan.add_conversation(
+            origin=ORIGIN, prefix="chatgpt", conversation_id=conversation_id, name=item.get("title"), messages=messages
         )
     return plan
 

@@ -18,9 +18,8 @@ from memory.importers.base import (
     external_id,
     iso_time,
     refuse_other_export,
-    title,
 )
-from memory.services.ingestion_shapes import ConversationIn, MessageIn
+from memory.services.ingestion_shapes import MessageIn
 
 ORIGIN = "claude-export"
 ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
@@ -43,16 +42,8 @@ def parse_claude(data: Any) -> ImportPlan:
         kept = _active_branch(raw, item.get("current_leaf_message_uuid"), where)
         plan.skipped["off the active branch (edited or regenerated)"] += len(raw) - len(kept)
         messages = [m for message in kept if (m := _message(message, started, plan, where)) is not None]
-        if not messages:
-            plan.skipped["conversation with nothing to import"] += 1
-            continue
-        plan.conversations.append(
-            ConversationIn(
-                id=f"claude:{conversation_id}",
-                title=title(item.get("name")),
-                messages=messages,
-                source_context={"origin": ORIGIN, "conversationId": conversation_id},
-            )
+        plan.add_conversation(
+            origin=ORIGIN, prefix="claude", conversation_id=conversation_id, name=item.get("name"), messages=messages
         )
     return plan
 
