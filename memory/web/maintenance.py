@@ -43,6 +43,7 @@ from memory.web.actions import explain, found, perform
 PREVIEW_SIZE = 100  # nodes listed per preview page (the apply takes these back)
 REAP_SAMPLE = 20
 REINDEX_STEP = 200  # rows re-embedded per request: one request, one step of the progress bar
+KIND_WORDS = {"sessionEvents": "session events", "operations": "processing receipts", "scratchpad": "scratchpad notes"}
 
 
 def _home() -> str:
@@ -289,5 +290,5 @@ def erase(request: HttpRequest) -> HttpResponse:
                 kept = " It stays, empty." if erased.kept_empty else ""
                 messages.success(request, f"Erased {key}: {sum(erased.counts.values())} items.{kept}")
                 return HttpResponseRedirect(_home())
-    counts = [(kind, number) for kind, number in preview.counts.items() if number]
+    counts = [(KIND_WORDS.get(kind, kind), number) for kind, number in preview.counts.items() if number]
     return render(request, "ui/maintenance/erase.html", {"preview": preview, "counts": counts, "key": key})

@@ -153,7 +153,13 @@ def test_orphans_duplicates_reaping_and_recovery_preview_then_apply(
 
 
 def test_reindex_progress_reaches_100_percent(
-    page, live_server, api: Api, owner: Persona, alice: User, switch_model: Any, monkeypatch: Any
+    page,
+    live_server,
+    api: Api,
+    owner: Persona,
+    alice: User,
+    switch_model: Any,  # noqa: F811  (the fixture imported above)
+    monkeypatch: Any,
 ) -> None:
     say(api, owner, "I prefer morning meetings.", "My brother Hendrik lives in Zwolle.", "I am allergic to penicillin.")
     switch_model()
@@ -181,7 +187,7 @@ def test_export_downloads_a_valid_archive(page, live_server, api: Api, owner: Pe
     page.goto(f"{live_server.url}{HOME}")
     with page.expect_download() as download:
         page.get_by_role("button", name="Download archive").click()
-    data = open(download.value.path(), "rb").read()
+    data = download.value.path().read_bytes()
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         names = archive.getnames()
         manifest = json.load(archive.extractfile("manifest.json"))  # type: ignore[arg-type]
