@@ -100,7 +100,7 @@ class StaleForm(forms.Form):
 
 
 def _form_errors(form: forms.Form) -> str:
-    return "; ".join(f"{name}: {' '.join(problems)}" for name, problems in form.errors.items())
+    return "; ".join(f"{name}: {' '.join(map(str, problems))}" for name, problems in form.errors.items())
 
 
 def _stale_form(data: Any) -> StaleForm:
@@ -255,7 +255,7 @@ def reindex(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def export(request: HttpRequest) -> HttpResponse:
+def export(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The archive of the memory (or of one partition), streamed as the REST export streams it."""
     access = web_access(request)
     partition = request.POST.get("partition") or None

@@ -163,7 +163,7 @@ def test_reindex_progress_reaches_100_percent(
 ) -> None:
     say(api, owner, "I prefer morning meetings.", "My brother Hendrik lives in Zwolle.", "I am allergic to penicillin.")
     switch_model()
-    user_rows = {"owner_id": alice.pk, "embedder": get_embedder()}
+    user_rows: dict[str, Any] = {"owner_id": alice.pk, "embedder": get_embedder()}
     stale = vectors_status(**user_rows).remaining
     assert stale > 6
     monkeypatch.setattr(maintenance, "REINDEX_STEP", 3)  # several steps, so the bar has to advance
