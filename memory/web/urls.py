@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, dashboard, review, search, sources, tokens, views
+from memory.web import claims, dashboard, maintenance, review, search, sources, tokens, views
 
 app_name = "ui"
 urlpatterns = [
@@ -33,4 +33,13 @@ urlpatterns = [
     path("sources/<str:source_id>/original", sources.source_original, name="sources-original"),
     path("sources/<str:source_id>/retry", sources.source_retry, name="sources-retry"),
     path("sources/<str:source_id>/delete", sources.source_delete, name="sources-delete"),
+    path("maintenance/", maintenance.overview, name="maintenance-home"),
+    path("maintenance/stale/", maintenance.stale, name="maintenance-stale"),
+    path("maintenance/orphans/", maintenance.orphans, name="maintenance-orphans"),
+    path("maintenance/duplicates/", maintenance.duplicates, name="maintenance-duplicates"),
+    path("maintenance/reaping/", maintenance.reaping, name="maintenance-reaping"),
+    path("maintenance/recovery/", maintenance.recovery, name="maintenance-recovery"),
+    path("maintenance/reindex", maintenance.reindex, name="maintenance-reindex"),
+    path("maintenance/export", maintenance.export, name="maintenance-export"),
+    path("maintenance/erase/", maintenance.erase, name="maintenance-erase"),
 ]
