@@ -23,7 +23,7 @@ CANDIDATES = 12
 CLAIMS_SHOWN = 100
 # What the list offers: the things a person talks about (not the self node, events, topics, documents, metrics).
 ENTITY_TYPES = [NodeType.PERSON, NodeType.ORGANIZATION, NodeType.PROJECT, NodeType.PLACE, NodeType.TASK]
-TYPE_WORDS = {
+TYPE_WORDS: dict[str, str] = {
     NodeType.PERSON: "person",
     NodeType.ORGANIZATION: "organisation",
     NodeType.PROJECT: "project",
@@ -55,7 +55,7 @@ def entity_list(request: HttpRequest) -> HttpResponse:
         "filter_query": query.urlencode(),
         "q": words or "",
         "chosen": chosen if chosen in ENTITY_TYPES else "",
-        "types": [(t.value, TYPE_WORDS[t]) for t in ENTITY_TYPES],
+        "types": [(t.value, TYPE_WORDS[t.value]) for t in ENTITY_TYPES],
     }
     return render(request, "ui/entities/list.html", context)
 
@@ -92,7 +92,7 @@ def entity_detail(request: HttpRequest, node_id: str) -> HttpResponse:
     }
     context = {
         "node": node,
-        "type_word": TYPE_WORDS.get(node.type, node.type.lower()),  # type: ignore[call-overload]
+        "type_word": TYPE_WORDS.get(node.type, node.type.lower()),
         "about": about,
         "mentioning": mentioning,
         # Its own label is one of its aliases (how it is matched); the page lists only the other names.
@@ -152,7 +152,7 @@ def entity_merge(request: HttpRequest, node_id: str) -> HttpResponse:
             request, lambda: nodes.node_merge(access=access, source_id=node_id, target_id=target_id, apply=True)
         )
         if plan is None:
-            return HttpResponseRedirect(f"{_url(node_id)}merge?target={target_id}")
+            return HttpResponseRedirect(f"{_url(node_id)}merge")  # the refusal is shown above the candidates
         moved = f"{plan.claims} claim{'s' if plan.claims != 1 else ''}"
         messages.success(request, f"Merged “{plan.source.label}” into “{plan.target.label}”: {moved} moved.")
         return HttpResponseRedirect(_url(plan.target))
@@ -170,7 +170,7 @@ def entity_merge(request: HttpRequest, node_id: str) -> HttpResponse:
         lambda: selectors.nodes_for_access(access, types=[node.type], label=words, limit=CANDIDATES + 1),
     )
     candidates = [other for other in (page[0] if page else []) if other.pk != node.pk][:CANDIDATES]
-    context = {"node": node, "candidates": candidates, "q": words or "", "type_word": TYPE_WORDS.get(node.type, "")}  # type: ignore[call-overload]
+    context = {"node": node, "candidates": candidates, "q": words or "", "type_word": TYPE_WORDS.get(node.type, "")}
     return render(request, "ui/entities/merge.html", context)
 
 

@@ -8,11 +8,11 @@ from django.test import Client
 from playwright.sync_api import expect
 
 from memory.access import access_for_user
-from memory.models import Alias, Claim, Node
+from memory.models import Alias, Claim, Node, User
 from memory.selectors import node_neighborhood
 from memory.services.nodes import node_merge
 from tests.conftest import Api, Persona
-from tests.factories import NodeFactory, UserFactory
+from tests.factories import NodeFactory, PartitionFactory, UserFactory
 from tests.web.conftest import post_without_csrf, screenshots, sign_in_as
 from tests.web.memories import say
 
@@ -24,6 +24,11 @@ def brothers(api: Api, owner: Persona) -> tuple[Node, Node]:
     say(api, owner, "My brother Hendrik lives in Zwolle.", "I work at Acme.", "I'll send the spec to Marcel by Friday.")
     say(api, owner, "My brother Henk lives in Deventer.", "Henk works at Acme.", conversation="later")
     return Node.objects.get(label="Hendrik"), Node.objects.get(label="Henk")
+
+
+def owner_user(persona: Persona) -> User:
+    assert persona.user is not None
+    return persona.user
 
 
 def signed_in(user) -> Client:
@@ -59,7 +64,7 @@ def test_the_owner_finds_an_entity_and_follows_the_graph(page, live_server, api:
     assert "Hendrik lives in Zwolle." in page.inner_text("#claims-subject")
     assert "Hendrik is the user's brother." in page.inner_text("#claims-object")
     assert "Hendrik is the user's brother." not in page.inner_text("#claims-subject")
-    neighbours, _ = node_neighborhood(access_for_user(user=owner.user), hendrik)
+    neighbours, _ = node_neighborhood(access_for_user(user=owner_user(owner)), hendrik)
     assert len(neighbours) == 2  # the owner and Zwolle
     expect(page.locator("#graph svg")).to_be_visible()
     assert page.locator("#graph svg .gnode").count() == len(neighbours) + 1
@@ -90,7 +95,7 @@ def test_merge_shows_what_moves_then_moves_it(page, live_server, api: Api, owner
     hendrik, henk = brothers(api, owner)
     henks = set(Claim.objects.filter(subject=henk).values_list("pk", flat=True))
     henks |= set(Claim.objects.filter(object_node=henk).values_list("pk", flat=True))
-    expected = node_merge(access=access_for_user(user=owner.user), source_id=henk.pk, target_id=hendrik.pk)
+    expected = node_merge(access=access_for_user(user=owner_user(owner)), source_id=henk.pk, target_id=hendrik.pk)
     sign_in_as(page, live_server, owner.user)
     page.goto(f"{live_server.url}/ui/entities/{henk.pk}/")
     page.get_by_role("link", name="Merge into…").click()
@@ -119,7 +124,7 @@ def test_merge_shows_what_moves_then_moves_it(page, live_server, api: Api, owner
     response = page.goto(f"{live_server.url}/ui/entities/{henk.pk}/")
     assert response is not None and response.url.endswith(f"/ui/entities/{hendrik.pk}/")
     assert "was merged into “Hendrik”" in page.inner_text(".messages")
-    assert page.goto(f"{live_server.url}/ui/entities/{henk.pk}/merge").url.endswith(f"/{hendrik.pk}/")  # type: ignore[union-attr]
+    assert page.goto(f"{live_server.url}/ui/entities/{henk.pk}/merge").url.endswith(f"/{hendrik.pk}/")
 
 
 def test_names_can_be_added_removed_and_changed(page, live_server, api: Api, owner: Persona) -> None:
@@ -164,7 +169,7 @@ def test_delete_asks_first_says_what_goes_and_then_it_is_gone(page, live_server,
     assert not Node.objects.filter(pk=henk.pk).exists()
     assert not Claim.objects.filter(statement__in=statements).exists()
     assert Claim.objects.filter(subject=hendrik, statement="Hendrik lives in Zwolle.").exists()
-    assert page.goto(f"{live_server.url}/ui/entities/{henk.pk}/").status == 404  # type: ignore[union-attr]
+    assert page.goto(f"{live_server.url}/ui/entities/{henk.pk}/").status == 404
     me = Node.objects.get(owner=owner.user, is_self=True)
     client = signed_in(owner.user)
     refused = client.get(f"/ui/entities/{me.pk}/delete", follow=True)
@@ -235,3 +240,19 @@ def test_signed_out_visitors_are_sent_to_sign_in_and_forms_need_csrf(api: Api, o
     theirs = Node.objects.get(pk=henk.pk)
     assert (theirs.label, theirs.merged_into_id) == ("Henk", None)
     assert not Alias.objects.filter(name="Mine").exists()
+
+
+def test_a_refused_merge_says_why_and_moves_nothing(api: Api, owner: Persona) -> None:
+    hendrik, _ = brothers(api, owner)
+    apollo = PartitionFactory.create(owner=owner.user, key="project:apollo")
+    elsewhere = NodeFactory.create(owner=owner.user, partition=apollo, type="Person", label="Hendrik")
+    client = signed_in(owner.user)
+    client.post("/ui/partition", {"partition": "*"})
+    response = client.post(f"/ui/entities/{elsewhere.pk}/merge", {"target": hendrik.pk})
+    assert response.status_code == 302 and response["Location"] == f"/ui/entities/{elsewhere.pk}/merge"
+    shown = client.get(response["Location"]).content.decode()
+    assert "Nodes of different partitions cannot be merged." in shown
+    assert Node.objects.get(pk=elsewhere.pk).merged_into_id is None
+    me = Node.objects.get(owner=owner.user, is_self=True, partition__key="memory:personal")
+    own_page = client.get(f"/ui/entities/{me.pk}/").content.decode()
+    assert "Merge into…" not in own_page and "Delete…" not in own_page  # the self node stays
