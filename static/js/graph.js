@@ -38,15 +38,18 @@
     nodes.forEach(function (n, i) {
       n.vx += (W / 2 - n.x) * 0.01 * alpha; n.vy += (H / 2 - n.y) * 0.01 * alpha;
       if (i === 0 || n.fixed) { n.vx = n.vy = 0; return; }
-      n.x = Math.max(50, Math.min(W - 50, n.x + n.vx)); n.y = Math.max(28, Math.min(H - 24, n.y + n.vy));
+      n.x = Math.max(n.half, Math.min(W - n.half, n.x + n.vx)); n.y = Math.max(28, Math.min(H - 24, n.y + n.vy));
       n.vx *= 0.6; n.vy *= 0.6;
     });
   }
   // The layout fits the box's width (1:1 with the page's pixels, so labels keep their size on a phone).
   function layout(width) {
-    W = Math.max(280, width); H = Math.round(Math.min(380, Math.max(240, W * 0.55)));
+    W = Math.max(280, width); H = Math.round(Math.min(380, Math.max(280, W * 0.55)));
     L = Math.min(W, H) * 0.36;
+    var longest = W < 500 ? 16 : 24;
     nodes.forEach(function (n, i) {
+      n.name = n.type === "Self" ? "You" : n.label.length > longest ? n.label.slice(0, longest - 1) + "…" : n.label;
+      n.half = Math.min(W / 2, n.name.length * 3.6 + 6);  // half the label's width (12px text): it stays inside
       var angle = (2 * Math.PI * i) / Math.max(1, nodes.length - 1) + 0.3;
       n.x = i === 0 ? W / 2 : W / 2 + L * Math.cos(angle);
       n.y = i === 0 ? H / 2 : H / 2 + L * 0.8 * Math.sin(angle);
@@ -107,7 +110,7 @@
       g.setAttribute("data-id", n.id);
       el("circle", { r: center ? R + 5 : R }, g);
       var text = el("text", { y: center ? -R - 11 : R + 16, "text-anchor": "middle" }, g);
-      text.textContent = n.type === "Self" ? "You" : n.label.length > 24 ? n.label.slice(0, 23) + "…" : n.label;
+      text.textContent = n.name;
       el("title", {}, g).textContent = n.label + " (" + n.type.toLowerCase() + ")";
       if (!center) draggable(g, n);
       return g;
