@@ -206,6 +206,7 @@ def claims_for_access(
     pinned: bool | None = None,
     needs_reverification: bool | None = None,
     subject_id: str | None = None,
+    object_node_id: str | None = None,
     text: str | None = None,
     partition_keys: list[str] | None = None,
     cursor: str | None = None,
@@ -228,6 +229,8 @@ def claims_for_access(
         claims = claims.filter(needs_reverification=needs_reverification)
     if subject_id:
         claims = claims.filter(subject_id=subject_id)
+    if object_node_id:
+        claims = claims.filter(object_node_id=object_node_id)
     if partition_keys:  # narrows the partitions read (the workspace view); never widens them
         claims = claims.filter(partition__key__in=partition_keys)
     if text:

@@ -69,6 +69,29 @@ def node_delete(*, access: Access, node_id: str) -> int:
     return node_erase(access=access, node=node)
 
 
+@dataclass(frozen=True)
+class NodeDeletion:
+    """What `node_delete` would remove: every revision of the claims about the node, its names, the evidence
+    links of those claims."""
+
+    node: Node
+    claims: list[Claim]
+    aliases: int
+    evidence: int
+
+
+def node_delete_preview(*, access: Access, node_id: str) -> NodeDeletion:
+    """The web UI's delete confirmation: the same set `node_erase` removes, without removing it."""
+    access.require_scope(Scope.EDIT)
+    node = node_for_access(access, node_id)
+    if node.is_self:
+        raise Conflict("The self node cannot be deleted.", details={"nodeId": node.pk})
+    doomed = claim_lineage({claim.pk for claim in _claims_touching(node)})
+    claims = list(Claim.objects.filter(pk__in=doomed, owner=access.user).order_by("recorded_at", "id"))
+    evidence = Evidence.objects.filter(claim__in=claims).count()
+    return NodeDeletion(node=node, claims=claims, aliases=node.aliases.count(), evidence=evidence)
+
+
 @transaction.atomic
 def node_erase(*, access: Access, node: Node, action: str = "node.delete", why: dict[str, Any] | None = None) -> int:
     """The one deletion path of a node (node_delete, and the prunes of maintenance/pruning.py, which check

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, dashboard, maintenance, review, search, sources, tokens, views
+from memory.web import claims, dashboard, entities, maintenance, review, search, sources, tokens, views
 
 app_name = "ui"
 urlpatterns = [
@@ -14,6 +14,13 @@ urlpatterns = [
     path("claims/<str:claim_id>/correct", claims.claim_correct, name="claims-correct"),
     path("claims/<str:claim_id>/erase", claims.claim_erase, name="claims-erase"),
     path("claims/<str:claim_id>/<str:action>", claims.claim_action, name="claims-action"),
+    path("entities/", entities.entity_list, name="entities-list"),
+    path("entities/<str:node_id>/", entities.entity_detail, name="entities-detail"),
+    path("entities/<str:node_id>/rename", entities.entity_rename, name="entities-rename"),
+    path("entities/<str:node_id>/aliases/add", entities.alias_add, name="entities-alias-add"),
+    path("entities/<str:node_id>/aliases/remove", entities.alias_remove, name="entities-alias-remove"),
+    path("entities/<str:node_id>/merge", entities.entity_merge, name="entities-merge"),
+    path("entities/<str:node_id>/delete", entities.entity_delete, name="entities-delete"),
     path("review/", review.queue, name="review"),
     path("review/suggestions/<str:object_id>/accept", review.accept, name="review-accept"),
     path("review/suggestions/<str:object_id>/keep-old", review.keep_old, name="review-keep-old"),

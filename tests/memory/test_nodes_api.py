@@ -141,3 +141,18 @@ def test_another_user_reaches_no_node(api: Api, other: Persona, graph: dict[str,
         assert error_code(api.post(path, other, body)) == "NOT_FOUND", path
     assert api.post("/node/list", other).json()["nodes"] == []
     assert Node.objects.get(pk=node).label == "Marcel"
+
+
+def test_the_delete_preview_names_exactly_what_deleting_removes(api: Api, owner: Persona, alice, graph) -> None:
+    from memory.services.nodes import node_delete, node_delete_preview
+
+    access = access_for_user(user=alice)
+    api.post("/alias/add", owner, {"nodeId": graph["marcel"].pk, "name": "Marc"})
+    preview = node_delete_preview(access=access, node_id=graph["marcel"].pk)
+    assert sorted(c.statement for c in preview.claims) == ["I work with Marcel.", "Marcel leads Apollo."]
+    assert (preview.aliases, preview.evidence) == (1, 2)
+    assert Node.objects.filter(pk=graph["marcel"].pk).exists()  # a preview removes nothing
+    assert node_delete(access=access, node_id=graph["marcel"].pk) == len(preview.claims)
+    assert not Claim.objects.filter(pk__in=[c.pk for c in preview.claims]).exists()
+    with pytest.raises(Exception, match="self node"):
+        node_delete_preview(access=access, node_id=graph["me"].pk)
