@@ -166,7 +166,7 @@ def commitment_board(access: Access, *, today: date, owner: str = "anyone") -> B
         .distinct("claim__subject_id")
     )
     for evidence in first_evidence.annotate(task_id=F("claim__subject_id")):
-        said[str(evidence.task_id)] = evidence  # type: ignore[attr-defined]
+        said[str(evidence.task_id)] = evidence
 
     def card(item: OpenTask) -> Card:
         return Card(item=item, mentions=mentions.get(item.task.pk, []), said=said.get(item.task.pk))
