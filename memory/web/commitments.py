@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date
-from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -23,6 +22,7 @@ from commitments.services import (
     commitment_set_status,
 )
 from memory.access import Access, access_for_user
+from memory.models import Claim, Node
 from memory.web.access import web_access
 from memory.web.actions import back, found, perform
 from memory.web.zone import person_zone
@@ -68,23 +68,27 @@ def board(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _decision(service: Callable[[Access, str], Any], done: str) -> Callable[[HttpRequest, str], HttpResponse]:
-    """A view for one decision on the task in the URL, then back to the board (its filters kept)."""
+def _decision(service: Callable[[Access, str], Claim | Node], done: str) -> Callable[[HttpRequest, str], HttpResponse]:
+    """A view for one decision on the task in the URL, then back to the board (its filters kept). `done`
+    names the task: `{label}`."""
 
     @login_required
     @require_POST
     def view(request: HttpRequest, task_id: str) -> HttpResponse:
         access = web_access(request)
-        perform(request, lambda: service(access, task_id), done=done)
+        result = perform(request, lambda: service(access, task_id))
+        if result is not None:
+            task = result if isinstance(result, Node) else result.subject
+            messages.success(request, done.format(label=task.label if task else "The task"))
         return back(request, BOARD)
 
     return view
 
 
-complete = _decision(lambda a, i: commitment_set_status(a, i, "completed"), "Completed: it left the board.")
-abandon = _decision(lambda a, i: commitment_set_status(a, i, "abandoned"), "Abandoned: it left the board.")
-confirm = _decision(commitment_confirm, "Confirmed: the task is on the board.")
-dismiss = _decision(commitment_dismiss, "Dismissed: not a task.")
+complete = _decision(lambda a, i: commitment_set_status(a, i, "completed"), "Completed “{label}”: it left the board.")
+abandon = _decision(lambda a, i: commitment_set_status(a, i, "abandoned"), "Abandoned “{label}”: it left the board.")
+confirm = _decision(commitment_confirm, "Confirmed “{label}”: it is on the board now.")
+dismiss = _decision(commitment_dismiss, "Dismissed “{label}”: not a task.")
 
 
 @login_required

@@ -231,7 +231,7 @@ def test_complete_takes_the_task_off_the_board_and_out_of_open_work(
     assert "Send the spec to Marcel" in open_labels(memory)
     open_board(page, live_server, memory)
     click(page, memory.spec, "Complete")
-    assert "Completed" in page.locator(".messages").inner_text()
+    assert page.locator(".messages").inner_text() == "Completed “Send the spec to Marcel”: it left the board."
     assert page.locator(f"#task-{memory.spec.pk}").count() == 0
     assert column_labels(page, "overdue") == []
     status = current(memory.spec, "HAS_TASK_STATUS")
@@ -292,7 +292,9 @@ def test_confirm_and_dismiss_candidates(page: Any, live_server: Any, memory: Mem
     assert page.locator(f"#candidates #task-{memory.slides.pk}").count() == 0
     assert page.locator(f"#upcoming #task-{memory.slides.pk}").count() == 1  # due Friday: on the board now
     assert "Send the slides to Ingrid" in open_labels(memory)
+    assert "Confirmed “Send the slides to Ingrid”" in page.locator(".messages").inner_text()
     click(page, memory.cards, "Dismiss")
+    assert "Dismissed “Order new business cards”" in page.locator(".messages").inner_text()
     assert page.locator(f"#task-{memory.cards.pk}").count() == 0
     assert not Claim.objects.filter(subject=memory.cards, predicate="HAS_TASK_STATUS", status="active").exists()
     assert page.locator("#candidates .empty").inner_text() == "Nothing waiting to be confirmed."
