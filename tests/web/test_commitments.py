@@ -256,6 +256,7 @@ def test_reschedule_makes_a_manual_due_date_and_moves_the_card(page: Any, live_s
     card = page.locator(f"#task-{memory.passport.pk}")
     card.locator("summary", has_text="Reschedule").click()
     card.get_by_label("New due date").fill(memory.today.isoformat())
+    screenshots(page, "ui-commitments-reschedule")  # the open date form fits a phone too
     with page.expect_navigation():
         card.get_by_role("button", name="Save date").click()
     assert page.url.endswith(f"{BOARD}?owner=me")  # the filters are kept
