@@ -10,6 +10,7 @@ from an inference or a default (`assistant_inferred`, `imported`, `system_defaul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from django.db import transaction
@@ -19,8 +20,10 @@ from django.utils import timezone
 from memory.access import Access, Actor
 from memory.errors import Conflict, NotFound, ValidationFailed
 from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope
+from memory.moments import FIRST_YEAR, LAST_YEAR, is_plausible
 from memory.selectors import node_for_access
 from memory.services.audit import audit_record
+from memory.services.embeddings import vectors_follow
 
 STATUSES = ("pending", "in_progress", "completed", "abandoned")
 TRUSTED_ORIGINS = (ClaimOrigin.USER_STATED, ClaimOrigin.MANUAL)
@@ -167,6 +170,40 @@ def commitment_dismiss(access: Access, task_id: str) -> Node:
         before={"status": current.object_value}, after={"status": None},
     )  # fmt: skip
     return task
+
+
+@transaction.atomic
+def commitment_reschedule(access: Access, task_id: str, *, due_on: date) -> Claim:
+    """A person's decision on when a task is due: a manual `DUE_ON` that supersedes the current one. Reconcile
+    never moves or clears a manual date, so later messages cannot undo it. The same date again writes
+    nothing."""
+    if not is_plausible(due_on):
+        raise ValidationFailed(
+            "That date is out of range.", details={"dueOn": [f"A date from {FIRST_YEAR} to {LAST_YEAR}."]}
+        )
+    task = _task_for_write(access, task_id)
+    task_lock(task)  # before reading the current date: a pipeline job may be changing it
+    current = Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).first()
+    if current is not None and current.origin == ClaimOrigin.MANUAL and current.object_value == due_on.isoformat():
+        return current
+    now = timezone.now()
+    if current is not None:  # stepped down first, as every single-valued fact is replaced
+        Claim.objects.filter(pk=current.pk).update(status=ClaimStatus.SUPERSEDED, valid_until=now, updated_at=now)
+    claim = Claim.objects.create(
+        owner_id=task.owner_id, partition_id=task.partition_id, scope=task.scope,
+        statement=f"{task.label}: due {due_on.isoformat()}", kind=ClaimKind.FACT, subject=task, predicate="DUE_ON",
+        object_value=due_on.isoformat(), status=ClaimStatus.ACTIVE, origin=ClaimOrigin.MANUAL, derived_from=current,
+        valid_from=now, stated_at=now,
+    )  # fmt: skip
+    if current is not None:
+        Claim.objects.filter(pk=current.pk).update(superseded_by=claim)
+    audit_record(
+        actor=access.actor, owner=task.owner, action="task.reschedule", target=task, partition=task.partition,
+        before={"dueOn": current.object_value if current else None},
+        after={"dueOn": due_on.isoformat(), "claimId": claim.pk},
+    )  # fmt: skip
+    vectors_follow(task.owner_id)
+    return claim
 
 
 def status_word(text: Any) -> str | None:

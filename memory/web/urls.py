@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, dashboard, entities, maintenance, review, search, sources, tokens, views
+from memory.web import claims, commitments, dashboard, entities, maintenance, review, search, sources, tokens, views
 
 app_name = "ui"
 urlpatterns = [
@@ -31,6 +31,12 @@ urlpatterns = [
     path("review/tasks/<str:object_id>/dismiss", review.task_dismiss, name="review-task-dismiss"),
     path("review/metrics/<str:object_id>/keep", review.metric_keep_view, name="review-metric-keep"),
     path("review/metrics/<str:object_id>/merge", review.metric_merge_view, name="review-metric-merge"),
+    path("commitments/", commitments.board, name="commitments-board"),
+    path("commitments/<str:task_id>/complete", commitments.complete, name="commitments-complete"),
+    path("commitments/<str:task_id>/abandon", commitments.abandon, name="commitments-abandon"),
+    path("commitments/<str:task_id>/reschedule", commitments.reschedule, name="commitments-reschedule"),
+    path("commitments/<str:task_id>/confirm", commitments.confirm, name="commitments-confirm"),
+    path("commitments/<str:task_id>/dismiss", commitments.dismiss, name="commitments-dismiss"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/<str:token_id>/rotate", tokens.rotate, name="tokens-rotate"),
     path("tokens/<str:token_id>/revoke", tokens.revoke, name="tokens-revoke"),
