@@ -189,3 +189,34 @@ def metric_movers(access: Access, limit: int) -> list[dict[str, Any]]:
             "direction": summary["trend"], "window": "last 7 days against the 23 days before",
         })  # fmt: skip
     return movers
+
+
+def metrics_overview(access: Access) -> list[tuple[MetricDefinition, dict[str, Any]]]:
+    """Every metric in reach with its summary (latest value, windows, trend), by label: three queries."""
+    definitions = list(definitions_in_reach(access).order_by("label", "slug", "id"))
+    found = summaries(definitions)
+    return [(definition, found[definition.pk]) for definition in definitions]
+
+
+def readings(
+    definition: MetricDefinition, *, since: datetime | None = None, until: datetime | None = None, limit: int = 200
+) -> list[Observation]:
+    """One metric's observations in [since, until), newest first, with the message each was read from."""
+    observations = Observation.objects.filter(definition=definition)
+    if since:
+        observations = observations.filter(occurred_at__gte=since)
+    if until:
+        observations = observations.filter(occurred_at__lt=until)
+    chosen = observations.select_related("source").defer("source__content", "source__markdown")
+    return list(chosen.order_by("-occurred_at", "-id")[:limit])
+
+
+def reading_for_access(access: Access, *, definition: MetricDefinition, observation_id: str) -> Observation:
+    """One observation of `definition` (itself in reach); another metric's or out of reach is NOT_FOUND."""
+    found = Observation.objects.filter(
+        pk=observation_id, definition=definition, definition__in=definitions_in_reach(access)
+    )
+    observation = found.select_related("source").defer("source__content", "source__markdown").first()
+    if observation is None:
+        raise NotFound("No such observation.", details={"observationId": observation_id})
+    return observation
