@@ -97,12 +97,14 @@ def test_the_owner_reads_the_weight_trend_from_conversations(page, live_server, 
     caption = page.inner_text("#chart-summary")
     assert caption.startswith(f"{ninety} points from ") and "latest 82 kg" in caption
     said = Observation.objects.select_related("source").get(value=82.4)
+    assert said.source is not None and said.source.parent_id  # a message of the conversation
+    conversation = said.source.parent_id
     link = page.locator(f"#readings tr[data-reading={said.pk}] a.from-message")
-    assert link.get_attribute("href") == f"/ui/sources/{said.source.parent_id}/#message-w5"
+    assert link.get_attribute("href") == f"/ui/sources/{conversation}/#message-w5"
     assert "Body weight: 82.4 kg" in page.inner_text(f"#readings tr[data-reading={said.pk}] .note")
     screenshots(page, "ui-metrics-detail")
     link.click()
-    page.wait_for_url(f"**/ui/sources/{said.source.parent_id}/#message-w5")
+    page.wait_for_url(f"**/ui/sources/{conversation}/#message-w5")
     assert "I weighed 82.4 kg this morning." in page.inner_text("#message-w5")
 
 
