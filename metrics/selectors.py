@@ -191,11 +191,35 @@ def metric_movers(access: Access, limit: int) -> list[dict[str, Any]]:
     return movers
 
 
-def metrics_overview(access: Access) -> list[tuple[MetricDefinition, dict[str, Any]]]:
-    """Every metric in reach with its summary (latest value, windows, trend), by label: three queries."""
+SPARKLINE_DAYS = 90
+
+
+@dataclass(frozen=True)
+class MetricOverview:
+    definition: MetricDefinition
+    summary: dict[str, Any]
+    recent: list[float]  # the mean of each day with readings in the last SPARKLINE_DAYS days, oldest first
+
+
+def metrics_overview(access: Access, *, zone_name: str = "UTC") -> list[MetricOverview]:
+    """Every metric in reach with its summary (latest value, windows, trend) and its recent daily means (a
+    sparkline), by label: four queries however many metrics there are."""
     definitions = list(definitions_in_reach(access).order_by("label", "slug", "id"))
     found = summaries(definitions)
-    return [(definition, found[definition.pk]) for definition in definitions]
+    now = timezone.now()
+    days = (
+        Observation.objects.filter(
+            definition__in=definitions, occurred_at__gte=now - timedelta(days=SPARKLINE_DAYS), occurred_at__lte=now
+        )
+        .annotate(day=Trunc("occurred_at", "day", tzinfo=ZoneInfo(zone_name)))
+        .values("definition", "day")
+        .annotate(mean=Avg("value"))
+        .order_by("definition", "day")
+    )
+    recent: dict[str, list[float]] = {}
+    for row in days:
+        recent.setdefault(row["definition"], []).append(row["mean"])
+    return [MetricOverview(d, found[d.pk], recent.get(d.pk, [])) for d in definitions]
 
 
 def readings(

@@ -43,8 +43,9 @@ CHART_SETTINGS = ("bucket", "range", "from", "to", "tz")
 @login_required
 def metric_list(request: HttpRequest) -> HttpResponse:
     access = web_access(request)
-    overview = found(lambda: metrics_overview(access))
-    return render(request, "ui/metrics/list.html", {"metrics": overview, "zone": _zone(request)})
+    zone = _zone(request)
+    overview = found(lambda: metrics_overview(access, zone_name=zone))
+    return render(request, "ui/metrics/list.html", {"metrics": overview, "zone": zone})
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,21 @@ def test_the_overview_takes_the_same_queries_for_any_number_of_metrics(alice: Us
     access = access_for_user(user=alice)
     for slug in ("body_weight", "steps", "sleep_hours"):
         observation_record(access, slug=slug, value=7, occurred_at=DAY)
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         overview = metrics_overview(access)
-    assert [(definition.slug, summary["latest"]["value"]) for definition, summary in overview] == [
+    assert [(item.definition.slug, item.summary["latest"]["value"]) for item in overview] == [
         ("body_weight", 7), ("sleep_hours", 7), ("steps", 7)
     ]  # fmt: skip
+
+
+def test_the_overview_gives_the_daily_means_of_the_last_90_days_in_the_time_zone(alice: User) -> None:
+    access = access_for_user(user=alice)
+    now = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    for at, value in ((now - timedelta(days=120), 90.0), (now - timedelta(days=10), 81.0),
+                      (now - timedelta(days=10, hours=2), 83.0), (now, 80.0)):  # fmt: skip
+        observation_record(access, slug="body_weight", value=value, occurred_at=at)
+    [item] = metrics_overview(access)
+    assert item.recent == [82.0, 80.0]  # the reading of 120 days ago is out, two on one day are one mean
+    # 12:00 and 10:00 UTC are on two days in a zone 13 hours ahead (01:00 and 23:00 there).
+    [ahead] = metrics_overview(access, zone_name="Pacific/Tongatapu")
+    assert ahead.recent == [83.0, 81.0, 80.0]

@@ -87,6 +87,11 @@ def test_the_owner_reads_the_weight_trend_from_conversations(page, live_server, 
     assert "Body weight" in row.inner_text()
     assert row.locator(".latest").inner_text() == "82 kg"  # the newest reading, recorded over REST
     assert row.locator(".trend").get_attribute("data-trend") == "down"
+    recent = {
+        at.date() for at in Observation.objects.values_list("occurred_at", flat=True) if at > NOW - timedelta(days=89)
+    }
+    assert row.locator("svg.sparkline").get_attribute("data-days") == str(len(recent))
+    assert row.locator("svg.sparkline polyline").get_attribute("points").count(",") == len(recent)
     screenshots(page, "ui-metrics-list")
 
     page.get_by_role("link", name="Body weight").click()
