@@ -235,12 +235,39 @@ def readings(
     return list(chosen.order_by("-occurred_at", "-id")[:limit])
 
 
-def reading_for_access(access: Access, *, definition: MetricDefinition, observation_id: str) -> Observation:
-    """One observation of `definition` (itself in reach); another metric's or out of reach is NOT_FOUND."""
-    found = Observation.objects.filter(
-        pk=observation_id, definition=definition, definition__in=definitions_in_reach(access)
-    )
-    observation = found.select_related("source").defer("source__content", "source__markdown").first()
+def reading_for_access(access: Access, *, slug: str, observation_id: str) -> Observation:
+    """One observation of the metric `slug` in reach; another metric's, or out of reach, is NOT_FOUND."""
+    definition = definition_for_access(access, slug=slug)
+    found = Observation.objects.filter(pk=observation_id, definition=definition)
+    observation = found.select_related("definition", "source").defer("source__content", "source__markdown").first()
     if observation is None:
         raise NotFound("No such observation.", details={"observationId": observation_id})
     return observation
+
+
+@dataclass(frozen=True)
+class MetricPage:
+    definition: MetricDefinition
+    summary: dict[str, Any]
+    points: list[Point]
+    readings: list[Observation]
+
+
+def metric_page(
+    access: Access,
+    *,
+    slug: str,
+    bucket: str | None,
+    zone_name: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> MetricPage:
+    """One metric for its web page: its summary, its series in [since, until) (raw, or bucketed in the time
+    zone, as /metrics/series) and its readings in the same range, newest first."""
+    definition = definition_for_access(access, slug=slug)
+    return MetricPage(
+        definition=definition,
+        summary=summaries([definition])[definition.pk],
+        points=series(definition, bucket=bucket, zone_name=zone_name, since=since, until=until),
+        readings=readings(definition, since=since, until=until),
+    )

@@ -163,14 +163,12 @@ def observation_record(
     return observation, resolved
 
 
-def metric_observe(
-    access: Access, *, metric_id: str, value: float, occurred_at: datetime, note: str = ""
-) -> Observation:
-    """A reading added by hand to an existing metric (the web form), through `observation_record` in the
-    metric's own partition: in the workspace view it must not start a same-named metric in the personal one."""
+def metric_observe(access: Access, *, slug: str, value: float, occurred_at: datetime, note: str = "") -> Observation:
+    """A reading added by hand to an existing metric in reach (the web form), through `observation_record` in
+    the metric's own partition: in the workspace view it must not start a same-named metric in the personal one."""
     from metrics.selectors import definition_for_access
 
-    definition = definition_for_access(access, metric_id=metric_id)
+    definition = definition_for_access(access, slug=slug)
     if not math.isfinite(value) or abs(value) > LARGEST:
         raise ValidationFailed("That is not a usable number.", details={"value": [f"Up to {LARGEST:g} in size."]})
     if not is_plausible(occurred_at):

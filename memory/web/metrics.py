@@ -1,5 +1,5 @@
 """/ui/metrics/: every metric with its latest value and trend (metrics.selectors.metrics_overview, the code of
-/metrics/summaries), and one metric's page: its series as a chart (metrics.selectors.series, as
+/metrics/summaries), and one metric's page (metrics.selectors.metric_page): its series as a chart (the code of
 /metrics/series: raw or day / week / month buckets, a range, in the person's time zone), its readings with
 the message each came from, adding a reading (metrics.services.metric_observe → observation_record, as
 /metrics/observations) and deleting a wrong one (metrics.erasure.observations_erase)."""
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from django.conf import settings
@@ -22,15 +21,7 @@ from django.views.decorators.http import require_POST
 from memory.web.access import web_access
 from memory.web.actions import found, perform
 from metrics.erasure import observations_erase
-from metrics.models import MetricDefinition
-from metrics.selectors import (
-    definition_for_access,
-    metrics_overview,
-    reading_for_access,
-    readings,
-    series,
-    summaries,
-)
+from metrics.selectors import definition_for_access, metric_page, metrics_overview, reading_for_access
 from metrics.services import metric_observe
 
 ZONE_KEY = "ui.time_zone"  # the person's time zone, remembered in the session (there is no profile field)
@@ -105,29 +96,30 @@ def _window(request: HttpRequest, zone: ZoneInfo) -> Window:
 @login_required
 def metric_detail(request: HttpRequest, slug: str) -> HttpResponse:
     access = web_access(request)
-    definition = found(lambda: definition_for_access(access, slug=slug))
     zone_name = _zone(request)
     zone = ZoneInfo(zone_name)
     bucket = request.GET.get("bucket", "raw")
     bucket = bucket if bucket in BUCKETS else "raw"
     window = _window(request, zone)
-    points = series(
-        definition, bucket=None if bucket == "raw" else bucket, zone_name=zone_name, since=window.since,
-        until=window.until,
+    shown = found(
+        lambda: metric_page(
+            access, slug=slug, bucket=None if bucket == "raw" else bucket, zone_name=zone_name, since=window.since,
+            until=window.until,
+        )
     )  # fmt: skip
     chart = {
-        "label": definition.label,
-        "unit": definition.unit,
+        "label": shown.definition.label,
+        "unit": shown.definition.unit,
         "bucket": bucket,
         "timeZone": zone_name,
-        "points": [[int(point.at.timestamp()), point.value, point.count] for point in points],
+        "points": [[int(point.at.timestamp()), point.value, point.count] for point in shown.points],
     }
     context = {
-        "metric": definition,
-        "summary": summaries([definition])[definition.pk],
-        "points": points,
+        "metric": shown.definition,
+        "summary": shown.summary,
+        "points": shown.points,
         "chart": chart,
-        "readings": readings(definition, since=window.since, until=window.until),
+        "readings": shown.readings,
         "bucket": bucket,
         "bucket_label": BUCKETS[bucket],
         "buckets": BUCKETS,
@@ -145,47 +137,40 @@ def _detail_url(definition_slug: str, query: str) -> str:
     return f"/ui/metrics/{definition_slug}/" + (f"?{query}" if query else "")
 
 
-def _definition(request: HttpRequest, slug: str) -> tuple[Any, MetricDefinition]:
-    access = web_access(request)
-    return access, found(lambda: definition_for_access(access, slug=slug))
-
-
-def _back_to(request: HttpRequest, definition: MetricDefinition) -> HttpResponseRedirect:
-    """Back to the metric's page with the chart settings the form was sent from (only our own query)."""
+def _back_to(request: HttpRequest, slug: str) -> HttpResponseRedirect:
+    """Back to the metric's page with the chart settings the form was sent from (only those, nothing else)."""
     asked = QueryDict(request.POST.get("query", ""))
     kept = QueryDict(mutable=True)
     for name in CHART_SETTINGS:
         if asked.get(name):
             kept[name] = asked[name]
-    return HttpResponseRedirect(_detail_url(definition.slug, kept.urlencode()))
+    return HttpResponseRedirect(_detail_url(slug, kept.urlencode()))
 
 
 @login_required
 @require_POST
 def reading_add(request: HttpRequest, slug: str) -> HttpResponse:
-    access, definition = _definition(request, slug)
+    access = web_access(request)
     zone = ZoneInfo(_zone(request))
     try:
         value = float(request.POST.get("value", "").replace(",", "."))
         when = datetime.fromisoformat(request.POST.get("occurred_at", "")).replace(tzinfo=zone)
     except ValueError:
+        found(lambda: definition_for_access(access, slug=slug))  # out of reach stays a 404, whatever was sent
         messages.error(request, "Give the reading as a number and its date and time (e.g. 82.4 and today, 07:30).")
-        return _back_to(request, definition)
+        return _back_to(request, slug)
     note = request.POST.get("note", "").strip()
-    done = f"Added {value:g} {definition.unit}".rstrip() + "."
-    perform(
-        request,
-        lambda: metric_observe(access, metric_id=definition.pk, value=value, occurred_at=when, note=note),
-        done=done,
-    )
-    return _back_to(request, definition)
+    added = perform(request, lambda: metric_observe(access, slug=slug, value=value, occurred_at=when, note=note))
+    if added is not None:
+        messages.success(request, f"Added {added.value:g} {added.definition.unit}".rstrip() + ".")
+    return _back_to(request, slug)
 
 
 @login_required
 def reading_delete(request: HttpRequest, slug: str, observation_id: str) -> HttpResponse:
     """GET shows the reading and asks; POST erases it with its reading claim (the message itself stays)."""
-    access, definition = _definition(request, slug)
-    reading = found(lambda: reading_for_access(access, definition=definition, observation_id=observation_id))
+    access = web_access(request)
+    reading = found(lambda: reading_for_access(access, slug=slug, observation_id=observation_id))
     if request.method == "POST":
         erased = perform(
             request,
@@ -193,7 +178,12 @@ def reading_delete(request: HttpRequest, slug: str, observation_id: str) -> Http
             done="Deleted the reading.",
         )
         if erased is None:
-            return HttpResponseRedirect(f"/ui/metrics/{definition.slug}/readings/{reading.pk}/delete")
-        return _back_to(request, definition)
-    context = {"metric": definition, "reading": reading, "zone": _zone(request), "query": request.GET.urlencode()}
+            return HttpResponseRedirect(f"/ui/metrics/{reading.definition.slug}/readings/{reading.pk}/delete")
+        return _back_to(request, reading.definition.slug)
+    context = {
+        "metric": reading.definition,
+        "reading": reading,
+        "zone": _zone(request),
+        "query": request.GET.urlencode(),
+    }
     return render(request, "ui/metrics/delete.html", context)

@@ -33,7 +33,7 @@ def test_a_hand_added_reading_goes_to_the_metric_in_its_own_partition(alice: Use
     weights(alice, 80.0, partition_key="project:fit")
     workspace = access_for_user(user=alice, workspace=True)
     metric = MetricDefinition.objects.get(slug="body_weight")
-    added = metric_observe(workspace, metric_id=metric.pk, value=79.5, occurred_at=DAY, note="by hand")
+    added = metric_observe(workspace, slug=metric.slug, value=79.5, occurred_at=DAY, note="by hand")
     assert (added.definition_id, added.note) == (metric.pk, "by hand")
     assert MetricDefinition.objects.filter(owner=alice).count() == 1  # no body_weight started in Personal
 
@@ -49,26 +49,24 @@ def test_a_hand_added_reading_goes_to_the_metric_in_its_own_partition(alice: Use
     ],
 )
 def test_a_hand_added_reading_must_be_usable(alice: User, value: float, when: datetime, note: str, field: str) -> None:
-    [first] = weights(alice, 80.0)
+    weights(alice, 80.0)
     with pytest.raises(ValidationFailed) as refused:
-        metric_observe(
-            access_for_user(user=alice), metric_id=first.definition_id, value=value, occurred_at=when, note=note
-        )
+        metric_observe(access_for_user(user=alice), slug="body_weight", value=value, occurred_at=when, note=note)
     assert list(refused.value.details) == [field]
     assert Observation.objects.count() == 1
 
 
 def test_a_hand_added_reading_needs_a_metric_in_reach_and_an_active_partition(alice: User, bob: User) -> None:
-    [theirs] = weights(bob, 70.0)
+    weights(bob, 70.0)  # bob has a body_weight, alice has none
     with pytest.raises(NotFound):
-        metric_observe(access_for_user(user=alice), metric_id=theirs.definition_id, value=1.0, occurred_at=DAY)
+        metric_observe(access_for_user(user=alice), slug="body_weight", value=1.0, occurred_at=DAY)
     PartitionFactory.create(owner=alice, key="project:old", label="Old")
     [old] = weights(alice, 80.0, partition_key="project:old")
     old.definition.partition.is_active = False
     old.definition.partition.save()
     strict = access_for_user(user=alice, partition_key="project:old")
     with pytest.raises(PartitionInactive):
-        metric_observe(strict, metric_id=old.definition_id, value=1.0, occurred_at=DAY)
+        metric_observe(strict, slug="body_weight", value=1.0, occurred_at=DAY)
     assert Observation.objects.count() == 2
 
 
@@ -83,12 +81,15 @@ def test_readings_are_newest_first_within_the_range(alice: User) -> None:
 def test_a_reading_is_found_only_under_its_own_metric_and_owner(alice: User, bob: User) -> None:
     [weight] = weights(alice, 80.0)
     access = access_for_user(user=alice)
-    steps, _ = observation_record(access, slug="steps", value=9000, occurred_at=DAY)
-    assert reading_for_access(access, definition=weight.definition, observation_id=weight.pk) == weight
+    observation_record(access, slug="steps", value=9000, occurred_at=DAY)
+    assert reading_for_access(access, slug="body_weight", observation_id=weight.pk) == weight
     with pytest.raises(NotFound):
-        reading_for_access(access, definition=steps.definition, observation_id=weight.pk)
+        reading_for_access(access, slug="steps", observation_id=weight.pk)
     with pytest.raises(NotFound):
-        reading_for_access(access_for_user(user=bob), definition=weight.definition, observation_id=weight.pk)
+        reading_for_access(access_for_user(user=bob), slug="body_weight", observation_id=weight.pk)
+    weights(bob, 70.0)  # his own body_weight does not reach hers
+    with pytest.raises(NotFound):
+        reading_for_access(access_for_user(user=bob), slug="body_weight", observation_id=weight.pk)
 
 
 def test_the_overview_takes_the_same_queries_for_any_number_of_metrics(alice: User, django_assert_num_queries) -> None:
