@@ -11,9 +11,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.test import Client
 
+from memory.models import Partition
 from memory.pipeline.runner import run_operation
 from metrics.models import Observation
 from tests.conftest import Api, Persona
+from tests.factories import PartitionFactory
 from tests.web.conftest import post_without_csrf, screenshots, sign_in_as
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -277,3 +279,18 @@ def test_an_empty_list_says_how_metrics_arrive(page, live_server, owner: Persona
     page.goto(f"{live_server.url}/ui/metrics/")
     assert "No metrics yet" in page.inner_text("main")
     screenshots(page, "ui-metrics-empty")
+
+
+def test_in_the_workspace_view_a_reading_joins_the_metric_of_its_partition(api: Api, owner: Persona) -> None:
+    PartitionFactory.create(owner=owner.user, key="project:fit", label="Fitness")
+    body = {"slug": "resting_heart_rate", "value": 58, "unit": "bpm", "partitionKey": "project:fit"}
+    assert api.post("/metrics/observations", owner, body).status_code == 201
+    client = signed_in(owner.user)
+    assert client.get("/ui/metrics/resting_heart_rate/").status_code == 404  # not in the personal partition
+    client.post("/ui/partition", {"partition": "*"})
+    listed = client.get("/ui/metrics/").content.decode()
+    assert 'data-metric="resting_heart_rate"' in listed and "Fitness" in listed  # the partition column shows
+    client.post("/ui/metrics/resting_heart_rate/readings", {"value": "56", "occurred_at": "2026-11-20T08:00"})
+    fit = Partition.objects.get(owner=owner.user, key="project:fit")
+    assert sorted(Observation.objects.filter(definition__partition=fit).values_list("value", flat=True)) == [56, 58]
+    assert not Observation.objects.exclude(definition__partition=fit).exists()
