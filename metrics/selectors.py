@@ -189,3 +189,85 @@ def metric_movers(access: Access, limit: int) -> list[dict[str, Any]]:
             "direction": summary["trend"], "window": "last 7 days against the 23 days before",
         })  # fmt: skip
     return movers
+
+
+SPARKLINE_DAYS = 90
+
+
+@dataclass(frozen=True)
+class MetricOverview:
+    definition: MetricDefinition
+    summary: dict[str, Any]
+    recent: list[float]  # the mean of each day with readings in the last SPARKLINE_DAYS days, oldest first
+
+
+def metrics_overview(access: Access, *, zone_name: str = "UTC") -> list[MetricOverview]:
+    """Every metric in reach with its summary (latest value, windows, trend) and its recent daily means (a
+    sparkline), by label: four queries however many metrics there are."""
+    definitions = list(definitions_in_reach(access).order_by("label", "slug", "id"))
+    found = summaries(definitions)
+    now = timezone.now()
+    days = (
+        Observation.objects.filter(
+            definition__in=definitions, occurred_at__gte=now - timedelta(days=SPARKLINE_DAYS), occurred_at__lte=now
+        )
+        .annotate(day=Trunc("occurred_at", "day", tzinfo=ZoneInfo(zone_name)))
+        .values("definition", "day")
+        .annotate(mean=Avg("value"))
+        .order_by("definition", "day")
+    )
+    recent: dict[str, list[float]] = {}
+    for row in days:
+        recent.setdefault(row["definition"], []).append(row["mean"])
+    return [MetricOverview(d, found[d.pk], recent.get(d.pk, [])) for d in definitions]
+
+
+def readings(
+    definition: MetricDefinition, *, since: datetime | None = None, until: datetime | None = None, limit: int = 200
+) -> list[Observation]:
+    """One metric's observations in [since, until), newest first, with the message each was read from."""
+    observations = Observation.objects.filter(definition=definition)
+    if since:
+        observations = observations.filter(occurred_at__gte=since)
+    if until:
+        observations = observations.filter(occurred_at__lt=until)
+    chosen = observations.select_related("source").defer("source__content", "source__markdown")
+    return list(chosen.order_by("-occurred_at", "-id")[:limit])
+
+
+def reading_for_access(access: Access, *, slug: str, observation_id: str) -> Observation:
+    """One observation of the metric `slug` in reach; another metric's, or out of reach, is NOT_FOUND."""
+    definition = definition_for_access(access, slug=slug)
+    found = Observation.objects.filter(pk=observation_id, definition=definition)
+    observation = found.select_related("definition", "source").defer("source__content", "source__markdown").first()
+    if observation is None:
+        raise NotFound("No such observation.", details={"observationId": observation_id})
+    return observation
+
+
+@dataclass(frozen=True)
+class MetricPage:
+    definition: MetricDefinition
+    summary: dict[str, Any]
+    points: list[Point]
+    readings: list[Observation]
+
+
+def metric_page(
+    access: Access,
+    *,
+    slug: str,
+    bucket: str | None,
+    zone_name: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> MetricPage:
+    """One metric for its web page: its summary, its series in [since, until) (raw, or bucketed in the time
+    zone, as /metrics/series) and its readings in the same range, newest first."""
+    definition = definition_for_access(access, slug=slug)
+    return MetricPage(
+        definition=definition,
+        summary=summaries([definition])[definition.pk],
+        points=series(definition, bucket=bucket, zone_name=zone_name, since=since, until=until),
+        readings=readings(definition, since=since, until=until),
+    )

@@ -9,8 +9,9 @@ in the commitments views, where the user confirms or dismisses it.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +25,7 @@ from commitments.services import task_create
 from memory.access import Access, Actor
 from memory.errors import Conflict, ValidationFailed
 from memory.models import Claim, ClaimOrigin, Node, NodeType, Partition, Scope, Source, User
+from memory.moments import is_plausible
 from memory.services.audit import audit_record
 from metrics.models import Aggregation, MetricDefinition, Observation
 
@@ -31,6 +33,7 @@ logger = logging.getLogger("memory.metrics")
 # Sensible aggregation for metrics whose slug says what they are.
 SUMMED = ("steps", "distance", "calories", "minutes", "duration")
 MAX_BULK = 1000
+LARGEST = 1e15  # sums of many readings must stay finite (the REST serializers hold the same bound)
 
 
 def normalize_slug(slug: str) -> str:
@@ -158,6 +161,27 @@ def observation_record(
         after={"metric": resolved.definition.slug, "value": value},
     )  # fmt: skip
     return observation, resolved
+
+
+def metric_observe(access: Access, *, slug: str, value: float, occurred_at: datetime, note: str = "") -> Observation:
+    """A reading added by hand to an existing metric in reach (the web form), through `observation_record` in
+    the metric's own partition: in the workspace view it must not start a same-named metric in the personal one."""
+    from metrics.selectors import definition_for_access
+
+    definition = definition_for_access(access, slug=slug)
+    if not math.isfinite(value) or abs(value) > LARGEST:
+        raise ValidationFailed("That is not a usable number.", details={"value": [f"Up to {LARGEST:g} in size."]})
+    if not is_plausible(occurred_at):
+        raise ValidationFailed(
+            "That time is outside the calendar we keep.", details={"occurredAt": ["Check the year."]}
+        )
+    if len(note) > 500:
+        raise ValidationFailed("The note is too long.", details={"note": ["At most 500 characters."]})
+    observation, _ = observation_record(
+        replace(access, partition=definition.partition), slug=definition.slug, value=value,
+        occurred_at=occurred_at, note=note,
+    )  # fmt: skip
+    return observation
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,19 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, commitments, dashboard, entities, maintenance, review, search, sources, tokens, views
+from memory.web import (
+    claims,
+    commitments,
+    dashboard,
+    entities,
+    maintenance,
+    metrics,
+    review,
+    search,
+    sources,
+    tokens,
+    views,
+)
 
 app_name = "ui"
 urlpatterns = [
@@ -55,4 +67,10 @@ urlpatterns = [
     path("maintenance/reindex", maintenance.reindex, name="maintenance-reindex"),
     path("maintenance/export", maintenance.export, name="maintenance-export"),
     path("maintenance/erase/", maintenance.erase, name="maintenance-erase"),
+    path("metrics/", metrics.metric_list, name="metrics-list"),
+    path("metrics/<str:slug>/", metrics.metric_detail, name="metrics-detail"),
+    path("metrics/<str:slug>/readings", metrics.reading_add, name="metrics-add-reading"),
+    path(
+        "metrics/<str:slug>/readings/<str:observation_id>/delete", metrics.reading_delete, name="metrics-delete-reading"
+    ),
 ]
