@@ -25,7 +25,7 @@ from memory.access import Access, access_for_user
 from memory.models import Claim, Node
 from memory.web.access import web_access
 from memory.web.actions import back, found, perform
-from memory.web.zone import person_zone
+from memory.web.zone import person_zone, zone_chosen
 
 BOARD = "/ui/commitments/"
 COLUMNS = (
@@ -60,6 +60,7 @@ def board(request: HttpRequest) -> HttpResponse:
             "open_count": sum(len(cards) for *_, cards in columns),
             "today": today,
             "zone": zone.key,
+            "zone_chosen": zone_chosen(request),
             "owner": owner,
             "partitions": partitions,
             "partition": partition,

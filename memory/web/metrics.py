@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, available_timezones
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
@@ -20,11 +19,11 @@ from django.views.decorators.http import require_POST
 
 from memory.web.access import web_access
 from memory.web.actions import found, perform
+from memory.web.zone import choose_zone, person_zone
 from metrics.erasure import observations_erase
 from metrics.selectors import definition_for_access, metric_page, metrics_overview, reading_for_access
 from metrics.services import metric_observe
 
-ZONE_KEY = "ui.time_zone"  # the person's time zone, remembered in the session (there is no profile field)
 BUCKETS = {"raw": "Every reading", "day": "Per day", "week": "Per week", "month": "Per month"}
 RANGES = {"30": "Last 30 days", "90": "Last 90 days", "365": "Last year", "all": "All time", "dates": "Between dates"}
 DEFAULT_RANGE = "90"
@@ -51,21 +50,9 @@ class Window:
 
 
 def _zone(request: HttpRequest) -> str:
-    """The time zone asked for (then remembered), else the remembered one, else the server's."""
-    asked = request.GET.get("tz", "")
-    if asked and _known_zone(asked):
-        request.session[ZONE_KEY] = asked
-        return asked
-    remembered = str(request.session.get(ZONE_KEY) or "")
-    return remembered if _known_zone(remembered) else settings.TIME_ZONE
-
-
-def _known_zone(name: str) -> bool:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return bool(name)
+    """The time zone asked for on this page (then remembered for every page), else the person's."""
+    asked = choose_zone(request, request.GET.get("tz", ""))
+    return (asked or person_zone(request)).key
 
 
 def _day(text: str) -> date | None:

@@ -208,6 +208,17 @@ def test_today_is_the_persons_calendar_day(memory: Memory) -> None:
     assert column_of_venue("../../etc/passwd") == "dueToday"  # not a zone: the server's own (UTC)
 
 
+def test_a_zone_chosen_on_the_metric_page_is_the_boards_too(memory: Memory) -> None:
+    """One time zone per person: a choice made on a metric page wins over the browser's cookie everywhere."""
+    client = signed_in(memory.user)
+    client.cookies["tz"] = "Etc/GMT+12"
+    assert client.get(BOARD).context["zone"] == "Etc/GMT+12"
+    client.get("/ui/metrics/", {"tz": "Pacific/Kiritimati"})  # chosen on a metrics page
+    board = client.get(BOARD)
+    assert (board.context["zone"], board.context["zone_chosen"]) == ("Pacific/Kiritimati", True)
+    assert "data-zone-chosen" in board.content.decode()
+
+
 @browser
 def test_the_browser_tells_the_board_its_time_zone(browser: Any, live_server: Any, memory: Memory) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id="Pacific/Kiritimati")
