@@ -108,7 +108,7 @@ class PartitionAdmin(admin.ModelAdmin):
     @admin.action(description="Deactivate (hide from workspace reads; nothing is deleted)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
         for partition in queryset.select_related("owner"):
-            access = access_for_user(user=partition.owner, acting=Actor.person(request.user))  # type: ignore[arg-type]
+            access = access_for_user(user=partition.owner, acting=Actor.admin(request.user))  # type: ignore[arg-type]
             try:
                 partition_deactivate(access=access, key=partition.key)
             except ServiceError as exc:
@@ -203,7 +203,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: AccessToken, form: Any, change: bool) -> None:
         data = form.cleaned_data
         self._issued = token_issue(
-            actor=Actor.person(request.user),  # type: ignore[arg-type]
+            actor=Actor.admin(request.user),  # type: ignore[arg-type]
             owner=data["owner"],
             label=data["label"],
             scopes=data["scopes"],
@@ -228,7 +228,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def rotate(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> HttpResponse | None:
         issued: list[IssuedToken] = []
         for token in queryset.filter(revoked_at__isnull=True):
-            issued.append(token_rotate(actor=Actor.person(request.user), token=token))  # type: ignore[arg-type]
+            issued.append(token_rotate(actor=Actor.admin(request.user), token=token))  # type: ignore[arg-type]
         if not issued:
             self.message_user(request, "No active token selected.", messages.WARNING)
             return None
@@ -237,7 +237,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke: refuse the next request made with it")
     def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
         for token in queryset:
-            token_revoke(actor=Actor.person(request.user), token=token)  # type: ignore[arg-type]
+            token_revoke(actor=Actor.admin(request.user), token=token)  # type: ignore[arg-type]
         self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
 
     def _show_secrets(self, request: HttpRequest, issued: list[IssuedToken], title: str) -> HttpResponse:
@@ -298,7 +298,7 @@ class OperationAdmin(ReadOnlyAdmin):
             access = access_for_user(
                 user=operation.owner,
                 partition_key=operation.partition.key,
-                acting=Actor.person(request.user),  # type: ignore[arg-type]
+                acting=Actor.admin(request.user),  # type: ignore[arg-type]
             )
             try:
                 operation_retry(access=access, operation_id=operation.pk)
@@ -356,7 +356,7 @@ class NodeAdmin(admin.ModelAdmin):
 
         with transaction.atomic():
             super().save_model(request, obj, form, change)
-            actor = Actor.person(request.user)  # type: ignore[arg-type]
+            actor = Actor.admin(request.user)  # type: ignore[arg-type]
             audit_record(actor=actor, owner=obj.owner, action="node.create", target=obj, partition=obj.partition,
                          after={"type": obj.type, "label": obj.label})  # fmt: skip
             if not change and obj.type == NodeType.TASK:
