@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory.web import claims, dashboard, review, search, sources, tokens, views
+from memory.web import activity, claims, dashboard, review, search, sources, tokens, views
 
 app_name = "ui"
 urlpatterns = [
@@ -33,4 +33,5 @@ urlpatterns = [
     path("sources/<str:source_id>/original", sources.source_original, name="sources-original"),
     path("sources/<str:source_id>/retry", sources.source_retry, name="sources-retry"),
     path("sources/<str:source_id>/delete", sources.source_delete, name="sources-delete"),
+    path("activity/", activity.activity, name="activity"),
 ]
