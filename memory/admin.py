@@ -1,4 +1,5 @@
-"""Django admin: users, partitions, tokens (secret shown once; rotate and revoke as actions), audit."""
+"""Django admin: users, partitions, tokens (secret shown once; rotate and revoke as actions), audit, and the
+records of memory (memory/admin_catalogue.py has the rest). Lists never load heavy columns (admin_base)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from memory.access import Actor, access_for_user
+from memory.admin_actions import merge_nodes
+from memory.admin_base import ProductAdmin, ReadOnlyAdmin, heavy
 from memory.errors import ServiceError, ValidationFailed
 from memory.models import (
     AccessToken,
@@ -35,7 +38,7 @@ from memory.models import (
 from memory.services.account_erasure import account_erase, account_inventory
 from memory.services.audit import audit_record
 from memory.services.operations import operation_retry
-from memory.services.partitions import partition_deactivate
+from memory.services.partitions import partition_deactivate, partition_reactivate
 from memory.services.tokens import (
     IssuedToken,
     token_issue,
@@ -98,12 +101,22 @@ class UserAdmin(DjangoUserAdmin):
 
 
 @admin.register(Partition)
-class PartitionAdmin(admin.ModelAdmin):
+class PartitionAdmin(ProductAdmin):
     list_display = ("key", "owner", "label", "is_active", "created_at")
     list_filter = ("is_active",)
     search_fields = ("key", "label", "owner__username")
+    list_select_related = ("owner",)
     readonly_fields = ("id", "created_at", "deactivated_at")
-    actions = ["deactivate"]
+    actions = ["deactivate", "reactivate"]
+
+    @admin.action(description="Reactivate (read and written again)")
+    def reactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
+        for partition in queryset.select_related("owner"):
+            access = access_for_user(user=partition.owner, acting=Actor.admin(request.user))  # type: ignore[arg-type]
+            try:
+                partition_reactivate(access=access, key=partition.key)
+            except ServiceError as exc:
+                self.message_user(request, f"{partition.key}: {exc.message}", messages.ERROR)
 
     @admin.action(description="Deactivate (hide from workspace reads; nothing is deleted)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
@@ -162,7 +175,7 @@ class AccessTokenForm(forms.ModelForm):
 
 
 @admin.register(AccessToken)
-class AccessTokenAdmin(admin.ModelAdmin):
+class AccessTokenAdmin(ProductAdmin):
     """Tokens are issued, rotated and revoked, never edited: what a secret may do is fixed when it is shown."""
 
     form = AccessTokenForm
@@ -179,6 +192,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     )
     list_filter = ("surface", "profile")
     search_fields = ("label", "prefix", "owner__username")
+    list_select_related = ("owner",)
     actions = ["rotate", "revoke"]
     filter_horizontal = ("acts_for",)
 
@@ -250,28 +264,22 @@ class AccessTokenAdmin(admin.ModelAdmin):
         return response
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(MemoryEvent)
 class MemoryEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "owner", "action", "target_type", "target_id", "actor_kind", "actor_token")
-    list_filter = ("action", "actor_kind")
+    list_display = (
+        "created_at", "owner", "action", "target_type", "target_id", "actor_kind", "surface", "actor_token",
+    )  # fmt: skip
+    list_filter = ("action", "actor_kind", "surface")
     search_fields = ("target_id", "owner__username")
+    list_select_related = ("owner", "actor_token")
+    deferred = ("before", "after")
 
 
 @admin.register(ToolEvent)
 class ToolEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "surface", "tool", "owner", "status_code", "error_code", "duration_ms")
     list_filter = ("surface", "outcome", "tool")
+    list_select_related = ("owner",)
 
 
 @admin.register(Source)
@@ -282,6 +290,7 @@ class SourceAdmin(ReadOnlyAdmin):
     list_select_related = ("owner", "partition")
     # Content is read through /source/get, where access is checked and logged; the admin shows the envelope.
     exclude = ("content", "markdown", "segments", "source_context", "participants", "title")
+    deferred = heavy("source")
 
 
 @admin.register(Operation)
@@ -290,6 +299,7 @@ class OperationAdmin(ReadOnlyAdmin):
     list_filter = ("status", "error_code")
     search_fields = ("id", "source__external_id", "owner__username")
     list_select_related = ("owner", "source")
+    deferred = ("steps_done", "counts", *heavy("source", "source"))
     actions = ["retry"]
 
     @admin.action(description="Retry (failed or interrupted operations only)")
@@ -310,13 +320,16 @@ class OperationAdmin(ReadOnlyAdmin):
 class BlobAdmin(ReadOnlyAdmin):
     list_display = ("sha256", "owner", "size", "mime_type", "is_artifact", "created_at")
     search_fields = ("sha256", "owner__username")
+    list_select_related = ("owner",)
 
 
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("id", "source", "ordinal", "message_id", "speaker", "embedding_model")
     list_filter = ("embedding_model",)
+    list_select_related = ("source",)
     exclude = ("text", "embedding")
+    deferred = (*heavy("chunk"), *heavy("source", "source"))
 
 
 class NodeForm(forms.ModelForm):
@@ -334,19 +347,22 @@ class NodeForm(forms.ModelForm):
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(ProductAdmin):
     """Browse the graph; add a node by hand. A Task added here gets its candidate `pending` status at once
     (commitments.services), like on every other path, so it is never invisible to the commitment views."""
 
     list_display = ("label", "type", "owner", "partition", "scope", "merged_into", "created_at")
     list_filter = ("type", "scope")
     search_fields = ("label", "owner__username")
-    list_select_related = ("owner", "partition")
+    list_select_related = ("owner", "partition", "merged_into")
+    deferred = (*heavy("node"), *heavy("node", "merged_into"))
+    actions = [merge_nodes]
     form = NodeForm
     fields = ("owner", "partition", "type", "label", "summary", "scope")
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return self.fields if obj is not None else ()
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # An entity is changed on its page or through /node/*, which keep aliases and the audit trail right.
+        return obj is None and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # erasure goes through /node/delete, which removes what was derived and audits it
@@ -370,6 +386,7 @@ class ClaimAdmin(ReadOnlyAdmin):
     search_fields = ("statement", "owner__username")
     list_select_related = ("owner", "subject")
     exclude = ("embedding",)
+    deferred = (*heavy("claim"), *heavy("node", "subject"))
 
 
 @admin.register(Feedback)
@@ -379,4 +396,8 @@ class FeedbackAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "kind", "owner", "partition", "tool", "claim", "source")
     list_filter = ("kind",)
     search_fields = ("note", "tool", "owner__username")
-    list_select_related = ("owner", "partition")
+    list_select_related = ("owner", "partition", "claim", "source")
+    deferred = ("note", *heavy("claim", "claim"), *heavy("source", "source"))
+
+
+from memory import admin_catalogue  # noqa: E402, F401  (registers the remaining models)

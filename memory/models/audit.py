@@ -49,6 +49,8 @@ class MemoryEvent(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "change"
+        verbose_name_plural = "changes (audit trail)"
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="memoryevent_owner_recent"),
@@ -87,6 +89,8 @@ class ToolEvent(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "API or MCP call"
+        verbose_name_plural = "API and MCP calls"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["owner", "-created_at"], name="toolevent_owner_recent")]
 
@@ -120,6 +124,8 @@ class Feedback(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "feedback report"
+        verbose_name_plural = "feedback reports"
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
