@@ -24,7 +24,6 @@ from memory.models import (
     Chunk,
     Claim,
     ClaimOrigin,
-    Feedback,
     MemoryEvent,
     Node,
     NodeType,
@@ -46,6 +45,10 @@ from memory.services.tokens import (
     token_rotate,
     token_settings_validate,
 )
+
+admin.site.site_header = "Memory administration"
+admin.site.site_title = "Memory admin"
+admin.site.index_title = "Accounts and memory"
 
 
 @admin.register(User)
@@ -387,17 +390,6 @@ class ClaimAdmin(ReadOnlyAdmin):
     list_select_related = ("owner", "subject")
     exclude = ("embedding",)
     deferred = (*heavy("claim"), *heavy("node", "subject"))
-
-
-@admin.register(Feedback)
-class FeedbackAdmin(ReadOnlyAdmin):
-    """observation_log reports, read-only: what assistants and agents noticed about memory itself."""
-
-    list_display = ("created_at", "kind", "owner", "partition", "tool", "claim", "source")
-    list_filter = ("kind",)
-    search_fields = ("note", "tool", "owner__username")
-    list_select_related = ("owner", "partition", "claim", "source")
-    deferred = ("note", *heavy("claim", "claim"), *heavy("source", "source"))
 
 
 from memory import admin_catalogue  # noqa: E402, F401  (registers the remaining models)

@@ -1,12 +1,12 @@
 """The admin pages of the records the product keeps beside claims and sources: aliases, evidence, scratchpads,
-agent sessions and their events, file placements. All view only: each changes through its service."""
+agent sessions and their events, file placements, feedback. All view only: each changes through its service."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
 from memory.admin_base import ReadOnlyAdmin, heavy
-from memory.models import AgentSession, Alias, ArtifactPlacement, Evidence, Scratchpad, SessionEvent
+from memory.models import AgentSession, Alias, ArtifactPlacement, Evidence, Feedback, Scratchpad, SessionEvent
 
 
 @admin.register(Alias)
@@ -78,3 +78,14 @@ class ArtifactPlacementAdmin(ReadOnlyAdmin):
     list_display = ("blob", "partition", "owner", "created_at")
     search_fields = ("blob__sha256", "partition__key", "owner__username")
     list_select_related = ("blob", "partition", "owner")
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReadOnlyAdmin):
+    """observation_log reports, read-only: what assistants and agents noticed about memory itself."""
+
+    list_display = ("created_at", "kind", "owner", "partition", "tool", "claim", "source")
+    list_filter = ("kind",)
+    search_fields = ("note", "tool", "owner__username")
+    list_select_related = ("owner", "partition", "claim", "source")
+    deferred = ("note", *heavy("claim", "claim"), *heavy("source", "source"))

@@ -52,7 +52,10 @@ def one_person(api: Api, n: int) -> None:
     session_append_event(access=access, session_id=session.pk, kind="note", payload={"text": "hi"})
     artifact_put(access=access, upload=SpooledUpload([f"file {n}".encode()]), mime_type="text/plain")
     observation_record(access, slug="weight", value=80.0 + n, occurred_at=datetime(2026, 4, 22, tzinfo=UTC))
-    feedback_log(access=access, kind="bug", note="The search missed my note.")
+    claim = Claim.objects.filter(owner=user, kind="fact").first() or Claim.objects.filter(owner=user).first()
+    assert claim is not None
+    source = claim.evidence.first().source  # type: ignore[union-attr]
+    feedback_log(access=access, kind="wrong_memory", note="Wrong.", claim_id=claim.pk, source_id=source.pk)
     EmailAddress.objects.create(user=user, email=f"person{n}@example.org", verified=True, primary=True)
     Group.objects.create(name=f"group {n}")
 
