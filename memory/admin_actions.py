@@ -29,9 +29,8 @@ def merge_nodes(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Qu
         return None
     by_id = {node.pk: node for node in nodes}
     target = by_id.get(request.POST.get("target", "")) or nodes[0]
-    access = access_for_user(
-        user=nodes[0].owner, partition_key=nodes[0].partition.key, acting=Actor.admin(request.user)
-    )  # type: ignore[arg-type]
+    acting = Actor.admin(request.user)  # type: ignore[arg-type]
+    access = access_for_user(user=nodes[0].owner, partition_key=nodes[0].partition.key, acting=acting)
     # The merge applies only to the target that was previewed; a target changed on the page is previewed first.
     apply = request.POST.get("merge") == "yes" and request.POST.get("previewed") == target.pk
     try:

@@ -37,7 +37,7 @@ class ProductAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_change_permission(request):
             extra_context = {
-                "title": f"{self.opts.verbose_name_plural.capitalize()} (view only)",
+                "title": f"{str(self.opts.verbose_name_plural).capitalize()} (view only)",
                 **(extra_context or {}),
             }
         return super().changelist_view(request, extra_context)
@@ -46,7 +46,10 @@ class ProductAdmin(admin.ModelAdmin):
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         if not self.has_change_permission(request, self.get_object(request, object_id)):
-            extra_context = {"title": f"{self.opts.verbose_name.capitalize()} (view only)", **(extra_context or {})}
+            extra_context = {
+                "title": f"{str(self.opts.verbose_name).capitalize()} (view only)",
+                **(extra_context or {}),
+            }
         return super().change_view(request, object_id, form_url, extra_context)
 
 

@@ -130,7 +130,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 @require_POST
 def rotate(request: HttpRequest, token_id: str) -> HttpResponse:
     token = found(lambda: selectors.token_of_person(_access(request), token_id))
-    issued = perform(request, lambda: token_rotate(actor=_actor(request), token=token))  # type: ignore[arg-type]
+    issued = perform(request, lambda: token_rotate(actor=_actor(request), token=token))
     if issued is None:
         return redirect("ui:tokens")
     return _secret_page(request, issued, rotated=True)
@@ -144,7 +144,7 @@ def revoke(request: HttpRequest, token_id: str) -> HttpResponse:
         return render(request, "ui/tokens/revoke.html", {"token": token})
     perform(
         request,
-        lambda: token_revoke(actor=_actor(request), token=token),  # type: ignore[arg-type]
+        lambda: token_revoke(actor=_actor(request), token=token),
         done=f"Revoked “{token.label}”. Clients using it are refused from now on.",
     )
     return redirect("ui:tokens")

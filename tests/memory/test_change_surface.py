@@ -29,7 +29,7 @@ def test_a_pin_in_the_web_ui_records_ui(api: Api, owner: Persona) -> None:
     claim = Claim.objects.filter(owner=owner.user).first()
     assert claim is not None
     client = Client()
-    client.force_login(owner.user)
+    client.force_login(claim.owner)
     assert client.post(f"/ui/claims/{claim.pk}/pin").status_code == 302
     assert surfaces("claim.pin") == {ChangeSurface.UI}
 
