@@ -7,7 +7,7 @@ from datetime import date, timedelta
 import pytest
 from django.test import Client
 
-from memory.access import access_for_user
+from memory.access import Access, access_for_user
 from memory.activity import activity_for_access
 from memory.models import ChangeSurface, Claim, MemoryEvent
 from tests.conftest import Api, Persona
@@ -85,3 +85,25 @@ def test_another_person_sees_none_of_it_and_a_visitor_is_sent_to_sign_in(api: Ap
     body = response.content.decode()
     assert claim.pk not in body and 'id="activity"' not in body and "Nothing has happened here" in body
     assert Client().get("/ui/activity/")["Location"].startswith("/accounts/login/")
+
+
+def test_only_the_partitions_in_view(owner: Persona) -> None:
+    from memory.models import Partition
+    from memory.services.memories import memory_save
+
+    user = owner.user
+    assert user is not None
+    Partition.objects.create(owner=user, key="work", label="Work")
+    memory_save(access=access_for_user(user=user, partition_key="work"), key="db", value="PostgreSQL")
+    memory_save(access=access_for_user(user=user), key="tea", value="Green")
+
+    def actions(access: Access) -> list[tuple[str, str | None]]:
+        return [(row.event.action, row.event.partition.key if row.event.partition else None)
+                for row in activity_for_access(access).rows]  # fmt: skip
+
+    personal = actions(access_for_user(user=user))
+    assert ("memory.save", "memory:personal") in personal and ("memory.save", "work") not in personal
+    assert ("token.issue", None) in personal  # person-wide rows have no partition: shown in every view
+    workspace = actions(access_for_user(user=user, workspace=True))
+    assert {("memory.save", "memory:personal"), ("memory.save", "work")} <= set(workspace)
+    assert actions(access_for_user(user=user, partition_key="work")).count(("memory.save", "work")) == 1
