@@ -160,13 +160,11 @@ def test_admin_actions_refuse_a_post_without_csrf(alice: User) -> None:
 
     root = UserFactory.create(username="root", is_staff=True, is_superuser=True)
     bob, bobby = NodeFactory.create(owner=alice, label="Bob"), NodeFactory.create(owner=alice, label="Bobby")
-    merge = {"action": "merge_nodes", "_selected_action": [bob.pk, bobby.pk], "previewed": bob.pk, "merge": "yes"}
+    merge: Any = {"action": "merge_nodes", "_selected_action": [bob.pk, bobby.pk], "previewed": bob.pk, "merge": "yes"}
     assert post_without_csrf(root, "/admin/memory/node/", merge) == 403
     work = Partition.objects.create(owner=alice, key="work", is_active=False)
-    assert (
-        post_without_csrf(root, "/admin/memory/partition/", {"action": "reactivate", "_selected_action": [work.pk]})
-        == 403
-    )
+    reactivate: Any = {"action": "reactivate", "_selected_action": [work.pk]}
+    assert post_without_csrf(root, "/admin/memory/partition/", reactivate) == 403
     assert (
         not Node.objects.filter(merged_into__isnull=False).exists() and not Partition.objects.get(pk=work.pk).is_active
     )
