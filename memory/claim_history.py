@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.access import Access
+from memory.activity import WORDS as WORDS  # re-exported: the words used to live here
 from memory.activity import event_by, words_for
 from memory.models import Claim, MemoryEvent, Scope
 from memory.services.review import latest_decision
