@@ -25,7 +25,7 @@ from memory.api.parsers import refuse_hostile_json
 from memory.api.throttling import token_call_wait
 from memory.connectivity import is_disconnect, probe, reconnect, replay_safe
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
-from memory.models import AccessToken, Scope
+from memory.models import AccessToken, ChangeSurface, Scope
 from memory.services.telemetry import tool_event_record
 from memory.services.tokens import token_touch, token_usable
 
@@ -74,6 +74,7 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
                 user_id=data.pop("userId", None),
                 partition_key=data.pop("partitionKey", None),
                 workspace=workspace_requested(caller.access_scope),
+                surface=ChangeSurface.MCP,
             )
             outcome = Outcome(_plain(spec.run(access, data)), is_error=False)
         except Exception as exc:  # every failure leaves in the error shape

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from memory.errors import AuthenticationError, NotFound, PartitionInactive, ScopeRequired, ValidationFailed
-from memory.models import AccessToken, ActorKind, Partition, Scope, User
+from memory.models import AccessToken, ActorKind, ChangeSurface, Partition, Scope, User
 from memory.models.accounts import PERSONAL_PARTITION_KEY
 
 WORKSPACE_HEADER = "x-memory-access-scope"
@@ -29,19 +29,25 @@ def workspace_requested(header: str | None) -> bool:
 
 @dataclass(frozen=True)
 class Actor:
-    """Who performs a change, as recorded in the audit trail."""
+    """Who performs a change, and through which surface (ChangeSurface), as recorded in the audit trail."""
 
     kind: str
     user: User | None = None
     token: AccessToken | None = None
+    surface: str = ChangeSurface.UNKNOWN
 
     @classmethod
     def system(cls) -> Actor:
-        return cls(kind=ActorKind.SYSTEM)
+        return cls(kind=ActorKind.SYSTEM, surface=ChangeSurface.PIPELINE)
 
     @classmethod
-    def person(cls, user: User) -> Actor:
-        return cls(kind=ActorKind.USER, user=user)
+    def person(cls, user: User, surface: str = ChangeSurface.UNKNOWN) -> Actor:
+        return cls(kind=ActorKind.USER, user=user, surface=surface)
+
+    @classmethod
+    def admin(cls, user: User) -> Actor:
+        """A staff member acting from the Django admin."""
+        return cls(kind=ActorKind.USER, user=user, surface=ChangeSurface.ADMIN)
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,15 @@ class Access:
     workspace: bool
     reachable_keys: frozenset[str] | None = field(default=None)  # None: every partition of the user
     acting: Actor | None = None  # who acts, when not the user or token itself (an admin)
+    surface: str = ChangeSurface.UNKNOWN  # the entry point that built this access (REST, MCP, web UI)
 
     @property
     def actor(self) -> Actor:
         if self.acting is not None:
             return self.acting
         if self.token is not None:
-            return Actor(kind=ActorKind.TOKEN, user=self.token.owner, token=self.token)
-        return Actor.person(self.user)
+            return Actor(kind=ActorKind.TOKEN, user=self.token.owner, token=self.token, surface=self.surface)
+        return Actor.person(self.user, surface=self.surface)
 
     @property
     def read_partition_ids(self) -> list[str]:
@@ -100,12 +107,20 @@ class Access:
             )
 
 
-def access_for_token(*, token: AccessToken, user_id: str | None, partition_key: str | None, workspace: bool) -> Access:
-    """Resolve the user a token acts for and the partitions it may touch for this request."""
+def access_for_token(
+    *,
+    token: AccessToken,
+    user_id: str | None,
+    partition_key: str | None,
+    workspace: bool,
+    surface: str = ChangeSurface.UNKNOWN,
+) -> Access:
+    """Resolve the user a token acts for and the partitions it may touch for this request (`surface`: the
+    entry point, recorded with every change made through it)."""
     user = _user_for_token(token, user_id)
     keys = frozenset(token.partition_keys) if token.partition_keys else None
     default_key = token.default_partition_key or PERSONAL_PARTITION_KEY
-    return _build(
+    access = _build(
         user=user,
         token=token,
         scopes=frozenset(token.scopes),
@@ -114,10 +129,16 @@ def access_for_token(*, token: AccessToken, user_id: str | None, partition_key: 
         default_key=default_key,
         workspace=workspace,
     )
+    return replace(access, surface=surface)
 
 
 def access_for_user(
-    *, user: User, partition_key: str | None = None, workspace: bool = False, acting: Actor | None = None
+    *,
+    user: User,
+    partition_key: str | None = None,
+    workspace: bool = False,
+    acting: Actor | None = None,
+    surface: str = ChangeSurface.UNKNOWN,
 ) -> Access:
     """Access for a signed-in person in the web UI (every scope, every partition they own), or for an admin
     acting on that person's memory (`acting` is then recorded as the actor)."""
@@ -130,7 +151,7 @@ def access_for_user(
         default_key=PERSONAL_PARTITION_KEY,
         workspace=workspace,
     )
-    return replace(access, acting=acting) if acting else access
+    return replace(access, acting=acting, surface=acting.surface if acting else surface)
 
 
 def _user_for_token(token: AccessToken, user_id: str | None) -> User:

@@ -1,4 +1,5 @@
-"""Django admin: users, partitions, tokens (secret shown once; rotate and revoke as actions), audit."""
+"""Django admin: users, partitions, tokens (secret shown once; rotate and revoke as actions), audit, and the
+records of memory (memory/admin_catalogue.py has the rest). Lists never load heavy columns (admin_base)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from memory.access import Actor, access_for_user
+from memory.admin_actions import merge_nodes
+from memory.admin_base import ProductAdmin, ReadOnlyAdmin, heavy
 from memory.errors import ServiceError, ValidationFailed
 from memory.models import (
     AccessToken,
@@ -21,7 +24,6 @@ from memory.models import (
     Chunk,
     Claim,
     ClaimOrigin,
-    Feedback,
     MemoryEvent,
     Node,
     NodeType,
@@ -35,7 +37,7 @@ from memory.models import (
 from memory.services.account_erasure import account_erase, account_inventory
 from memory.services.audit import audit_record
 from memory.services.operations import operation_retry
-from memory.services.partitions import partition_deactivate
+from memory.services.partitions import partition_deactivate, partition_reactivate
 from memory.services.tokens import (
     IssuedToken,
     token_issue,
@@ -43,6 +45,10 @@ from memory.services.tokens import (
     token_rotate,
     token_settings_validate,
 )
+
+admin.site.site_header = "Memory administration"
+admin.site.site_title = "Memory admin"
+admin.site.index_title = "Accounts and memory"
 
 
 @admin.register(User)
@@ -98,17 +104,27 @@ class UserAdmin(DjangoUserAdmin):
 
 
 @admin.register(Partition)
-class PartitionAdmin(admin.ModelAdmin):
+class PartitionAdmin(ProductAdmin):
     list_display = ("key", "owner", "label", "is_active", "created_at")
     list_filter = ("is_active",)
     search_fields = ("key", "label", "owner__username")
+    list_select_related = ("owner",)
     readonly_fields = ("id", "created_at", "deactivated_at")
-    actions = ["deactivate"]
+    actions = ["deactivate", "reactivate"]
+
+    @admin.action(description="Reactivate (read and written again)")
+    def reactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
+        for partition in queryset.select_related("owner"):
+            access = access_for_user(user=partition.owner, acting=Actor.admin(request.user))  # type: ignore[arg-type]
+            try:
+                partition_reactivate(access=access, key=partition.key)
+            except ServiceError as exc:
+                self.message_user(request, f"{partition.key}: {exc.message}", messages.ERROR)
 
     @admin.action(description="Deactivate (hide from workspace reads; nothing is deleted)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
         for partition in queryset.select_related("owner"):
-            access = access_for_user(user=partition.owner, acting=Actor.person(request.user))  # type: ignore[arg-type]
+            access = access_for_user(user=partition.owner, acting=Actor.admin(request.user))  # type: ignore[arg-type]
             try:
                 partition_deactivate(access=access, key=partition.key)
             except ServiceError as exc:
@@ -162,7 +178,7 @@ class AccessTokenForm(forms.ModelForm):
 
 
 @admin.register(AccessToken)
-class AccessTokenAdmin(admin.ModelAdmin):
+class AccessTokenAdmin(ProductAdmin):
     """Tokens are issued, rotated and revoked, never edited: what a secret may do is fixed when it is shown."""
 
     form = AccessTokenForm
@@ -179,6 +195,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     )
     list_filter = ("surface", "profile")
     search_fields = ("label", "prefix", "owner__username")
+    list_select_related = ("owner",)
     actions = ["rotate", "revoke"]
     filter_horizontal = ("acts_for",)
 
@@ -203,7 +220,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: AccessToken, form: Any, change: bool) -> None:
         data = form.cleaned_data
         self._issued = token_issue(
-            actor=Actor.person(request.user),  # type: ignore[arg-type]
+            actor=Actor.admin(request.user),  # type: ignore[arg-type]
             owner=data["owner"],
             label=data["label"],
             scopes=data["scopes"],
@@ -228,7 +245,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def rotate(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> HttpResponse | None:
         issued: list[IssuedToken] = []
         for token in queryset.filter(revoked_at__isnull=True):
-            issued.append(token_rotate(actor=Actor.person(request.user), token=token))  # type: ignore[arg-type]
+            issued.append(token_rotate(actor=Actor.admin(request.user), token=token))  # type: ignore[arg-type]
         if not issued:
             self.message_user(request, "No active token selected.", messages.WARNING)
             return None
@@ -237,7 +254,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke: refuse the next request made with it")
     def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
         for token in queryset:
-            token_revoke(actor=Actor.person(request.user), token=token)  # type: ignore[arg-type]
+            token_revoke(actor=Actor.admin(request.user), token=token)  # type: ignore[arg-type]
         self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
 
     def _show_secrets(self, request: HttpRequest, issued: list[IssuedToken], title: str) -> HttpResponse:
@@ -250,28 +267,22 @@ class AccessTokenAdmin(admin.ModelAdmin):
         return response
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(MemoryEvent)
 class MemoryEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "owner", "action", "target_type", "target_id", "actor_kind", "actor_token")
-    list_filter = ("action", "actor_kind")
+    list_display = (
+        "created_at", "owner", "action", "target_type", "target_id", "actor_kind", "surface", "actor_token",
+    )  # fmt: skip
+    list_filter = ("action", "actor_kind", "surface")
     search_fields = ("target_id", "owner__username")
+    list_select_related = ("owner", "actor_token")
+    deferred = ("before", "after")
 
 
 @admin.register(ToolEvent)
 class ToolEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "surface", "tool", "owner", "status_code", "error_code", "duration_ms")
     list_filter = ("surface", "outcome", "tool")
+    list_select_related = ("owner",)
 
 
 @admin.register(Source)
@@ -282,6 +293,7 @@ class SourceAdmin(ReadOnlyAdmin):
     list_select_related = ("owner", "partition")
     # Content is read through /source/get, where access is checked and logged; the admin shows the envelope.
     exclude = ("content", "markdown", "segments", "source_context", "participants", "title")
+    deferred = heavy("source")
 
 
 @admin.register(Operation)
@@ -290,6 +302,7 @@ class OperationAdmin(ReadOnlyAdmin):
     list_filter = ("status", "error_code")
     search_fields = ("id", "source__external_id", "owner__username")
     list_select_related = ("owner", "source")
+    deferred = ("steps_done", "counts", *heavy("source", "source"))
     actions = ["retry"]
 
     @admin.action(description="Retry (failed or interrupted operations only)")
@@ -298,7 +311,7 @@ class OperationAdmin(ReadOnlyAdmin):
             access = access_for_user(
                 user=operation.owner,
                 partition_key=operation.partition.key,
-                acting=Actor.person(request.user),  # type: ignore[arg-type]
+                acting=Actor.admin(request.user),  # type: ignore[arg-type]
             )
             try:
                 operation_retry(access=access, operation_id=operation.pk)
@@ -310,13 +323,16 @@ class OperationAdmin(ReadOnlyAdmin):
 class BlobAdmin(ReadOnlyAdmin):
     list_display = ("sha256", "owner", "size", "mime_type", "is_artifact", "created_at")
     search_fields = ("sha256", "owner__username")
+    list_select_related = ("owner",)
 
 
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("id", "source", "ordinal", "message_id", "speaker", "embedding_model")
     list_filter = ("embedding_model",)
+    list_select_related = ("source",)
     exclude = ("text", "embedding")
+    deferred = (*heavy("chunk"), *heavy("source", "source"))
 
 
 class NodeForm(forms.ModelForm):
@@ -334,19 +350,22 @@ class NodeForm(forms.ModelForm):
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(ProductAdmin):
     """Browse the graph; add a node by hand. A Task added here gets its candidate `pending` status at once
     (commitments.services), like on every other path, so it is never invisible to the commitment views."""
 
     list_display = ("label", "type", "owner", "partition", "scope", "merged_into", "created_at")
     list_filter = ("type", "scope")
     search_fields = ("label", "owner__username")
-    list_select_related = ("owner", "partition")
+    list_select_related = ("owner", "partition", "merged_into")
+    deferred = (*heavy("node"), *heavy("node", "merged_into"))
+    actions = [merge_nodes]
     form = NodeForm
     fields = ("owner", "partition", "type", "label", "summary", "scope")
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return self.fields if obj is not None else ()
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # An entity is changed on its page or through /node/*, which keep aliases and the audit trail right.
+        return obj is None and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # erasure goes through /node/delete, which removes what was derived and audits it
@@ -356,7 +375,7 @@ class NodeAdmin(admin.ModelAdmin):
 
         with transaction.atomic():
             super().save_model(request, obj, form, change)
-            actor = Actor.person(request.user)  # type: ignore[arg-type]
+            actor = Actor.admin(request.user)  # type: ignore[arg-type]
             audit_record(actor=actor, owner=obj.owner, action="node.create", target=obj, partition=obj.partition,
                          after={"type": obj.type, "label": obj.label})  # fmt: skip
             if not change and obj.type == NodeType.TASK:
@@ -370,13 +389,7 @@ class ClaimAdmin(ReadOnlyAdmin):
     search_fields = ("statement", "owner__username")
     list_select_related = ("owner", "subject")
     exclude = ("embedding",)
+    deferred = (*heavy("claim"), *heavy("node", "subject"))
 
 
-@admin.register(Feedback)
-class FeedbackAdmin(ReadOnlyAdmin):
-    """observation_log reports, read-only: what assistants and agents noticed about memory itself."""
-
-    list_display = ("created_at", "kind", "owner", "partition", "tool", "claim", "source")
-    list_filter = ("kind",)
-    search_fields = ("note", "tool", "owner__username")
-    list_select_related = ("owner", "partition")
+from memory import admin_catalogue  # noqa: E402, F401  (registers the remaining models)

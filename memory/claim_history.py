@@ -6,23 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.access import Access
+from memory.activity import WORDS as WORDS  # re-exported: the words used to live here
+from memory.activity import event_by, words_for
 from memory.models import Claim, MemoryEvent, Scope
 from memory.services.review import latest_decision
-
-WORDS = {
-    "claim.extract": "Learned from a source",
-    "claim.correct": "Corrected: a new revision replaced this one",
-    "claim.pin": "Pinned",
-    "claim.unpin": "Unpinned",
-    "claim.expire": "Expired",
-    "claim.retract": "Retracted",
-    "claim.confirm": "Confirmed",
-    "claim.flag_reverification": "Flagged to be checked again",
-    "review.accept": "Accepted in review: it replaced the claim it conflicted with",
-    "review.keep_old": "Dismissed in review: the claim it conflicted with was kept",
-    "review.keep_both": "Kept in review, next to the claim it conflicted with",
-    "review.undo": "A review decision was taken back: waiting for review again",
-}
 
 
 @dataclass(frozen=True)
@@ -32,14 +19,6 @@ class Happening:
     words: str
     by: str
     undoable: bool
-
-
-def _by(event: MemoryEvent) -> str:
-    if event.actor_kind == "user":
-        return "you" if event.actor_user_id == event.owner_id else "an admin"
-    if event.actor_kind == "token":
-        return f"token \u201c{event.actor_token.label}\u201d" if event.actor_token else "a token since deleted"
-    return "the pipeline"
 
 
 def claim_happenings(access: Access, revisions: list[Claim]) -> list[Happening]:
@@ -54,8 +33,8 @@ def claim_happenings(access: Access, revisions: list[Claim]) -> list[Happening]:
         Happening(
             event=event,
             claim=by_id[event.target_id],
-            words=WORDS.get(event.action, event.action),
-            by=_by(event),
+            words=words_for(event.action),
+            by=event_by(event),
             undoable=event.pk in undoable,
         )
         for event in events[:100]

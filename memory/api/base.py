@@ -24,7 +24,7 @@ from memory.api.openapi import ERROR_STATUSES, ErrorSerializer
 from memory.api.parsers import BodyRequest
 from memory.connectivity import READ_TOOLS, is_disconnect, outage_noted, probe, reconnect, replay_safe
 from memory.errors import AuthenticationError
-from memory.models import AccessToken
+from memory.models import AccessToken, ChangeSurface
 from memory.services.telemetry import tool_event_record
 
 logger = logging.getLogger("memory.api")
@@ -184,6 +184,7 @@ class Endpoint(APIView):
             user_id=data.pop("userId", None),
             partition_key=data.pop("partitionKey", None),
             workspace=workspace_requested(request.headers.get(WORKSPACE_HEADER)),
+            surface=ChangeSurface.REST,
         )
 
     def handle(self, access: Access, data: dict[str, Any]) -> Any:

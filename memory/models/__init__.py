@@ -1,5 +1,5 @@
 from memory.models.accounts import AccessToken, Partition, Scope, Surface, ToolProfile, User
-from memory.models.audit import ActorKind, Feedback, FeedbackKind, MemoryEvent, ToolEvent
+from memory.models.audit import ActorKind, ChangeSurface, Feedback, FeedbackKind, MemoryEvent, ToolEvent
 from memory.models.knowledge import (
     AgentSession,
     Alias,
@@ -33,6 +33,7 @@ __all__ = [
     "Alias",
     "ArtifactPlacement",
     "Blob",
+    "ChangeSurface",
     "Chunk",
     "Claim",
     "ClaimKind",

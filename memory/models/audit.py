@@ -17,6 +17,17 @@ class ActorKind(models.TextChoices):
     SYSTEM = "system", "System (pipeline, maintenance)"
 
 
+class ChangeSurface(models.TextChoices):
+    """Through which door a change came in; rows older than this field have none ("unknown")."""
+
+    UNKNOWN = "", "unknown"
+    REST = "rest", "REST API"
+    MCP = "mcp", "MCP"
+    UI = "ui", "web UI"
+    ADMIN = "admin", "admin"
+    PIPELINE = "pipeline", "pipeline"
+
+
 class MemoryEvent(models.Model):
     """One change to memory. Rows are never updated, except that erasure blanks their content."""
 
@@ -28,6 +39,7 @@ class MemoryEvent(models.Model):
     actor_token = models.ForeignKey(
         AccessToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="memory_events"
     )
+    surface = models.CharField(max_length=8, choices=ChangeSurface.choices, blank=True, default="")
     action = models.CharField(max_length=64)
     target_type = models.CharField(max_length=32)
     target_id = models.CharField(max_length=64)
@@ -37,6 +49,8 @@ class MemoryEvent(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "change"
+        verbose_name_plural = "changes (audit trail)"
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="memoryevent_owner_recent"),
@@ -75,6 +89,8 @@ class ToolEvent(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "API or MCP call"
+        verbose_name_plural = "API and MCP calls"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["owner", "-created_at"], name="toolevent_owner_recent")]
 
@@ -108,6 +124,8 @@ class Feedback(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "feedback report"
+        verbose_name_plural = "feedback reports"
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(

@@ -60,6 +60,8 @@ class Node(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "entity"
+        verbose_name_plural = "entities"
         constraints = [
             # One self node per user and partition.
             models.UniqueConstraint(
@@ -92,6 +94,8 @@ class Alias(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "alias"
+        verbose_name_plural = "aliases"
         constraints = [
             models.UniqueConstraint(fields=["node", "normalized"], name="alias_unique_per_node"),
         ]
@@ -235,6 +239,8 @@ class Evidence(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "evidence"
+        verbose_name_plural = "evidence"
         constraints = [
             models.UniqueConstraint(fields=["claim", "source", "message_id"], name="evidence_unique_per_claim")
         ]
@@ -291,6 +297,8 @@ class SessionEvent(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "agent session event"
+        verbose_name_plural = "agent session events"
         constraints = [models.UniqueConstraint(fields=["session", "sequence"], name="session_event_sequence")]
 
     def __str__(self) -> str:

@@ -31,6 +31,8 @@ class Blob(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "stored file"
+        verbose_name_plural = "stored files"
         constraints = [models.UniqueConstraint(fields=["owner", "sha256"], name="blob_unique_sha_per_owner")]
 
     def __str__(self) -> str:
@@ -47,6 +49,8 @@ class ArtifactPlacement(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "file placement"
+        verbose_name_plural = "file placements"
         constraints = [
             models.UniqueConstraint(fields=["blob", "partition"], name="artifact_placement_unique_per_partition")
         ]
@@ -168,6 +172,8 @@ class Chunk(models.Model):
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
+        verbose_name = "passage"
+        verbose_name_plural = "passages"
         constraints = [models.UniqueConstraint(fields=["source", "ordinal"], name="chunk_unique_ordinal")]
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector"),
@@ -219,6 +225,8 @@ class Operation(models.Model):
     runner = models.CharField(max_length=160, blank=True)
 
     class Meta:
+        verbose_name = "processing receipt"
+        verbose_name_plural = "processing receipts"
         indexes = [models.Index(fields=["owner", "status"], name="operation_owner_status")]
 
     def __str__(self) -> str:

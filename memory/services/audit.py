@@ -42,6 +42,7 @@ def audit_record(
         actor_kind=actor.kind,
         actor_user=actor.user,
         actor_token=actor.token,
+        surface=actor.surface,
         action=action,
         target_type=target_type,
         target_id=target_id,

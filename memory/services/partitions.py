@@ -73,3 +73,26 @@ def partition_deactivate(*, access: Access, key: str) -> Partition:
             after={"isActive": False},
         )
     return partition
+
+
+@transaction.atomic
+def partition_reactivate(*, access: Access, key: str) -> Partition:
+    """Undo `partition_deactivate`: the partition is read and written again. Idempotent."""
+    access.require_scope(Scope.EDIT)
+    partition = Partition.objects.select_for_update().filter(owner=access.user, key=key).first()
+    if partition is None or not access.can_reach(partition):
+        raise NotFound("No such partition.", details={"key": key})
+    if not partition.is_active:
+        partition.is_active = True
+        partition.deactivated_at = None
+        partition.save(update_fields=["is_active", "deactivated_at"])
+        audit_record(
+            actor=access.actor,
+            owner=access.user,
+            action="partition.reactivate",
+            target=partition,
+            partition=partition,
+            before={"isActive": False},
+            after={"isActive": True},
+        )
+    return partition

@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from memory import selectors
 from memory.access import Access, access_for_user
 from memory.errors import NotFound
+from memory.models import ChangeSurface
 from memory.models.accounts import PERSONAL_PARTITION_KEY
 
 SESSION_KEY = "ui.partition"
@@ -29,14 +30,14 @@ def web_access(request: HttpRequest) -> Access:
     choice = chosen_partition(request)
     user: Any = request.user
     if choice == ALL:
-        return access_for_user(user=user, workspace=True)
+        return access_for_user(user=user, workspace=True, surface=ChangeSurface.UI)
     try:
-        access = access_for_user(user=user, partition_key=choice)
+        access = access_for_user(user=user, partition_key=choice, surface=ChangeSurface.UI)
     except NotFound:  # erased since it was chosen
         access = None
     if access is None or access.partition is None or not access.partition.is_active:
         request.session[SESSION_KEY] = PERSONAL_PARTITION_KEY
-        return access_for_user(user=user)
+        return access_for_user(user=user, surface=ChangeSurface.UI)
     return access
 
 
@@ -44,6 +45,6 @@ def partition_header(request: HttpRequest) -> dict[str, Any]:
     """Template context for the header's partition switcher (a context processor)."""
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {}
-    access = access_for_user(user=request.user)
+    access = access_for_user(user=request.user, surface=ChangeSurface.UI)
     partitions = [p for p in selectors.partitions_for_access(access) if p.is_active]
     return {"ui_partitions": partitions, "ui_partition": chosen_partition(request), "ui_all": ALL}

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from memory import dashboard, selectors
 from memory.access import access_for_user
 from memory.api.ranges import blob_response
-from memory.models import OperationStatus, SourceKind, SourceScope
+from memory.models import ChangeSurface, OperationStatus, SourceKind, SourceScope
 from memory.pipeline.steps import PIPELINE
 from memory.services import ingestion
 from memory.services.artifacts import clean_mime_type
@@ -35,7 +35,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
     partitions = list(access.read_partitions)
     partition = request.GET.get("partition") or ""
     if partition in {p.key for p in partitions} and len(partitions) > 1:  # narrow the workspace view to one
-        access = access_for_user(user=request.user, partition_key=partition)  # type: ignore[arg-type]
+        access = access_for_user(user=request.user, partition_key=partition, surface=ChangeSurface.UI)  # type: ignore[arg-type]
     else:
         partition = ""
     page = perform(
@@ -134,7 +134,7 @@ def source_delete(request: HttpRequest, source_id: str) -> HttpResponse:
 def source_upload(request: HttpRequest) -> HttpResponse:
     """GET: the form. POST: the file through ingest_file (as /ingest/file), then the receipt, live."""
     user = request.user
-    owner_access = access_for_user(user=user)  # type: ignore[arg-type]
+    owner_access = access_for_user(user=user, surface=ChangeSurface.UI)  # type: ignore[arg-type]
     partitions = list(selectors.partitions_for_access(owner_access, active_only=True))
     receipt = None
     if request.method == "POST":
@@ -143,7 +143,7 @@ def source_upload(request: HttpRequest) -> HttpResponse:
         key = request.POST.get("partition", "")
 
         def ingest() -> ingestion.Receipt:
-            access = access_for_user(user=user, partition_key=key or None)  # type: ignore[arg-type]
+            access = access_for_user(user=user, partition_key=key or None, surface=ChangeSurface.UI)  # type: ignore[arg-type]
             spooled = SpooledUpload(upload.chunks()) if upload is not None else None
             try:
                 return ingestion.ingest_upload(

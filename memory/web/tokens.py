@@ -20,14 +20,18 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from memory import selectors
 from memory.access import Actor, access_for_user
-from memory.models import Scope, ToolProfile
+from memory.models import ChangeSurface, Scope, ToolProfile
 from memory.services.tokens import IssuedToken, token_issue_own, token_revoke, token_rotate
 from memory.web.actions import found, perform
 
 
 def _access(request: HttpRequest) -> Any:
     # Tokens belong to the person, not to a partition: the header's partition choice does not narrow them.
-    return access_for_user(user=request.user)  # type: ignore[arg-type]
+    return access_for_user(user=request.user, surface=ChangeSurface.UI)  # type: ignore[arg-type]
+
+
+def _actor(request: HttpRequest) -> Actor:
+    return Actor.person(request.user, surface=ChangeSurface.UI)  # type: ignore[arg-type]
 
 
 def _page(request: HttpRequest, form: dict[str, Any] | None = None, status: int = 200) -> HttpResponse:
@@ -106,7 +110,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
     issued = perform(
         request,
         lambda: token_issue_own(
-            actor=Actor.person(request.user),  # type: ignore[arg-type]
+            actor=_actor(request),
             owner=request.user,  # type: ignore[arg-type]
             label=form["label"],
             scopes=form["scopes"],
@@ -126,7 +130,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 @require_POST
 def rotate(request: HttpRequest, token_id: str) -> HttpResponse:
     token = found(lambda: selectors.token_of_person(_access(request), token_id))
-    issued = perform(request, lambda: token_rotate(actor=Actor.person(request.user), token=token))  # type: ignore[arg-type]
+    issued = perform(request, lambda: token_rotate(actor=_actor(request), token=token))
     if issued is None:
         return redirect("ui:tokens")
     return _secret_page(request, issued, rotated=True)
@@ -140,7 +144,7 @@ def revoke(request: HttpRequest, token_id: str) -> HttpResponse:
         return render(request, "ui/tokens/revoke.html", {"token": token})
     perform(
         request,
-        lambda: token_revoke(actor=Actor.person(request.user), token=token),  # type: ignore[arg-type]
+        lambda: token_revoke(actor=_actor(request), token=token),
         done=f"Revoked “{token.label}”. Clients using it are refused from now on.",
     )
     return redirect("ui:tokens")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from memory.web import (
+    activity,
     claims,
     commitments,
     dashboard,
@@ -73,4 +74,5 @@ urlpatterns = [
     path(
         "metrics/<str:slug>/readings/<str:observation_id>/delete", metrics.reading_delete, name="metrics-delete-reading"
     ),
+    path("activity/", activity.activity, name="activity"),
 ]

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from memory import selectors
 from memory.access import access_for_user
+from memory.models import ChangeSurface
 from memory.web.access import ALL, SESSION_KEY
 from memory.web.actions import back
 
@@ -17,7 +18,7 @@ from memory.web.actions import back
 def switch_partition(request: HttpRequest) -> HttpResponse:
     """Remember the partition the pages read (one of the person's active partitions, or all of them)."""
     choice = request.POST.get("partition", "")
-    access = access_for_user(user=request.user)  # type: ignore[arg-type]
+    access = access_for_user(user=request.user, surface=ChangeSurface.UI)  # type: ignore[arg-type]
     active = set(selectors.partitions_for_access(access, active_only=True).values_list("key", flat=True))
     if choice == ALL or choice in active:
         request.session[SESSION_KEY] = choice
