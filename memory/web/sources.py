@@ -70,9 +70,12 @@ def source_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def source_detail(request: HttpRequest, source_id: str) -> HttpResponse:
+def source_detail(request: HttpRequest, source_id: str) -> HttpResponseBase:
     access = web_access(request)
     source = found(lambda: selectors.source_for_access(access, source_id))
+    if source.kind == SourceKind.MESSAGE and source.parent_id and source.message_id:
+        # A message is read in its conversation, at its place: every "where it was said" link lands there.
+        return HttpResponseRedirect(f"/ui/sources/{source.parent_id}/#message-{source.message_id}")
     operations = dashboard.source_operations(access, source)
     for operation in operations:
         operation.done_names = [str(done.get("step")) for done in operation.steps_done]  # type: ignore[attr-defined]

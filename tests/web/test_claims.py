@@ -41,7 +41,7 @@ def test_the_owner_reads_a_claim_corrects_it_and_sees_the_history(page, live_ser
     assert page.inner_text("#statement") == "Prefers morning meetings."
     assert "alice" in page.inner_text("#subject")
     link = page.locator("#evidence a")
-    assert link.get_attribute("href") == f"/ui/sources/{evidence.source_id}/#{evidence.message_id}"
+    assert link.get_attribute("href") == f"/ui/sources/{evidence.source_id}/#message-{evidence.message_id}"
     assert "I prefer morning meetings." in page.inner_text("#evidence")
     screenshots(page, "ui-claim-detail")
 

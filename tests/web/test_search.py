@@ -29,7 +29,7 @@ def test_search_finds_a_claim_and_shows_why_it_ranked(page, live_server, api: Ap
     assert "memory:personal" in result.inner_text()
     assert "About you" in result.inner_text()  # the owner, not their Self node's label
     link = result.locator(".excerpt a")
-    assert link.get_attribute("href") == f"/ui/sources/{evidence.source_id}/#{evidence.message_id}"
+    assert link.get_attribute("href") == f"/ui/sources/{evidence.source_id}/#message-{evidence.message_id}"
     assert "I prefer morning meetings." in result.locator(".excerpt").inner_text()
     assert page.locator("#reference-results").count() == 0
     screenshots(page, "ui-search")

@@ -78,6 +78,19 @@ def test_a_conversation_shows_its_messages_operations_and_claims(page, live_serv
     screenshots(page, "ui-source-conversation")
 
 
+def test_a_claims_evidence_link_lands_on_its_message_in_the_conversation(api: Api, owner: Persona) -> None:
+    receipt = conversation(api, owner)
+    client = Client()
+    client.force_login(_user(owner))
+    claim = Claim.objects.get(owner=owner.user, statement="Lives in Utrecht.")
+    message = claim.evidence.get().source
+    page = client.get(f"/ui/claims/{claim.pk}/").content.decode()
+    assert f'href="/ui/sources/{message.pk}/#message-m3"' in page
+    landed = client.get(f"/ui/sources/{message.pk}/")
+    assert (landed.status_code, landed["Location"]) == (302, f"/ui/sources/{receipt['sourceId']}/#message-m3")
+    assert 'id="message-m3"' in client.get(landed["Location"]).content.decode()
+
+
 def test_a_document_shows_its_markdown_as_text_and_the_original_downloads(
     page, live_server, api: Api, owner: Persona
 ) -> None:
