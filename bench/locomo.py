@@ -12,6 +12,11 @@ card none), duplicates dropped, and the first k ids scored:
 - all@k: every evidence turn of the question is among them; any@k: at least one is;
 - frac@k: the share of its evidence turns that are (the headline number).
 
+Two protocols (`--protocol`): `results` (the default and the primary number) asks for 10 results, as an
+assistant sees them, and scores the message ids of the first k *results*; `evidence` is the old protocol,
+20 results asked and the first k distinct message ids among them scored. Each run also prints the share of
+the top-10 slots taken by each result type (claim, chunk, node, ...).
+
 Beside it, the same script computes two baselines over single turns: plain BM25 (Okapi, k1 1.5, b 0.75,
 lower-cased words) and the same with the stop words of our keyword leg removed (the stronger of the two).
 Uses its own embedded data directory (var/bench-locomo); `--reuse` asks again without ingesting again.
@@ -98,8 +103,9 @@ class BM25:
         return [self.ids[-index] for _, index in best]
 
 
-def score(found: list[str], evidence: list[str], k: int) -> tuple[float, float, float]:
-    top = set(found[:k])
+def score(found: list[str], evidence: list[str]) -> tuple[float, float, float]:
+    """all, any and frac of the evidence turns among `found` (already cut to what is scored)."""
+    top = set(found)
     hits = sum(1 for item in evidence if item in top)
     return float(hits == len(evidence)), float(hits > 0), hits / len(evidence)
 
@@ -137,21 +143,31 @@ def ingest(sample: dict[str, Any]) -> Any:
     return user
 
 
-def ask(access: Any, question: str, k: int, variant: str) -> tuple[list[str], float]:
+def ask(
+    access: Any, question: str, k: int, variant: str, protocol: str
+) -> tuple[dict[int, list[str]], float, list[str]]:
+    """Per k, the message ids scored; the time; the type of each of the first k results."""
     from memory.recall.search import SearchRequest, search
 
     begun = time.perf_counter()
     request = SearchRequest(
-        query=question, limit=k * 2, use_vector=variant != "keyword", use_keyword=variant != "vector"
+        query=question,
+        limit=k if protocol == "results" else k * 2,
+        use_vector=variant != "keyword",
+        use_keyword=variant != "vector",
     )
-    results = search(access, request)
+    results = list(search(access, request))
     elapsed = time.perf_counter() - begun
-    found: list[str] = []
-    for result in results:
-        for evidence in result.evidence:
-            if evidence["messageId"] and evidence["messageId"] not in found:
-                found.append(evidence["messageId"])
-    return found[:k], elapsed
+    found: dict[int, list[str]] = {}
+    for cut in KS:
+        shown = results[:cut] if protocol == "results" else results
+        ids: list[str] = []
+        for result in shown:
+            for evidence in result.evidence:
+                if evidence["messageId"] and evidence["messageId"] not in ids:
+                    ids.append(evidence["messageId"])
+        found[cut] = ids if protocol == "results" else ids[:cut]
+    return found, elapsed, [str(result.type) for result in results[:k]]
 
 
 def table(title: str, rows: dict[str, dict[int, list[tuple[float, float, float]]]]) -> str:
@@ -171,6 +187,7 @@ def main() -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--reuse", action="store_true", help="ask again without ingesting again")
     parser.add_argument("--variant", nargs="+", default=["hybrid"], choices=["hybrid", "keyword", "vector"])
+    parser.add_argument("--protocol", nargs="+", default=["results", "evidence"], choices=["results", "evidence"])
     options = parser.parse_args()
 
     import django
@@ -205,10 +222,12 @@ def main() -> None:
     baselines: dict[str, dict[str, dict[int, list[tuple[float, float, float]]]]] = {
         name: defaultdict(lambda: defaultdict(list)) for name in ("plain", "stop words removed")
     }
+    runs = [f"{variant}, {protocol}" for variant in options.variant for protocol in options.protocol]
     ours: dict[str, dict[str, dict[int, list[tuple[float, float, float]]]]] = {
-        v: defaultdict(lambda: defaultdict(list)) for v in options.variant
+        run: defaultdict(lambda: defaultdict(list)) for run in runs
     }
     latencies: dict[str, list[float]] = defaultdict(list)
+    slots: dict[str, Counter[str]] = defaultdict(Counter)
     for sample in samples:
         documents = [(t["dia_id"], t["text"]) for _, _, ts in sessions(sample["conversation"]) for t in ts]
         rankers = {"plain": BM25(documents), "stop words removed": BM25(documents, stopwords=STOPWORDS)}
@@ -219,25 +238,31 @@ def main() -> None:
                 continue
             name = CATEGORY_NAMES[qa["category"]]
             for variant in options.variant:
-                found, elapsed = ask(access, qa["question"], max(KS), variant)
-                latencies[variant].append(elapsed)
-                for k in KS:
-                    for group in (name, "overall (1-4)"):
-                        ours[variant][group][k].append(score(found, evidence, k))
+                for protocol in options.protocol:
+                    run = f"{variant}, {protocol}"
+                    found, elapsed, types = ask(access, qa["question"], max(KS), variant, protocol)
+                    latencies[run].append(elapsed)
+                    slots[run].update(types)
+                    for k in KS:
+                        for group in (name, "overall (1-4)"):
+                            ours[run][group][k].append(score(found[k], evidence))
             for ranker_name, ranker in rankers.items():
                 top = ranker.top(qa["question"], max(KS))
                 for k in KS:
                     for group in (name, "overall (1-4)"):
-                        baselines[ranker_name][group][k].append(score(top, evidence, k))
+                        baselines[ranker_name][group][k].append(score(top[:k], evidence))
 
     print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     for ranker_name, rows in baselines.items():
         print(table(f"BM25 over single turns, {ranker_name} (baseline)", rows))
         print()
-    for variant, rows in ours.items():
-        median_ms = statistics.median(latencies[variant]) * 1000
+    for run, rows in ours.items():
+        median_ms = statistics.median(latencies[run]) * 1000
         print()
-        print(table(f"memory search: {variant} (median {median_ms:.1f} ms per question, in-process)", rows))
+        print(table(f"memory search: {run} (median {median_ms:.1f} ms per question, in-process)", rows))
+        taken = sum(slots[run].values())
+        shares = ", ".join(f"{kind} {count / taken:.1%}" for kind, count in slots[run].most_common())
+        print(f"\nslots of the first {max(KS)} results: {shares}")
 
 
 if __name__ == "__main__":
