@@ -11,6 +11,7 @@ from commitments.presenters import CommitmentOut, commitment_json, commitment_li
 from commitments.selectors import OPEN_STATUSES, PROVENANCE, open_commitments
 from commitments.services import (
     STATUSES,
+    Recovery,
     commitment_confirm,
     commitment_dismiss,
     commitment_set_status,
@@ -151,7 +152,11 @@ class RecoverIn(RequestSerializer):
 
 
 def recovery_json(access: Access, dry_run: bool) -> dict[str, Any]:
-    result = recover_statusless(access, dry_run=dry_run)
+    return recovery_answer(recover_statusless(access, dry_run=dry_run), dry_run)
+
+
+def recovery_answer(result: Recovery, dry_run: bool) -> dict[str, Any]:
+    """A recovery's answer, as /maintenance/recover-statusless-commitments and /cleanup give it."""
     return {
         "dryRun": dry_run,
         "found": result.found,

@@ -9,8 +9,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from commitments.api import RecoveryOut
-from commitments.services import Recovery
+from commitments.api import RecoveryOut, recovery_answer
 from maintenance.cleanup import cleanup_run
 from maintenance.dedup import DedupResult, dedup_sweep
 from maintenance.orphans import OrphanPreview, prune_orphans_apply, prune_orphans_preview
@@ -229,15 +228,6 @@ class CleanupIn(DryRunIn):
     dedupSweep = serializers.BooleanField(default=True)
 
 
-def recovery_json(result: Recovery, dry_run: bool) -> dict[str, Any]:
-    return {
-        "dryRun": dry_run,
-        "found": result.found,
-        "recovered": result.recovered,
-        "sample": [{"taskId": task.pk, "label": task.label} for task in result.sample],
-    }
-
-
 class Cleanup(Endpoint):
     """Routine repairs in one call, in order: statusless task recovery, orphan pruning, the exact-duplicate
     sweep (each can be turned off), and on apply the claim expiry and trust-decay sweep. A dry run by default
@@ -261,7 +251,7 @@ class Cleanup(Endpoint):
         )  # fmt: skip
         answer: dict[str, Any] = {"dryRun": dry_run}
         if result.recovery is not None:
-            answer["recoverStatuslessCommitments"] = recovery_json(result.recovery, dry_run)
+            answer["recoverStatuslessCommitments"] = recovery_answer(result.recovery, dry_run)
         if result.orphans is not None:
             orphans: dict[str, Any] = {
                 "dryRun": dry_run,

@@ -13,12 +13,10 @@ from django.conf import settings
 from rest_framework import serializers
 
 from maintenance.reaping import reap
-from maintenance.vectors import KIND_NAMES, vectors_reindex, vectors_status
+from maintenance.vectors import KIND_NAMES, memory_reindex, memory_vectors_status
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
 from memory.api.openapi import count, flag, many, shape, text, when
-from memory.embeddings import Embedder, EmbedderUnavailable, get_embedder
-from memory.errors import ServiceError
 from memory.models import Scope
 
 ReapSampleOut = shape(
@@ -102,13 +100,6 @@ class VectorReindexIn(VectorStatusIn):
     )
 
 
-def _embedder() -> Embedder:
-    try:
-        return get_embedder()
-    except EmbedderUnavailable as exc:
-        raise ServiceError(f"The embedder is unavailable: {exc}", code="EMBEDDER_UNAVAILABLE") from exc
-
-
 class EmbeddingsStatus(Endpoint):
     """Vector coverage of this memory per kind (claims, nodes, metric definitions, chunks): rows with a vector
     of the active embedding model, of another model (left out of semantic search), and without one.
@@ -122,11 +113,7 @@ class EmbeddingsStatus(Endpoint):
     request_serializer = VectorStatusIn
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        access.require_scope(Scope.READ)
-        status = vectors_status(
-            embedder=_embedder(), owner_id=access.user.pk, partition_ids=access.read_partition_ids,
-            kinds=data.get("kinds"),
-        )  # fmt: skip
+        status = memory_vectors_status(access=access, kinds=data.get("kinds"))
         return {
             "model": status.model_id,
             "remaining": status.remaining,
@@ -163,15 +150,9 @@ class EmbeddingsReindex(Endpoint):
     example_request = {"dryRun": True, "limit": 200}
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
-        access.require_scope(Scope.READ if data["dryRun"] else Scope.MAINTENANCE)
-        try:
-            result = vectors_reindex(
-                embedder=_embedder(), batch_size=max(1, settings.EMBEDDING_BATCH_SIZE), owner_id=access.user.pk,
-                partition_ids=access.read_partition_ids, kinds=data.get("kinds"), limit=data["limit"],
-                dry_run=data["dryRun"],
-            )  # fmt: skip
-        except EmbedderUnavailable as exc:  # the batches done so far stay committed
-            raise ServiceError(f"The embedder is unavailable: {exc}", code="EMBEDDER_UNAVAILABLE") from exc
+        result = memory_reindex(
+            access=access, kinds=data.get("kinds"), limit=data["limit"], dry_run=data["dryRun"]
+        )  # fmt: skip
         return {
             "dryRun": result.dry_run,
             "model": result.model_id,

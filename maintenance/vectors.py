@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db.models import BooleanField, Count, ExpressionWrapper, Model, Q, QuerySet
 
-from memory.embeddings import Embedder
-from memory.models import Chunk, Claim, Node
+from memory.access import Access
+from memory.embeddings import Embedder, EmbedderUnavailable, get_embedder
+from memory.errors import ServiceError
+from memory.models import Chunk, Claim, Node, Scope
 from memory.services.embeddings import chunks_embed, claims_embed, nodes_embed, stale_vectors, vectors_store
 from metrics.models import MetricDefinition
 
@@ -194,3 +198,33 @@ def vectors_reindex(
                    "remaining": result.total_remaining},
         )  # fmt: skip
     return result
+
+
+def memory_vectors_status(*, access: Access, kinds: list[str] | None = None) -> VectorStatus:
+    """`vectors_status` of the memory this request reaches (needs `read`): what REST, MCP and the UI show."""
+    access.require_scope(Scope.READ)
+    with _embedder_refusal():
+        return vectors_status(
+            embedder=get_embedder(), owner_id=access.user.pk, partition_ids=access.read_partition_ids, kinds=kinds
+        )
+
+
+def memory_reindex(
+    *, access: Access, limit: int, kinds: list[str] | None = None, dry_run: bool = False
+) -> ReindexResult:
+    """`vectors_reindex` of the memory this request reaches, at most `limit` rows (a dry run needs `read`,
+    applying `maintenance`). With the embedder down: EMBEDDER_UNAVAILABLE; the batches done stay committed."""
+    access.require_scope(Scope.READ if dry_run else Scope.MAINTENANCE)
+    with _embedder_refusal():
+        return vectors_reindex(
+            embedder=get_embedder(), batch_size=max(1, settings.EMBEDDING_BATCH_SIZE), owner_id=access.user.pk,
+            partition_ids=access.read_partition_ids, kinds=kinds, limit=limit, dry_run=dry_run,
+        )  # fmt: skip
+
+
+@contextmanager
+def _embedder_refusal() -> Iterator[None]:
+    try:
+        yield
+    except EmbedderUnavailable as exc:
+        raise ServiceError(f"The embedder is unavailable: {exc}", code="EMBEDDER_UNAVAILABLE") from exc

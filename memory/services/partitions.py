@@ -59,20 +59,7 @@ def partition_deactivate(*, access: Access, key: str) -> Partition:
         raise ValidationFailed(
             "The personal partition cannot be deactivated.", details={"key": ["memory:personal is permanent."]}
         )
-    if partition.is_active:
-        partition.is_active = False
-        partition.deactivated_at = timezone.now()
-        partition.save(update_fields=["is_active", "deactivated_at"])
-        audit_record(
-            actor=access.actor,
-            owner=access.user,
-            action="partition.deactivate",
-            target=partition,
-            partition=partition,
-            before={"isActive": True},
-            after={"isActive": False},
-        )
-    return partition
+    return _set_active(access, partition, active=False)
 
 
 @transaction.atomic
@@ -82,17 +69,22 @@ def partition_reactivate(*, access: Access, key: str) -> Partition:
     partition = Partition.objects.select_for_update().filter(owner=access.user, key=key).first()
     if partition is None or not access.can_reach(partition):
         raise NotFound("No such partition.", details={"key": key})
-    if not partition.is_active:
-        partition.is_active = True
-        partition.deactivated_at = None
+    return _set_active(access, partition, active=True)
+
+
+def _set_active(access: Access, partition: Partition, *, active: bool) -> Partition:
+    """Switch a locked partition on or off, audited; nothing happens (and nothing is audited) when it already is."""
+    if partition.is_active != active:
+        partition.is_active = active
+        partition.deactivated_at = None if active else timezone.now()
         partition.save(update_fields=["is_active", "deactivated_at"])
         audit_record(
             actor=access.actor,
             owner=access.user,
-            action="partition.reactivate",
+            action="partition.reactivate" if active else "partition.deactivate",
             target=partition,
             partition=partition,
-            before={"isActive": False},
-            after={"isActive": True},
+            before={"isActive": not active},
+            after={"isActive": active},
         )
     return partition

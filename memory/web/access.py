@@ -41,6 +41,17 @@ def web_access(request: HttpRequest) -> Access:
     return access
 
 
+def narrowed_access(request: HttpRequest, access: Access) -> tuple[Access, str]:
+    """In the workspace view, a page's `?partition=` filter narrows it to one of the partitions in view; the
+    access for that (or the one given) and the key the filter now holds ("" when it does not narrow)."""
+    key = request.GET.get("partition") or ""
+    partitions = access.read_partitions
+    if len(partitions) < 2 or key not in {partition.key for partition in partitions}:
+        return access, ""
+    user: Any = request.user
+    return access_for_user(user=user, partition_key=key, surface=ChangeSurface.UI), key
+
+
 def partition_header(request: HttpRequest) -> dict[str, Any]:
     """Template context for the header's partition switcher (a context processor)."""
     if not getattr(request, "user", None) or not request.user.is_authenticated:

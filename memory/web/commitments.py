@@ -21,9 +21,9 @@ from commitments.services import (
     commitment_reschedule,
     commitment_set_status,
 )
-from memory.access import Access, access_for_user
+from memory.access import Access
 from memory.models import Claim, Node
-from memory.web.access import web_access
+from memory.web.access import narrowed_access, web_access
 from memory.web.actions import back, found, perform
 from memory.web.zone import person_zone, zone_chosen
 
@@ -41,11 +41,7 @@ COLUMNS = (
 def board(request: HttpRequest) -> HttpResponse:
     access = web_access(request)
     partitions = list(access.read_partitions)
-    partition = request.GET.get("partition") or ""
-    if partition in {p.key for p in partitions} and len(partitions) > 1:  # narrow the workspace view to one
-        access = access_for_user(user=request.user, partition_key=partition)  # type: ignore[arg-type]
-    else:
-        partition = ""
+    access, partition = narrowed_access(request, access)
     owner = request.GET.get("owner") or "anyone"
     zone = person_zone(request)
     today = timezone.localtime(timezone.now(), zone).date()

@@ -28,11 +28,10 @@ from maintenance.orphans import prune_orphans_apply, prune_orphans_preview
 from maintenance.pruning import MAX_PAGE, Thresholds, prune_stale_apply, prune_stale_preview
 from maintenance.reaping import reap
 from maintenance.scoring import AGGRESSIVENESS, min_score_for
-from maintenance.vectors import VectorStatus, vectors_reindex, vectors_status
+from maintenance.vectors import memory_reindex, memory_vectors_status
 from memory import selectors
 from memory.access import Access
 from memory.api.streaming import streamed
-from memory.embeddings import Embedder, EmbedderUnavailable, get_embedder
 from memory.errors import ServiceError
 from memory.models import Scope
 from memory.services.account_erasure import partition_erase
@@ -57,25 +56,13 @@ def _in_view(access: Access) -> str:
     return access.partition.label or access.partition.key if access.partition else "your personal partition"
 
 
-def _embedder() -> Embedder:
-    try:
-        return get_embedder()
-    except EmbedderUnavailable as exc:
-        raise ServiceError(f"The embedder is unavailable: {exc}", code="EMBEDDER_UNAVAILABLE") from exc
-
-
-def _vector_status(access: Access) -> VectorStatus:
-    access.require_scope(Scope.READ)
-    return vectors_status(embedder=_embedder(), owner_id=access.user.pk, partition_ids=access.read_partition_ids)
-
-
 @login_required
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
     access = web_access(request)
     context = {
         "in_view": _in_view(access),
-        "vectors": perform(request, lambda: _vector_status(access)),
+        "vectors": perform(request, lambda: memory_vectors_status(access=access)),
         "partitions": list(selectors.partitions_for_access(access)),
     }
     return render(request, "ui/maintenance/overview.html", context)
@@ -211,17 +198,6 @@ def recovery(request: HttpRequest) -> HttpResponse:
 # --- vectors ------------------------------------------------------------------------------------------------
 
 
-def _reindex_step(access: Access) -> Any:
-    access.require_scope(Scope.MAINTENANCE)
-    try:
-        return vectors_reindex(
-            embedder=_embedder(), batch_size=max(1, settings.EMBEDDING_BATCH_SIZE), owner_id=access.user.pk,
-            partition_ids=access.read_partition_ids, limit=REINDEX_STEP,
-        )  # fmt: skip
-    except EmbedderUnavailable as exc:  # the batches done so far stay committed
-        raise ServiceError(f"The embedder is unavailable: {exc}", code="EMBEDDER_UNAVAILABLE") from exc
-
-
 @login_required
 @require_POST
 def reindex(request: HttpRequest) -> HttpResponse:
@@ -231,7 +207,7 @@ def reindex(request: HttpRequest) -> HttpResponse:
     access = web_access(request)
     problem = ""
     try:
-        step = _reindex_step(access)
+        step = memory_reindex(access=access, limit=REINDEX_STEP)
     except ServiceError as error:
         step, problem = None, explain(error)
     remaining = step.total_remaining if step else 0
@@ -246,7 +222,7 @@ def reindex(request: HttpRequest) -> HttpResponse:
         return HttpResponseRedirect(_home() + "#embeddings")
     progress = {"start": start, "done": done, "remaining": remaining,
                 "percent": 100 if start == 0 else done * 100 // start, "problem": problem}  # fmt: skip
-    context = {"vectors": perform(request, lambda: _vector_status(access)), "progress": progress}
+    context = {"vectors": perform(request, lambda: memory_vectors_status(access=access)), "progress": progress}
     return render(request, "ui/maintenance/_embeddings.html", context)
 
 

@@ -19,7 +19,7 @@ from memory.services.artifacts import clean_mime_type
 from memory.services.blobs import SpooledUpload
 from memory.services.erasure import source_erase
 from memory.services.operations import operation_retry
-from memory.web.access import web_access
+from memory.web.access import narrowed_access, web_access
 from memory.web.actions import back, found, perform
 
 STEPS = [step.name for step in PIPELINE]
@@ -33,11 +33,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
     scope = request.GET.get("scope") or None
     status = request.GET.get("status") or None
     partitions = list(access.read_partitions)
-    partition = request.GET.get("partition") or ""
-    if partition in {p.key for p in partitions} and len(partitions) > 1:  # narrow the workspace view to one
-        access = access_for_user(user=request.user, partition_key=partition, surface=ChangeSurface.UI)  # type: ignore[arg-type]
-    else:
-        partition = ""
+    access, partition = narrowed_access(request, access)
     page = perform(
         request,
         lambda: selectors.sources_for_access(
