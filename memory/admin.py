@@ -3,6 +3,7 @@ records of memory (memory/admin_catalogue.py has the rest). Lists never load hea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -114,19 +115,18 @@ class PartitionAdmin(ProductAdmin):
 
     @admin.action(description="Reactivate (read and written again)")
     def reactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
-        for partition in queryset.select_related("owner"):
-            access = access_for_user(user=partition.owner, acting=Actor.admin(request.user))  # type: ignore[arg-type]
-            try:
-                partition_reactivate(access=access, key=partition.key)
-            except ServiceError as exc:
-                self.message_user(request, f"{partition.key}: {exc.message}", messages.ERROR)
+        self._each(request, queryset, partition_reactivate)
 
     @admin.action(description="Deactivate (hide from workspace reads; nothing is deleted)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
+        self._each(request, queryset, partition_deactivate)
+
+    def _each(self, request: HttpRequest, queryset: QuerySet[Partition], service: Callable[..., Partition]) -> None:
+        """The service on each selected partition, as the admin acting for its owner; refusals are shown."""
         for partition in queryset.select_related("owner"):
             access = access_for_user(user=partition.owner, acting=Actor.admin(request.user))  # type: ignore[arg-type]
             try:
-                partition_deactivate(access=access, key=partition.key)
+                service(access=access, key=partition.key)
             except ServiceError as exc:
                 self.message_user(request, f"{partition.key}: {exc.message}", messages.ERROR)
 
