@@ -1,21 +1,28 @@
 """LoCoMo evidence recall: do the turns that answer a question come back in the top k?
 
     .venv/bin/python bench/locomo.py ../shared/bench/locomo-dev.json [--reuse] [--variant hybrid keyword vector]
+        [--protocol results evidence] [--path inprocess rest]
 
 The data file is read from where it lies (its licence allows evaluation only; it is never copied here).
 Each conversation goes into its own user's memory through the real ingestion service and pipeline (one
 conversation per session; message id = dia id; speaker_a speaks as the memory's owner, with the session's
-date and time). Every question of categories 1-4 is asked through the real search service; the results are
-mapped back to dia ids in rank order (a claim gives its evidence messages, a chunk its message, a node
-card none), duplicates dropped, and the first k ids scored:
+date and time). Every question of categories 1-4 is asked along two paths (`--path`, both by default):
+`inprocess` calls the search service, `rest` sends `POST /query/search` with `{"query", "limit"}` and one read
+token per user (issued by the token service) to a real uvicorn on a free loopback port on the same data
+directory (bench/serving.py), as an assistant would; the keyword and vector variants are in-process only (REST
+always searches with both legs). Both paths map the results to dia ids with one function, in rank order (a
+claim gives its evidence messages, a chunk its message, a node card none), duplicates dropped, and score the
+first k ids:
 
 - all@k: every evidence turn of the question is among them; any@k: at least one is;
 - frac@k: the share of its evidence turns that are (the headline number).
 
 Two protocols (`--protocol`): `results` (the default and the primary number) asks for 10 results, as an
 assistant sees them, and scores the message ids of the first k *results*; `evidence` is the old protocol,
-20 results asked and the first k distinct message ids among them scored. Each run also prints the share of
-the top-10 slots taken by each result type (claim, chunk, node, ...).
+20 results asked and the first k distinct message ids among them scored. Each run (variant, protocol, path)
+prints its per-category table, the median latency per question (the search call in-process, the round trip
+over REST) and the share of the top-10 slots taken by each result type (claim, chunk, node, ...); then one
+summary row per run, and the questions whose in-process and REST rankings differ (there should be none).
 
 Beside it, the same script computes two baselines over single turns: plain BM25 (Okapi, k1 1.5, b 0.75,
 lower-cased words) and the same with the stop words of our keyword leg removed (the stronger of the two).
@@ -25,6 +32,7 @@ Uses its own embedded data directory (var/bench-locomo); `--reuse` asks again wi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -34,13 +42,14 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 KS = (5, 10)
@@ -143,31 +152,52 @@ def ingest(sample: dict[str, Any]) -> Any:
     return user
 
 
-def ask(
-    access: Any, question: str, k: int, variant: str, protocol: str
-) -> tuple[dict[int, list[str]], float, list[str]]:
-    """Per k, the message ids scored; the time; the type of each of the first k results."""
+def message_ids(results: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The message ids of `results` (as `/query/search` returns them) in rank order: each result's evidence
+    messages in their order, repeats dropped; a node card has no evidence and gives none."""
+    ids: dict[str, None] = {}
+    for result in results:
+        for evidence in result["evidence"]:
+            if evidence.get("messageId"):
+                ids.setdefault(evidence["messageId"])
+    return list(ids)
+
+
+def scored_ids(
+    results: Sequence[Mapping[str, Any]], *, protocol: str, cuts: Iterable[int] = KS
+) -> dict[int, list[str]]:
+    """Per cut k, the message ids scored: those of the first k results (`results`), or the first k distinct ids
+    of all results (`evidence`)."""
+    if protocol == "results":
+        return {k: message_ids(results[:k]) for k in cuts}
+    ids = message_ids(results)
+    return {k: ids[:k] for k in cuts}
+
+
+def limit_of(protocol: str) -> int:
+    return max(KS) if protocol == "results" else max(KS) * 2
+
+
+def ask_in_process(access: Any, question: str, protocol: str, variant: str) -> tuple[list[dict[str, Any]], float]:
+    """The results of the search service, as REST would show them, and the seconds the search took."""
     from memory.recall.search import SearchRequest, search
 
     begun = time.perf_counter()
     request = SearchRequest(
-        query=question,
-        limit=k if protocol == "results" else k * 2,
-        use_vector=variant != "keyword",
-        use_keyword=variant != "vector",
+        query=question, limit=limit_of(protocol), use_vector=variant != "keyword", use_keyword=variant != "vector"
     )
     results = list(search(access, request))
     elapsed = time.perf_counter() - begun
-    found: dict[int, list[str]] = {}
-    for cut in KS:
-        shown = results[:cut] if protocol == "results" else results
-        ids: list[str] = []
-        for result in shown:
-            for evidence in result.evidence:
-                if evidence["messageId"] and evidence["messageId"] not in ids:
-                    ids.append(evidence["messageId"])
-        found[cut] = ids if protocol == "results" else ids[:cut]
-    return found, elapsed, [str(result.type) for result in results[:k]]
+    return [result.as_json() for result in results], elapsed
+
+
+def ask_rest(client: Any, question: str, protocol: str) -> tuple[list[dict[str, Any]], float]:
+    """The results of one `POST /query/search` (the body an assistant sends) and the round trip's seconds."""
+    begun = time.perf_counter()
+    response = client.post("/query/search", json={"query": question, "limit": limit_of(protocol)})
+    elapsed = time.perf_counter() - begun
+    response.raise_for_status()
+    return list(response.json()["searchResults"]), elapsed
 
 
 def table(title: str, rows: dict[str, dict[int, list[tuple[float, float, float]]]]) -> str:
@@ -182,13 +212,71 @@ def table(title: str, rows: dict[str, dict[int, list[tuple[float, float, float]]
     return "\n".join(lines)
 
 
+Scores = dict[str, dict[int, list[tuple[float, float, float]]]]  # group (category, overall) -> k -> per question
+
+
+def scores() -> Scores:
+    return defaultdict(lambda: defaultdict(list))
+
+
+@dataclass
+class Run:
+    """One variant, protocol and path (in-process or REST) over all questions."""
+
+    rows: Scores = field(default_factory=scores)
+    seconds: list[float] = field(default_factory=list)
+    slots: Counter[str] = field(default_factory=Counter)
+
+    def add(self, results: list[dict[str, Any]], seconds: float, protocol: str, evidence: list[str], name: str) -> None:
+        self.seconds.append(seconds)
+        self.slots.update(str(result["type"]) for result in results[: max(KS)])
+        found = scored_ids(results, protocol=protocol)
+        for k in KS:
+            for group in (name, "overall (1-4)"):
+                self.rows[group][k].append(score(found[k], evidence))
+
+
+def ingest_all(samples: list[dict[str, Any]], reuse: bool) -> dict[str, Any]:
+    """Each sample's user, ingested again unless `reuse` finds it."""
+    from memory.models import Claim, User
+
+    users = {}
+    begun = time.perf_counter()
+    ingested = 0
+    for sample in samples:
+        existing = User.objects.filter(username=f"locomo-{sample['sample_id']}").first()
+        if reuse and existing:
+            users[sample["sample_id"]] = existing
+            continue
+        users[sample["sample_id"]] = ingest(sample)
+        ingested += sum(len(turns) for _, _, turns in sessions(sample["conversation"]))
+    claims = Claim.objects.filter(owner__username__startswith="locomo-").count()
+    print(f"ingested {ingested} turns in {time.perf_counter() - begun:.1f} s; {claims} claims in these memories")
+    return users
+
+
+def ranking_difference(question: str, answers: dict[str, list[dict[str, Any]]]) -> str:
+    """Where the two paths' rankings part: the first rank that differs and what each path put there."""
+    ranked = {path: _ranked(found) for path, found in answers.items()}
+    rank = next((i for i, pair in enumerate(zip(*ranked.values(), strict=False)) if pair[0] != pair[1]), None)
+    if rank is None:
+        return f"{question!r}: " + ", ".join(f"{path} {len(found)} results" for path, found in ranked.items())
+    shown = {
+        path: {key: found[rank].get(key) for key in ("type", "id", "score", "boosts")}
+        for path, found in answers.items()
+    }
+    return f"{question!r}, rank {rank + 1}: {shown}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("data", type=Path)
     parser.add_argument("--reuse", action="store_true", help="ask again without ingesting again")
     parser.add_argument("--variant", nargs="+", default=["hybrid"], choices=["hybrid", "keyword", "vector"])
     parser.add_argument("--protocol", nargs="+", default=["results", "evidence"], choices=["results", "evidence"])
+    parser.add_argument("--path", nargs="+", default=["inprocess", "rest"], choices=["inprocess", "rest"])
     options = parser.parse_args()
+    os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))
 
     import django
 
@@ -197,72 +285,109 @@ def main() -> None:
     from django.core.management import call_command
 
     from config.embedded import ensure_started
-    from memory.access import access_for_user
-    from memory.models import Claim, User
 
     ensure_started(settings.EMBEDDED_RUNTIME)
     call_command("migrate", verbosity=0)
     samples = json.loads(options.data.read_text())
-    users = {}
-    begun = time.perf_counter()
-    ingested = 0
-    for sample in samples:
-        name = f"locomo-{sample['sample_id']}"
-        existing = User.objects.filter(username=name).first()
-        if options.reuse and existing:
-            users[sample["sample_id"]] = existing
-            continue
-        users[sample["sample_id"]] = ingest(sample)
-        ingested += sum(len(turns) for _, _, turns in sessions(sample["conversation"]))
-    claims = Claim.objects.filter(owner__username__startswith="locomo-").count()
-    print(f"ingested {ingested} turns in {time.perf_counter() - begun:.1f} s; {claims} claims in these memories")
+    users = ingest_all(samples, options.reuse)
+    if "rest" in options.path and set(options.variant) - {"hybrid"}:
+        print("REST searches with both legs: the keyword and vector variants are measured in-process only")
+    load = os.getloadavg()[0]
+    runs, baselines, differences = ask_all(samples, users, options)
 
-    from memory.recall.terms import STOPWORDS
+    from bench.search_latency import code_version, machine
 
-    baselines: dict[str, dict[str, dict[int, list[tuple[float, float, float]]]]] = {
-        name: defaultdict(lambda: defaultdict(list)) for name in ("plain", "stop words removed")
-    }
-    runs = [f"{variant}, {protocol}" for variant in options.variant for protocol in options.protocol]
-    ours: dict[str, dict[str, dict[int, list[tuple[float, float, float]]]]] = {
-        run: defaultdict(lambda: defaultdict(list)) for run in runs
-    }
-    latencies: dict[str, list[float]] = defaultdict(list)
-    slots: dict[str, Counter[str]] = defaultdict(Counter)
-    for sample in samples:
-        documents = [(t["dia_id"], t["text"]) for _, _, ts in sessions(sample["conversation"]) for t in ts]
-        rankers = {"plain": BM25(documents), "stop words removed": BM25(documents, stopwords=STOPWORDS)}
-        access = access_for_user(user=users[sample["sample_id"]])
-        for qa in sample["qa"]:
-            evidence = dia_ids(qa.get("evidence", []))
-            if qa["category"] not in CATEGORIES or not evidence:
-                continue
-            name = CATEGORY_NAMES[qa["category"]]
-            for variant in options.variant:
-                for protocol in options.protocol:
-                    run = f"{variant}, {protocol}"
-                    found, elapsed, types = ask(access, qa["question"], max(KS), variant, protocol)
-                    latencies[run].append(elapsed)
-                    slots[run].update(types)
-                    for k in KS:
-                        for group in (name, "overall (1-4)"):
-                            ours[run][group][k].append(score(found[k], evidence))
-            for ranker_name, ranker in rankers.items():
-                top = ranker.top(qa["question"], max(KS))
-                for k in KS:
-                    for group in (name, "overall (1-4)"):
-                        baselines[ranker_name][group][k].append(score(top[:k], evidence))
-
-    print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"\nmachine: {machine()}, Python {platform.python_version()}, load average {load:.1f} -> "
+          f"{os.getloadavg()[0]:.1f}; search code {code_version()}")  # fmt: skip
     for ranker_name, rows in baselines.items():
         print(table(f"BM25 over single turns, {ranker_name} (baseline)", rows))
         print()
-    for run, rows in ours.items():
-        median_ms = statistics.median(latencies[run]) * 1000
+    for (variant, protocol, path), run in runs.items():
+        median_ms = statistics.median(run.seconds) * 1000
         print()
-        print(table(f"memory search: {run} (median {median_ms:.1f} ms per question, in-process)", rows))
-        taken = sum(slots[run].values())
-        shares = ", ".join(f"{kind} {count / taken:.1%}" for kind, count in slots[run].most_common())
+        print(table(f"memory search: {variant}, {protocol}, {path} (median {median_ms:.1f} ms per question)", run.rows))
+        taken = sum(run.slots.values())
+        shares = ", ".join(f"{kind} {count / taken:.1%}" for kind, count in run.slots.most_common())
         print(f"\nslots of the first {max(KS)} results: {shares}")
+    print(summary(runs))
+    if "rest" in options.path and "inprocess" in options.path:
+        print(f"\nrankings that differ between in-process and REST: {len(differences)}")
+        for line in differences[:10]:
+            print(f"- {line}")
+
+
+def ask_all(
+    samples: list[dict[str, Any]], users: dict[str, Any], options: argparse.Namespace
+) -> tuple[dict[tuple[str, str, str], Run], dict[str, Scores], list[str]]:
+    """Every question of categories 1-4 through each variant, protocol and path, and the BM25 baselines; also
+    the questions whose in-process and REST rankings differ."""
+    import httpx
+
+    from bench.serving import bearer, read_token, served
+    from memory.access import access_for_user
+    from memory.recall.terms import STOPWORDS
+
+    baselines = {name: scores() for name in ("plain", "stop words removed")}
+    runs: dict[tuple[str, str, str], Run] = defaultdict(Run)
+    differences = []
+    with contextlib.ExitStack() as stack:
+        clients = {}
+        if "rest" in options.path:
+            url = stack.enter_context(served())
+            for sample_id, user in users.items():
+                headers = bearer(read_token(user, "bench-locomo"))
+                clients[sample_id] = stack.enter_context(httpx.Client(base_url=url, headers=headers, timeout=60))
+        asked = 0
+        for sample in samples:
+            documents = [(t["dia_id"], t["text"]) for _, _, ts in sessions(sample["conversation"]) for t in ts]
+            rankers = {"plain": BM25(documents), "stop words removed": BM25(documents, stopwords=STOPWORDS)}
+            access = access_for_user(user=users[sample["sample_id"]])
+            for qa in sample["qa"]:
+                evidence = dia_ids(qa.get("evidence", []))
+                if qa["category"] not in CATEGORIES or not evidence:
+                    continue
+                name = CATEGORY_NAMES[qa["category"]]
+                asked += 1
+                for variant in options.variant:
+                    paths = [p for p in options.path if p == "inprocess" or variant == "hybrid"]
+                    # Alternate which path asks first, so caches the first one fills favour neither.
+                    paths = paths if asked % 2 else paths[::-1]
+                    for protocol in options.protocol:
+                        answers = {}
+                        for path in paths:
+                            if path == "inprocess":
+                                found, seconds = ask_in_process(access, qa["question"], protocol, variant)
+                            else:
+                                found, seconds = ask_rest(clients[sample["sample_id"]], qa["question"], protocol)
+                            runs[(variant, protocol, path)].add(found, seconds, protocol, evidence, name)
+                            answers[path] = found
+                        if len(answers) == 2 and _ranked(answers["inprocess"]) != _ranked(answers["rest"]):
+                            differences.append(f"{protocol}: " + ranking_difference(qa["question"], answers))
+                for ranker_name, ranker in rankers.items():
+                    top = ranker.top(qa["question"], max(KS))
+                    for k in KS:
+                        for group in (name, "overall (1-4)"):
+                            baselines[ranker_name][group][k].append(score(top[:k], evidence))
+    return runs, baselines, differences
+
+
+def _ranked(found: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(result["type"], result["id"]) for result in found]
+
+
+def summary(runs: dict[tuple[str, str, str], Run]) -> str:
+    """One Markdown row per run, for docs/benchmarks.md: frac@10 overall and per category, median latency."""
+    k = max(KS)
+    names = [CATEGORY_NAMES[c] for c in CATEGORIES]
+    lines = [
+        f"\n| variant | protocol | path | overall frac@{k} | " + " | ".join(names) + " | median ms |",
+        "|---|---|---|---:|" + "---:|" * len(names) + "---:|",
+    ]
+    for (variant, protocol, path), run in runs.items():
+        fracs = [statistics.fmean(s[2] for s in run.rows[group][k]) for group in ("overall (1-4)", *names)]
+        cells = " | ".join(f"{value:.3f}" for value in fracs)
+        lines.append(f"| {variant} | {protocol} | {path} | {cells} | {statistics.median(run.seconds) * 1000:.1f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

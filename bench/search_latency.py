@@ -448,56 +448,22 @@ def word_statistics_restored(saved: dict[bytes, tuple[int, bytes]]) -> None:
 
 def over_http(user: Any, asked: list[str], rounds: int) -> list[list[float]]:
     """Round trips of POST /query/search to a real uvicorn on this data directory."""
-    import logging
-    import socket
-
     import httpx
-    from django.conf import settings
 
-    from memory.access import Actor
-    from memory.services.tokens import token_issue
+    from bench.serving import bearer, read_token, served
 
-    secret = token_issue(
-        actor=Actor.system(), owner=user, label="bench-search", scopes=["read"], rate_limit_per_minute=1_000_000
-    ).secret
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    log = (Path(settings.DATA_DIR) / "uvicorn.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--lifespan", "on", "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    secret = read_token(user, "bench-search")
     timings = []
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a log line per request is noise here
-    try:
-        headers = {"Authorization": f"Bearer {secret}"}
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as client:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    if client.get("/healthz").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit(f"uvicorn did not start; see {log.name}")
-                time.sleep(0.25)
-            for query in asked[:WARM_UP]:
+    with served() as url, httpx.Client(base_url=url, headers=bearer(secret), timeout=60) as client:
+        for query in asked[:WARM_UP]:
+            client.post("/query/search", json={"query": query}).raise_for_status()
+        for _ in range(rounds):
+            spent = []
+            for query in asked:
+                began = time.perf_counter()
                 client.post("/query/search", json={"query": query}).raise_for_status()
-            for _ in range(rounds):
-                spent = []
-                for query in asked:
-                    began = time.perf_counter()
-                    client.post("/query/search", json={"query": query}).raise_for_status()
-                    spent.append((time.perf_counter() - began) * 1000)
-                timings.append(spent)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        log.close()
+                spent.append((time.perf_counter() - began) * 1000)
+            timings.append(spent)
     return timings
 
 
