@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from django.db.models.functions import Now
+from django.db.models import F, Func, Value
+from django.db.models.functions import Lower, Now
 from pgvector.django import VectorField
 
 from memory.ids import PublicIdField
@@ -178,6 +179,12 @@ class Chunk(models.Model):
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector"),
             models.Index(fields=["owner", "embedding_model"], name="chunk_owner_model"),
+            # Who spoke, by first name: the people a question names (memory.recall.anchors.speakers_named).
+            models.Index(
+                F("owner"),
+                Lower(Func(F("speaker"), Value(" "), Value(1), function="split_part")),
+                name="chunk_owner_speaker",
+            ),
         ]
 
     def __str__(self) -> str:

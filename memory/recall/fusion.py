@@ -2,7 +2,10 @@
 
 A candidate's fused score is Σ weight / (K + rank) over the legs it appears in, divided by the best score
 possible (rank 1 in every leg), so it lies in 0 to 1 and the boosts below have a stable meaning:
-- recency: up to +0.1, falling linearly to 0 over 365 days;
+- recency: up to +0.1, falling linearly to 0 over 365 days before the reference time (the newest memory in
+  reach, or the end of the time the question asks about);
+- when: +0.1 for a memory from the time the question asks about ("in May", "on 13 October");
+- speaker: +0.05 for a turn said by a person the question names;
 - importance: (importance - 3) * 0.02 for claims;
 - pinned: +0.1;
 - conversation: +0.1 when the memory comes from the conversation the host named.
@@ -20,6 +23,8 @@ RECENCY_BOOST, RECENCY_DAYS = 0.1, 365
 IMPORTANCE_STEP = 0.02
 PIN_BOOST = 0.1
 CONVERSATION_BOOST = 0.1
+WINDOW_BOOST = 0.1
+SPEAKER_BOOST = 0.05
 
 
 @dataclass
@@ -56,10 +61,10 @@ def fuse(rankings: dict[str, list[Hit]], weights: dict[str, float]) -> list[Cand
     return list(candidates.values())
 
 
-def recency_boost(when: datetime | None, now: datetime) -> float:
+def recency_boost(when: datetime | None, reference: datetime) -> float:
     if when is None:
         return 0.0
-    age_days = max(0.0, (now - when).total_seconds() / 86400)
+    age_days = max(0.0, (reference - when).total_seconds() / 86400)
     return round(RECENCY_BOOST * max(0.0, 1 - age_days / RECENCY_DAYS), 6)
 
 

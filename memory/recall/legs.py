@@ -64,8 +64,12 @@ class Corpus:
     def filters(self) -> str:
         return f"{self.reach} AND {self.narrowing}"
 
-    def where(self, since: datetime | None) -> str:
-        return self.filters + (f" AND {self.time} >= %(since)s" if since else "")
+    def where(self, since: datetime | None, until: datetime | None = None) -> str:
+        return (
+            self.filters
+            + (f" AND {self.time} >= %(since)s" if since else "")
+            + (f" AND {self.time} < %(until)s" if until else "")
+        )
 
 
 CLAIMS = Corpus(
@@ -186,7 +190,12 @@ def _candidate_levels(selective: list[str], df: dict[str, int]) -> list[tuple[li
 
 
 def keyword_hits(
-    corpus: Corpus, terms: list[str], params: dict[str, Any], since: datetime | None, limit: int
+    corpus: Corpus,
+    terms: list[str],
+    params: dict[str, Any],
+    since: datetime | None,
+    limit: int,
+    until: datetime | None = None,
 ) -> list[Hit]:
     """Rows holding the selective query words, scored by every query word they hold."""
     total, df = word_statistics(corpus, terms, params) if terms else (0, {})
@@ -208,12 +217,13 @@ def keyword_hits(
             SELECT c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
                           WHERE c.search_vector @@ w.q) AS score
             FROM {corpus.table}
-            WHERE {corpus.where(since)} AND c.search_vector @@ {_together(len(words), together)}
+            WHERE {corpus.where(since, until)} AND c.search_vector @@ {_together(len(words), together)}
             ORDER BY score DESC, c.id
             LIMIT %(limit)s
         """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
         values = params | {f"w{n}": word for n, word in enumerate(words)}
-        values |= {"words": present, "idfs": [idf[word] for word in present], "since": since, "limit": limit}
+        values |= {"words": present, "idfs": [idf[word] for word in present], "since": since, "until": until}
+        values["limit"] = limit
         with connection.cursor() as cursor:
             cursor.execute(sql, values)
             scores |= {row_id: float(score or 0) for row_id, score in cursor.fetchall()}
@@ -230,6 +240,7 @@ def vector_hits(
     params: dict[str, Any],
     since: datetime | None,
     limit: int,
+    until: datetime | None = None,
 ) -> list[Hit]:
     """The nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus)."""
     dimensions = len(vector)
@@ -237,13 +248,13 @@ def vector_hits(
         f"""(SELECT '{corpus.name}' AS corpus, c.id,
                     (c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions}) AS distance
              FROM {corpus.table}
-             WHERE {corpus.where(since)} AND c.embedding_model = %(model)s
+             WHERE {corpus.where(since, until)} AND c.embedding_model = %(model)s
              ORDER BY distance
              LIMIT %(limit)s)"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         for corpus in corpora
     ]
     literal = "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
-    values = params | {"vector": literal, "model": model_id, "since": since, "limit": limit}
+    values = params | {"vector": literal, "model": model_id, "since": since, "until": until, "limit": limit}
     with transaction.atomic(), connection.cursor() as cursor:
         # Local to this transaction: never leaking into a pooled connection.
         cursor.execute(

@@ -8,6 +8,7 @@ rows without one still match by keyword. Runs a fixed number of queries whatever
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,14 +16,18 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Max
 from django.utils import timezone
 
 from memory.access import Access
-from memory.models import Chunk, Claim, ClaimStatus, Node, NodeType, Scope, SourceScope
+from memory.models import Chunk, Claim, ClaimStatus, Evidence, Node, NodeType, Scope, SourceScope
 from memory.recall import bookkeeping
+from memory.recall.anchors import reference_time, speakers_named
 from memory.recall.fusion import (
     CONVERSATION_BOOST,
     PIN_BOOST,
+    SPEAKER_BOOST,
+    WINDOW_BOOST,
     Candidate,
     fuse,
     importance_boost,
@@ -30,9 +35,11 @@ from memory.recall.fusion import (
     recency_boost,
 )
 from memory.recall.legs import CORPORA, Hit, keyword_hits, vector_hits
+from memory.recall.question import Window, asked_window
 from memory.recall.terms import query_terms
 
 logger = logging.getLogger("memory.recall")
+_WORD = re.compile(r"\w+")
 RECENT_DAYS = 7
 MAX_LIMIT = 50
 
@@ -70,6 +77,8 @@ class SearchResult:
     node: dict[str, Any] | None = None
     evidence: list[dict[str, Any]] = field(default_factory=list)
     conversation_ids: set[str] = field(default_factory=set)
+    speaker: str = ""  # who said a chunk, as the host named them
+    bare: bool = False  # a node card with nothing but its type and label
 
     @property
     def type(self) -> str:
@@ -188,6 +197,7 @@ def chunk_results(ids: list[str]) -> dict[str, SearchResult]:
                 }
             ],
             conversation_ids=_conversation_of(chunk),
+            speaker=chunk["speaker"],
         )
     return found
 
@@ -205,6 +215,13 @@ def node_results(ids: list[str]) -> dict[str, SearchResult]:
             status=ClaimStatus.ACTIVE,
         ).values_list("subject_id", "object_value")
     )
+    # A card is as recent as the newest thing said about it, not as the moment it was written down.
+    newest = dict(
+        Evidence.objects.filter(claim__subject_id__in=[node["id"] for node in nodes], claim__status=ClaimStatus.ACTIVE)
+        .values("claim__subject_id")
+        .annotate(newest=Max("authored_at"))
+        .values_list("claim__subject_id", "newest")
+    )
     found = {}
     for node in nodes:
         status = statuses.get(node["id"])
@@ -212,10 +229,11 @@ def node_results(ids: list[str]) -> dict[str, SearchResult]:
         found[node["id"]] = SearchResult(
             candidate=Candidate("node", node["id"]),
             text=card + (f". {node['summary']}" if node["summary"] else ""),
-            time=node["last_seen_at"] or node["created_at"],
+            time=newest.get(node["id"]) or node["last_seen_at"] or node["created_at"],
             partition=node["partition__key"],
             kind=node["type"],
             node=_node_json(node),
+            bare=not node["summary"],
         )
     return found
 
@@ -248,32 +266,91 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     }
     since = request.window_start
     terms = query_terms(request.query) if request.use_keyword else []
-    keyword: list[Hit] = []
-    for corpus in CORPORA:
-        keyword += keyword_hits(corpus, terms, params, since, depth)
-    semantic: list[Hit] = []
     vector, model_id = query_vector(request.query) if request.use_vector else (None, "")
-    if vector is not None:
-        semantic = vector_hits(CORPORA, vector, model_id, params, since, depth)
+    reference = reference_time(params)
+    # The time the question names ("in May") brings its own candidates, found within it, besides the rest.
+    window = asked_window(request.query, reference)
+    keyword, semantic = _gathered(terms, vector, model_id, params, (since, None), depth)
+    if window is not None and (since is None or window.end > since):
+        start = max(filter(None, (since, window.start)))
+        more_keyword, more_semantic = _gathered(terms, vector, model_id, params, (start, window.end), depth)
+        keyword, semantic = _united(keyword, more_keyword), _united(semantic, more_semantic)
     weights = {"keyword": settings.SEARCH_KEYWORD_WEIGHT, "vector": settings.SEARCH_VECTOR_WEIGHT}
     candidates = fuse({"keyword": rank(keyword), "vector": rank(semantic)}, weights)
     # Boosts move memories of similar relevance; only the best by relevance are worth reading in full.
     candidates.sort(key=lambda candidate: (-candidate.fused, candidate.corpus, candidate.id))
     results = _hydrated(candidates[: max(limit * 2, 16)])
-    now = timezone.now()
+    _boosted(results, request, window.end if window else reference, window, speakers_named(params, terms))
+    results = _composed(_folded(results), request.query)
+    chosen = results[:limit]
+    bookkeeping.note_access([result.candidate.id for result in chosen if result.type == "claim"])
+    return chosen
+
+
+def _gathered(
+    terms: list[str],
+    vector: list[float] | None,
+    model_id: str,
+    params: dict[str, Any],
+    between: tuple[datetime | None, datetime | None],
+    depth: int,
+) -> tuple[list[Hit], list[Hit]]:
+    """The keyword hits of every corpus and the vector hits of every corpus, within `between`."""
+    since, until = between
+    keyword = [hit for corpus in CORPORA for hit in keyword_hits(corpus, terms, params, since, depth, until)]
+    semantic = vector_hits(CORPORA, vector, model_id, params, since, depth, until) if vector is not None else []
+    return keyword, semantic
+
+
+def _united(hits: list[Hit], more: list[Hit]) -> list[Hit]:
+    """One list of hits from two searches of the same leg (scores are comparable): each row once."""
+    return list({(hit.corpus, hit.id): hit for hit in [*more, *hits]}.values())
+
+
+def _boosted(
+    results: list[SearchResult],
+    request: SearchRequest,
+    reference: datetime,
+    window: Window | None,
+    speakers: frozenset[str],
+) -> None:
     for result in results:
         boosts = result.candidate.boosts
-        boosts["recency"] = recency_boost(result.time, now)
+        boosts["recency"] = recency_boost(result.time, reference)
         boosts["pinned"] = PIN_BOOST if result.pinned else 0.0
         if result.type == "claim":
             boosts["importance"] = importance_boost(result.importance)
         if request.conversation_id and request.conversation_id in result.conversation_ids:
             boosts["conversation"] = CONVERSATION_BOOST
-    results = _folded(results)
+        if window is not None and window.holds(result.time):
+            boosts["when"] = WINDOW_BOOST
+        if result.speaker and result.speaker.split()[0].lower() in speakers:
+            boosts["speaker"] = SPEAKER_BOOST
+
+
+def _composed(results: list[SearchResult], query: str) -> list[SearchResult]:
+    """Best first, each memory once, and every slot adding something: a second chunk of a turn already shown
+    is folded into the first; a bare node card that only names what the question names ("Person: Melanie" for
+    "What does Melanie do?") goes after everything that says more."""
     results.sort(key=lambda result: (-result.candidate.score, result.type, result.candidate.id))
-    chosen = results[:limit]
-    bookkeeping.note_access([result.candidate.id for result in chosen if result.type == "claim"])
-    return chosen
+    asked = set(_WORD.findall(query.lower()))
+    shown: set[tuple[str, str]] = set()
+    kept, restating = [], []
+    for result in results:
+        if result.type == "chunk" and (turn := _turn_of(result)):
+            if turn in shown:
+                continue
+            shown.add(turn)
+        if result.bare and result.node and set(_WORD.findall(result.node["label"].lower())) <= asked:
+            restating.append(result)
+            continue
+        kept.append(result)
+    return kept + restating
+
+
+def _turn_of(result: SearchResult) -> tuple[str, str] | None:
+    ref = result.evidence[0] if result.evidence else None
+    return (ref["sourceId"], ref["messageId"]) if ref and ref["messageId"] else None
 
 
 def _folded(results: list[SearchResult]) -> list[SearchResult]:

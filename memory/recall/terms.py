@@ -3,10 +3,13 @@
 Stored text is indexed by PostgreSQL's parser (`simple`: lower-cased, as written; and `english` stems). The
 query is cut by that same parser, so identifiers keep the shape they were stored in ("ABC-1234" is `abc`
 and `-1234`, "4.12" and "billing@acme.test" stay whole), and stop words of English and Dutch are dropped,
-since with no stop list of its own `simple` would let "did" and "the" match everything.
+since with no stop list of its own `simple` would let "did" and "the" match everything. A stop word written
+as a name (capitalised, not opening a sentence: "Ben", "Will", "May", "Dan" in Dutch) is a name and stays.
 """
 
 from __future__ import annotations
+
+import re
 
 from django.db import connection
 
@@ -27,6 +30,13 @@ _STOPWORD_TEXT = """
     wanneer hoe waarom niet geen ook nog al maar of dan als er te tot
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# A capitalised word that does not open the text or a sentence (nor follows a quote or bracket that may).
+_NAME = re.compile(r"(?<=[^\s.!?:;\"'(\[])\s+([A-Z][a-z]+)\b")
+
+
+def names(text: str) -> set[str]:
+    """Lower-cased words written as names: capitalised, and not where any word would be capitalised."""
+    return {match.lower() for match in _NAME.findall(text)}
 
 
 def query_terms(text: str) -> list[str]:
@@ -37,4 +47,7 @@ def query_terms(text: str) -> list[str]:
             "SELECT lexeme FROM unnest(to_tsvector('simple', %s)) ORDER BY positions[1], lexeme", [text[:4000]]
         )
         words = [row[0] for row in cursor.fetchall()]
-    return [word for word in words if word not in STOPWORDS and (len(word) > 1 or word.isdigit())][:MAX_TERMS]
+    kept = names(text) & STOPWORDS
+    return [word for word in words if (word not in STOPWORDS or word in kept) and (len(word) > 1 or word.isdigit())][
+        :MAX_TERMS
+    ]
