@@ -1,0 +1,184 @@
+"""Ranking by what a question says besides its words (issue 17): its time, its people, names that are stop
+words; times that mean what they say; and slots that each add something. Small synthetic conversations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.test import override_settings
+
+from memory.access import access_for_user
+from memory.models import Chunk, Evidence, Node, Source, User
+from memory.pipeline.runner import run_operation
+from memory.recall.question import asked_window
+from memory.recall.search import SearchRequest, search
+from memory.recall.terms import query_terms
+from tests.conftest import Api, Persona
+from tests.factories import ClaimFactory, NodeFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def chat(api: Api, persona: Persona, conversation: str, *turns: tuple[str, str, str]) -> None:
+    """Ingest (speaker, text, ISO time) turns as one conversation and process it."""
+    messages = [
+        {"id": f"{conversation}-{n}", "role": "other", "speaker": speaker, "content": text, "timestamp": when}
+        for n, (speaker, text, when) in enumerate(turns)
+    ]
+    response = api.post("/ingest/conversation", persona, {"conversation": {"id": conversation, "messages": messages}})
+    assert response.status_code == 202, response.content
+    run_operation(response.json()["operationId"])
+
+
+def found(api: Api, persona: Persona, query: str, **options: Any) -> list[dict[str, Any]]:
+    cache.clear()  # the reference time and speakers are cached for a minute; each test step asks afresh
+    response = api.post("/query/search", persona, {"query": query, **options})
+    assert response.status_code == 200, response.content
+    return list(response.json()["searchResults"])
+
+
+def message_ids(results: list[dict[str, Any]]) -> list[str]:
+    return [ref["messageId"] for result in results for ref in result["evidence"] if ref["messageId"]]
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end"),
+    [
+        ("What did Melanie paint on October 13, 2023?", "2023-10-12T10:00", "2023-10-14T14:00"),
+        ("What did she find on 1 February, 2023?", "2023-01-31T10:00", "2023-02-02T14:00"),
+        ("What happened on 2023-03-05?", "2023-03-04T10:00", "2023-03-06T14:00"),
+        ("What setback did she face in October 2023?", "2023-10-01T00:00", "2023-11-01T00:00"),
+        ("When did Melanie go camping in June?", "2023-06-01T00:00", "2023-07-01T00:00"),
+        ("What did I cook in December?", "2022-12-01T00:00", "2023-01-01T00:00"),
+        ("How often did she swim in 2022?", "2022-01-01T00:00", "2023-01-01T00:00"),
+        ("What did we talk about yesterday?", "2023-10-19T00:00", "2023-10-20T00:00"),
+        ("What did I read last month?", "2023-09-01T00:00", "2023-10-01T00:00"),
+        ("What did I plan last week?", "2023-10-09T00:00", "2023-10-16T00:00"),
+    ],
+)
+def test_the_time_a_question_names_is_read_against_the_reference_time(question: str, start: str, end: str) -> None:
+    window = asked_window(question, datetime(2023, 10, 20, 15, 0, tzinfo=UTC))
+    assert window is not None
+    assert (window.start, window.end) == (
+        datetime.fromisoformat(start).replace(tzinfo=UTC),
+        datetime.fromisoformat(end).replace(tzinfo=UTC),
+    )
+
+
+@pytest.mark.parametrize(
+    "question", ["May I ask what Anna likes?", "What may Anna like?", "Who lives in Paris?", "What is on 2023-02-30?"]
+)
+def test_a_question_without_a_date_has_no_window(question: str) -> None:
+    assert asked_window(question, datetime(2023, 10, 20, tzinfo=UTC)) is None
+
+
+def test_names_that_are_stop_words_stay_in_the_query() -> None:
+    assert query_terms("What did Ben Pereira say to Will in May?")[:3] == ["ben", "pereira", "say"]
+    assert "will" in query_terms("What did Ben Pereira say to Will in May?")
+    # Opening a sentence, any word is capitalised: "Will you" is not a name.
+    assert query_terms("Will you remind me? Will it rain?") == ["remind", "rain"]
+
+
+def test_a_name_that_is_a_stop_word_finds_that_person(api: Api, owner: Persona, alice: User) -> None:
+    chat(
+        api, owner, "team",
+        ("Anna", "Ben approved the travel budget for the offsite.", "2026-03-02T09:00:00Z"),
+        ("Anna", "Carla approved the travel budget for the workshop.", "2026-03-02T09:01:00Z"),
+    )  # fmt: skip
+    assert message_ids(found(api, owner, "What did Ben approve?"))[0] == "team-0"
+    assert message_ids(found(api, owner, "What did Carla approve?"))[0] == "team-1"
+
+
+def test_the_month_a_question_names_brings_turns_from_that_month_first(api: Api, owner: Persona, alice: User) -> None:
+    chat(api, owner, "spring", ("Melanie", "I baked a lemon cake for the neighbours.", "2023-05-14T10:00:00Z"))
+    chat(api, owner, "summer", ("Melanie", "I baked a lemon cake for the school fair.", "2023-08-20T10:00:00Z"))
+    may = found(api, owner, "What did Melanie bake in May?")
+    assert message_ids(may)[0] == "spring-0"
+    assert may[0]["boosts"]["when"] > 0
+    august = found(api, owner, "What did Melanie bake in August?")
+    assert message_ids(august)[0] == "summer-0"
+    assert "when" not in found(api, owner, "What did Melanie bake?")[0]["boosts"]
+
+
+def test_a_turn_from_the_named_day_is_found_beyond_the_usual_candidates(
+    api: Api, owner: Persona, alice: User, settings: Any
+) -> None:
+    # Fewer keyword candidates (4) than turns that match better: only the pass within the day brings it in.
+    settings.SEARCH_CANDIDATES = 4
+    for day in range(1, 31, 3):
+        text = "Painted a seascape." if day == 7 else f"Painted canvas {day}."
+        chat(api, owner, f"day{day}", ("Anna", text, f"2023-09-{day:02d}T10:00:00Z"))
+    cache.clear()
+    request = SearchRequest(query="Which canvas did Anna paint on 7 September 2023?", limit=1, use_vector=False)
+    results = search(access_for_user(user=alice), request)
+    assert [result.evidence[0]["messageId"] for result in results] == ["day7-0"]
+
+
+def test_turns_said_by_the_person_a_question_names_come_first(api: Api, owner: Persona, alice: User) -> None:
+    chat(
+        api, owner, "talk",
+        ("Caroline", "Melanie, hiking in the hills sounds lovely, enjoy the weekend!", "2023-05-01T10:00:00Z"),
+        ("Melanie", "Hiking in the hills with the kids every weekend.", "2023-05-01T10:01:00Z"),
+    )  # fmt: skip
+    results = found(api, owner, "Where does Melanie go hiking?")
+    first = next(result for result in results if result["type"] == "chunk")
+    assert first["evidence"][0]["messageId"] == "talk-1"
+    assert first["boosts"]["speaker"] > 0
+    # Nobody the question names spoke: no speaker boost anywhere.
+    assert all("speaker" not in result["boosts"] for result in found(api, owner, "Who goes hiking in the hills?"))
+
+
+def test_recency_counts_back_from_the_newest_memory_not_the_wall_clock(api: Api, owner: Persona, alice: User) -> None:
+    # An archive from 2023, imported today: its newest turn is "now" for recency.
+    chat(api, owner, "old", ("Anna", "Started learning the cello.", "2023-01-10T10:00:00Z"))
+    chat(api, owner, "new", ("Anna", "Still learning the cello, grade two now.", "2023-10-10T10:00:00Z"))
+    results = {message_ids([result])[0]: result for result in found(api, owner, "cello") if message_ids([result])}
+    newest, oldest = results["new-0"]["boosts"]["recency"], results["old-0"]["boosts"]["recency"]
+    assert newest == pytest.approx(0.1)
+    assert 0 < oldest < newest  # nine months older: about a quarter of the boost left
+
+
+def test_a_node_card_is_as_recent_as_the_newest_thing_said_about_it(api: Api, owner: Persona, alice: User) -> None:
+    chat(api, owner, "news", ("Anna", "The harbour festival starts on Friday.", "2026-03-02T09:00:00Z"))
+    source = Source.objects.get(owner=alice, kind="message")
+    card = NodeFactory.create(owner=alice, type="Project", label="Harbour renovation")  # written down just now
+    said = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
+    claim = ClaimFactory.create(owner=alice, subject=card, statement="The harbour renovation was postponed.")
+    Evidence.objects.create(owner=alice, claim=claim, source=source, excerpt="postponed", authored_at=said)
+    result = next(result for result in found(api, owner, "harbour renovation") if result["type"] == "node")
+    assert datetime.fromisoformat(result["time"].replace("Z", "+00:00")) == said
+    # Almost two years before the newest memory in reach: no recency left, though the card was created now.
+    assert "recency" not in result["boosts"]
+    assert Node.objects.get(pk=card.pk).created_at > said + timedelta(days=600)
+
+
+def test_a_bare_card_naming_only_what_the_question_names_goes_last(api: Api, owner: Persona, alice: User) -> None:
+    NodeFactory.create(owner=alice, type="Person", label="Marcel")
+    chat(
+        api, owner, "chat",
+        ("Anna", "Marcel is moving to Utrecht in spring.", "2026-03-02T09:00:00Z"),
+        ("Anna", "Marcel plays the trumpet in a brass band.", "2026-03-02T09:01:00Z"),
+    )  # fmt: skip
+    results = found(api, owner, "Marcel")
+    types = [result["type"] for result in results]
+    assert "node" in types and "chunk" in types  # still shown when there is room
+    assert types.index("node") > max(index for index, kind in enumerate(types) if kind != "node")
+    # A card the question does not merely name keeps its place by relevance.
+    NodeFactory.create(owner=alice, type="Person", label="Marcel Brass")
+    assert any(result["type"] == "node" and "Brass" in result["text"] for result in found(api, owner, "brass")[:2])
+
+
+@override_settings(CHUNK_TARGET_CHARS=80)
+def test_two_pieces_of_one_turn_take_one_slot(api: Api, owner: Persona, alice: User) -> None:
+    long = (
+        "The quarterly report covers the harbour budget in detail. "
+        "Another part of the quarterly report covers the harbour staffing. "
+        "A last part of the quarterly report covers the harbour events."
+    )
+    chat(api, owner, "report", ("Anna", long, "2026-03-02T09:00:00Z"))
+    assert Chunk.objects.filter(owner=alice, message_id="report-0").count() >= 2
+    results = [result for result in found(api, owner, "quarterly report harbour") if result["type"] == "chunk"]
+    assert message_ids(results).count("report-0") == 1
