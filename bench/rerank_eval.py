@@ -101,7 +101,7 @@ def rerankers_run(questions: list[Question], rerankers: list[Any], table: Table)
 
     candidates = {n: [search(q.access, SearchRequest(query=q.text, limit=n)) for q in questions] for n in (30, 50)}
     for q, results in zip(questions, candidates[30], strict=True):
-        table.add("ours, limit 30, first 10 (control)", q, frac(result_ids(results), q.evidence))
+        table.add("ours, limit 30, first 10 (control)", q, frac(result_ids(results[:TOP]), q.evidence))
     for reranker in rerankers:
         times: dict[int, list[float]] = defaultdict(list)
         for n, lists in candidates.items():
@@ -116,12 +116,14 @@ def rerankers_run(questions: list[Question], rerankers: list[Any], table: Table)
                     times[20].append(time.perf_counter() - begun)
                 ours = list(range(len(results)))
                 theirs = sorted(ours, key=lambda position: (-scores[position], position))
-                table.add(f"{reranker.name}, rerank {n}", q, frac(result_ids([results[p] for p in theirs]), q.evidence))
+                table.add(
+                    f"{reranker.name}, rerank {n}", q, frac(result_ids([results[p] for p in theirs[:TOP]]), q.evidence)
+                )
                 blended = rrf_order([(ours, 1.0), (theirs, 1.0)], 60)
                 table.add(
                     f"{reranker.name}, RRF(ours, reranker) of {n}",
                     q,
-                    frac(result_ids([results[p] for p in blended]), q.evidence),
+                    frac(result_ids([results[p] for p in blended[:TOP]]), q.evidence),
                 )
         cost = "; ".join(f"{n} candidates {ms(times[n])}" for n in sorted(times))
         for n in (30, 50):
