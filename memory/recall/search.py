@@ -280,7 +280,9 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     # Boosts move memories of similar relevance; only the best by relevance are worth reading in full.
     candidates.sort(key=lambda candidate: (-candidate.fused, candidate.corpus, candidate.id))
     results = _hydrated(candidates[: max(limit * 2, 16)])
-    _boosted(results, request, window.end if window else reference, window, speakers_named(params, terms))
+    _boosted(
+        results, request, min(window.end, reference) if window else reference, window, speakers_named(params, terms)
+    )
     results = _composed(_folded(results), request.query)
     chosen = results[:limit]
     bookkeeping.note_access([result.candidate.id for result in chosen if result.type == "claim"])
