@@ -6,49 +6,36 @@
   ("What does Melanie do to relax?"). Questions about a person are answered by that person's own turns far
   more often than by turns that only mention them (docs/benchmarks.md, issue 17).
 
-Both are cached for a minute per owner and reach: a minute-old reference time moves recency by nothing.
+Both are cached for a minute per owner and reach (the speakers per word): a minute-old reference time moves
+recency by nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 from datetime import datetime
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
-from redis.exceptions import RedisError
+
+from memory.pipeline.chunking import ROLE_SPEAKERS
+from memory.recall.caching import cached_many, keep_many, reach_key
 
 CACHE_SECONDS = 60
 # The first word of a speaker's name, as the index on it (memory_chunk.chunk_owner_speaker) has it.
 SPEAKER_NAME = "lower(split_part(c.speaker, ' ', 1))"
-ROLE_SPEAKERS = ("", "user", "assistant", "system", "tool", "other")
 
 
-def _key(kind: str, params: dict[str, Any], extra: str = "") -> str:
-    reach = hashlib.sha256(f"{sorted(params['partitions'])}|{params['scope']}|{extra}".encode()).hexdigest()[:16]
-    return f"recall:{kind}:{params['owner']}:{reach}"
-
-
-def _cached(key: str) -> Any:
-    try:
-        return cache.get(key)
-    except RedisError:
-        return None
-
-
-def _keep(key: str, value: Any) -> None:
-    with contextlib.suppress(RedisError):
-        cache.set(key, value, CACHE_SECONDS)
+def first_name(speaker: str) -> str:
+    """A speaker's first name as SPEAKER_NAME reads it in SQL."""
+    return speaker.split(" ", 1)[0].lower()
 
 
 def reference_time(params: dict[str, Any]) -> datetime:
     """When the newest source in reach happened (now if there is none, or it claims to be from the future)."""
     now = timezone.now()
-    key = _key("newest", params)
-    newest = _cached(key)
+    key = reach_key("newest", params)
+    newest = cached_many([key]).get(key)
     if newest is None:
         with connection.cursor() as cursor:
             # One index probe per partition (source_owner_recent: owner, partition, occurred_at DESC).
@@ -64,30 +51,29 @@ def reference_time(params: dict[str, Any]) -> datetime:
                 params,
             )
             newest = cursor.fetchone()[0] or now
-        _keep(key, newest)
+        keep_many({key: newest}, CACHE_SECONDS)
     return min(newest, now)
 
 
 def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
     """The query words that are the (first) name of someone who spoke in the memories in reach."""
     words = sorted({term for term in terms if term.isalpha() and term not in ROLE_SPEAKERS})
-    if not words:
-        return frozenset()
-    key = _key("speakers", params, ",".join(words))
-    named = _cached(key)
-    if named is None:
+    keys = {word: f"{reach_key('speaker', params)}:{word}" for word in words}
+    cached = cached_many(list(keys.values()))
+    unknown = [word for word in words if keys[word] not in cached]
+    if unknown:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"""
-                SELECT w.word FROM unnest(%(words)s::text[]) AS w(word)
-                WHERE EXISTS (
+                SELECT w.word, EXISTS (
                     SELECT 1 FROM memory_chunk c
                     WHERE c.owner_id = %(owner)s AND {SPEAKER_NAME} = w.word
                           AND c.partition_id = ANY(%(partitions)s)
-                )
+                ) FROM unnest(%(words)s::text[]) AS w(word)
                 """,  # noqa: S608 (a fixed SQL fragment; every value is a parameter)
-                params | {"words": words},
+                params | {"words": unknown},
             )
-            named = [row[0] for row in cursor.fetchall()]
-        _keep(key, named)
-    return frozenset(named)
+            fresh = {keys[word]: spoke for word, spoke in cursor.fetchall()}
+        keep_many(fresh, CACHE_SECONDS)
+        cached |= fresh
+    return frozenset(word for word in words if cached[keys[word]])

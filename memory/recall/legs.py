@@ -15,8 +15,6 @@ window, node types) and the time a row is "from". The filters are fixed SQL text
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import itertools
 import math
 from dataclasses import dataclass
@@ -24,9 +22,9 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection, transaction
-from redis.exceptions import RedisError
+
+from memory.recall.caching import cached_many, keep_many, reach_key
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
 DF_CAP = 5_000
@@ -127,18 +125,14 @@ class Hit:
 
 
 def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
-    reach = hashlib.sha256(f"{sorted(params['partitions'])}|{params['scope']}".encode()).hexdigest()[:16]
-    return f"recall:df:{corpus.name}:{params['owner']}:{reach}:{word}"
+    return f"{reach_key(f'df:{corpus.name}', params)}:{word}"
 
 
 def word_statistics(corpus: Corpus, terms: list[str], params: dict[str, Any]) -> tuple[int, dict[str, int]]:
     """How many rows are in reach (N) and how many hold each word (df), both capped; cached for a few minutes
     (an idf is a weight: a few minutes old is as good). Expiry, the time window and node types leave them be."""
     keys = {word: _stats_key(corpus, params, word) for word in ["", *terms]}
-    try:
-        cached = cache.get_many(list(keys.values()))
-    except RedisError:
-        cached = {}
+    cached = cached_many(list(keys.values()))
     missing = [word for word in terms if keys[word] not in cached]
     fresh = {}
     with connection.cursor() as cursor:
@@ -165,9 +159,7 @@ def word_statistics(corpus: Corpus, terms: list[str], params: dict[str, Any]) ->
             )
             fresh |= dict(cursor.fetchall())
     cached |= {keys[word]: count for word, count in fresh.items()}
-    if fresh:
-        with contextlib.suppress(RedisError):
-            cache.set_many({keys[word]: count for word, count in fresh.items()}, STATS_SECONDS)
+    keep_many({keys[word]: count for word, count in fresh.items()}, STATS_SECONDS)
     return int(cached[keys[""]]), {word: int(cached[keys[word]]) for word in terms}
 
 

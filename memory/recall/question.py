@@ -11,7 +11,7 @@ Pure functions. Dates are read in English, the way people write them in a questi
   "this/last year".
 
 The reference time is the newest memory in reach, not the wall clock, so an imported archive is asked about in
-its own timeline (memory.recall.timeline). The most precise date named wins; a question naming none has no
+its own timeline (memory.recall.anchors). The most precise date named wins; a question naming none has no
 window.
 """
 
@@ -26,8 +26,9 @@ _MONTH_NAMES = (
     "|october oct|november nov|december dec"
 )
 MONTHS = {name: number for number, names in enumerate(_MONTH_NAMES.split("|"), start=1) for name in names.split()}
-_FULL_NAMES = {name for name, number in MONTHS.items() if len(name) > 4 or name in ("may", "june", "july")}
-_MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?"  # noqa: E501
+# A month named alone ("in May") must be written out; "in Jan" may be a person.
+_FULL_NAMES = {names.split()[0] for names in _MONTH_NAMES.split("|")}
+_MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -108,9 +109,9 @@ def _window(kind: str, match: re.Match[str], reference: datetime) -> Window | No
         year = int(match[1])
         return Window(datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC), said)
     if kind == "month":
-        month = MONTHS.get(match[1].lower()) if match[1].lower() in _FULL_NAMES else None
-        if month is None:
+        if match[1].lower() not in _FULL_NAMES:
             return None
+        month = MONTHS[match[1].lower()]
         year = reference.year if month <= reference.month else reference.year - 1
         return Window(*_month(year, month), said)
     if kind == "month year":

@@ -22,7 +22,7 @@ from django.utils import timezone
 from memory.access import Access
 from memory.models import Chunk, Claim, ClaimStatus, Evidence, Node, NodeType, Scope, SourceScope
 from memory.recall import bookkeeping
-from memory.recall.anchors import reference_time, speakers_named
+from memory.recall.anchors import first_name, reference_time, speakers_named
 from memory.recall.fusion import (
     CONVERSATION_BOOST,
     PIN_BOOST,
@@ -326,7 +326,7 @@ def _boosted(
             boosts["conversation"] = CONVERSATION_BOOST
         if window is not None and window.holds(result.time):
             boosts["when"] = WINDOW_BOOST
-        if result.speaker and result.speaker.split()[0].lower() in speakers:
+        if result.speaker and first_name(result.speaker) in speakers:
             boosts["speaker"] = SPEAKER_BOOST
 
 

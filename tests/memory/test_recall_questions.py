@@ -17,25 +17,28 @@ from memory.recall.question import asked_window
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import query_terms
 from tests.conftest import Api, Persona
-from tests.factories import ClaimFactory, NodeFactory
+from tests.factories import ClaimFactory, NodeFactory, PartitionFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def chat(api: Api, persona: Persona, conversation: str, *turns: tuple[str, str, str]) -> None:
+def chat(api: Api, persona: Persona, conversation: str, *turns: tuple[str, str, str], **body: Any) -> None:
     """Ingest (speaker, text, ISO time) turns as one conversation and process it."""
     messages = [
         {"id": f"{conversation}-{n}", "role": "other", "speaker": speaker, "content": text, "timestamp": when}
         for n, (speaker, text, when) in enumerate(turns)
     ]
-    response = api.post("/ingest/conversation", persona, {"conversation": {"id": conversation, "messages": messages}})
+    body["conversation"] = {"id": conversation, "messages": messages}
+    response = api.post("/ingest/conversation", persona, body)
     assert response.status_code == 202, response.content
     run_operation(response.json()["operationId"])
 
 
-def found(api: Api, persona: Persona, query: str, **options: Any) -> list[dict[str, Any]]:
+def found(
+    api: Api, persona: Persona, query: str, headers: dict[str, str] | None = None, **options: Any
+) -> list[dict[str, Any]]:
     cache.clear()  # the reference time and speakers are cached for a minute; each test step asks afresh
-    response = api.post("/query/search", persona, {"query": query, **options})
+    response = api.post("/query/search", persona, {"query": query, **options}, headers=headers)
     assert response.status_code == 200, response.content
     return list(response.json()["searchResults"])
 
@@ -182,3 +185,28 @@ def test_two_pieces_of_one_turn_take_one_slot(api: Api, owner: Persona, alice: U
     assert Chunk.objects.filter(owner=alice, message_id="report-0").count() >= 2
     results = [result for result in found(api, owner, "quarterly report harbour") if result["type"] == "chunk"]
     assert message_ids(results).count("report-0") == 1
+
+
+def test_another_owner_or_a_partition_out_of_reach_moves_neither_time_nor_speakers(
+    api: Api, owner: Persona, other: Persona, alice: User
+) -> None:
+    chat(api, owner, "archive", ("Anna", "Started learning the cello.", "2023-10-10T10:00:00Z"))
+    PartitionFactory.create(owner=alice, key="project:band")
+    chat(
+        api, owner, "band", ("Melanie", "Cello practice with the band.", "2026-03-01T10:00:00Z"),
+        partitionKey="project:band",
+    )  # fmt: skip
+    chat(api, other, "bob", ("Melanie", "Cello lessons start again.", "2026-03-02T10:00:00Z"))
+    # A search reads the personal partition unless asked for more.
+    results = found(api, owner, "What cello did Melanie start?")
+    assert message_ids(results) == ["archive-0"]
+    # Its own newest memory is "now" for this reach: the 2026 turns of the band partition and of bob are not.
+    assert results[0]["boosts"]["recency"] == pytest.approx(0.1)
+    # Melanie spoke only where this token cannot read: nobody the question names spoke here.
+    assert "speaker" not in results[0]["boosts"]
+    # Reading every partition of alice's (never bob's), Melanie is a speaker, and the band turn the newest.
+    everything = found(api, owner, "What cello did Melanie start?", headers={"X-Memory-Access-Scope": "workspace"})
+    assert sorted(message_ids(everything)) == ["archive-0", "band-0"]
+    band = next(result for result in everything if message_ids([result]) == ["band-0"])
+    assert band["boosts"]["speaker"] > 0
+    assert band["boosts"]["recency"] == pytest.approx(0.1)
