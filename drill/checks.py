@@ -55,9 +55,12 @@ def check_no_embedded_runtime(topology: Topology, state: State) -> str:
     applied = topology.postgres.sql("SELECT count(*), count(DISTINCT (app, name)) FROM django_migrations")
     if applied[0][0] != applied[0][1]:
         raise DrillFailure(f"a migration was recorded twice: {applied}")
-    return (f"PostgreSQL on 127.0.0.1:{topology.postgres.port} and Redis on 127.0.0.1:{topology.redis.port} over "
-            f"TCP with passwords; no embedded server in {data}; {applied[0][0]} migrations, each applied once by two "
-            "concurrent `make web`")  # fmt: skip
+    versions = topology.postgres.sql(
+        "SELECT current_setting('server_version'), extversion FROM pg_extension WHERE extname = 'vector'"
+    )
+    return (f"PostgreSQL {versions[0][0]} + pgvector {versions[0][1]} on 127.0.0.1:{topology.postgres.port}, Redis "
+            f"{topology.redis.version} on 127.0.0.1:{topology.redis.port}, over TCP with passwords; no embedded server "
+            f"in {data}; {applied[0][0]} migrations, each applied once by two concurrent `make web`")  # fmt: skip
 
 
 def check_ingest_a_receipt_b(topology: Topology, state: State) -> str:

