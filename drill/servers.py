@@ -70,6 +70,26 @@ class StandalonePostgres:
             cursor = connection.execute(statement, params)
             return cursor.fetchall() if cursor.description else []
 
+    def dump(self, path: Path) -> None:
+        """`pg_dump --format=custom` of the service's database, as an operator's backup job runs it (over TCP,
+        as the service's role). The extension is the administrator's (created before the first migration), so
+        it stays out of the dump: restoring its comment would need a superuser."""
+        subprocess.run(
+            [str(self.bin_path / "pg_dump"), "--format=custom", "--exclude-extension=vector", "--file", str(path),
+             self.url],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+
+    def restore(self, path: Path, database: str) -> None:
+        """`pg_restore` of a dump into a new database owned by the service's role."""
+        self.sql(f'CREATE DATABASE "{database}" OWNER {ROLE}', database="postgres")
+        self.sql("CREATE EXTENSION IF NOT EXISTS vector", database=database)
+        target = self.url.rsplit("/", 1)[0] + f"/{database}"
+        subprocess.run(
+            [str(self.bin_path / "pg_restore"), "--no-owner", "--exit-on-error", "--dbname", target, str(path)],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+
     def _ctl(self, action: str, *extra: str) -> None:
         options = f"-h 127.0.0.1 -p {self.port} -k {self.socket_dir} -c shared_buffers=256MB -c jit=off"
         self._run(
