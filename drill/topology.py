@@ -21,6 +21,8 @@ DRILL_SETTINGS = {
     "WORKER_CONCURRENCY": "1",
     "LOG_LEVEL": "INFO",
 }
+# What docs/deploy.md tells an operator to set for every part (compose.yaml sets the same: tests/test_compose.py).
+OPERATOR_SETTINGS = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")
 # Everything the service could otherwise pick up from the caller's environment.
 _INHERITED = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHON"}
 
@@ -48,10 +50,8 @@ class Topology:
         env = {key: value for key, value in os.environ.items() if key in _INHERITED}
         env.update(DRILL_SETTINGS)
         admin_password = secrets.token_urlsafe(12)
+        env.update(zip(OPERATOR_SETTINGS, (postgres.url, redis.url, secrets.token_urlsafe(50)), strict=True))
         env.update(
-            DATABASE_URL=postgres.url,
-            REDIS_URL=redis.url,
-            SECRET_KEY=secrets.token_urlsafe(50),
             MEMORY_DATA_DIR=str(root / "data"),  # blobs and beat's schedule; shared as a volume would be
             ADMIN_PASSWORD=admin_password,
         )
