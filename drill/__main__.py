@@ -40,6 +40,8 @@ def main() -> int:
                     print(f"  skip  {skipped}")
                 break
             print(f"  ok    {name}: {seen} ({time.monotonic() - began:.1f} s)")
+        sizes = ", ".join(f"{part.name} {part.resident_mb():.0f} MB" for part in topology.parts() if part.running)
+        print(f"  info  resident memory at the end (RSS per process group): {sizes}")
     except Exception as error:
         failed = True
         print(f"  FAIL  start: {error}")

@@ -210,7 +210,7 @@ def check_worker_killed_mid_job(topology: Topology, state: State) -> str:
         status, runner, step = rows[0]
         if status == "completed":
             raise DrillFailure("the long job finished before a worker could be killed under it")
-        if status == "processing" and runner:
+        if status == "processing" and runner and step:  # a step under way, not only taken off the queue
             victim = _runner_part(topology, runner)
         if time.monotonic() > deadline:
             raise DrillFailure(f"no worker picked up the long job: {rows}")

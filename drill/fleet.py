@@ -4,6 +4,7 @@ group with its own log, configured only through the environment docs/deploy.md l
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,6 +50,18 @@ class Part:
                 except ProcessLookupError:
                     continue
         return found
+
+    def resident_mb(self) -> float:
+        """Resident memory of the whole group (RSS summed; shared pages counted in each process)."""
+        total_kb = 0
+        for pid in self.pids():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+            total_kb += int(found.group(1)) if found else 0
+        return total_kb / 1024
 
     def kill(self) -> None:
         """SIGKILL to the whole group: no shutdown handler runs, as when a host dies or the OOM killer strikes."""
