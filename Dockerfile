@@ -1,6 +1,6 @@
 # Production image: one image for web, worker and beat (the command differs), talking to real
 # PostgreSQL (with pgvector) and Redis given by DATABASE_URL and REDIS_URL. See compose.yaml.
-FROM python:3.11-slim-bookworm
+FROM python:3.11.7-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

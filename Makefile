@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 INSPECTOR_STAMP := tools/inspector/node_modules/.installed
 
-.PHONY: run web worker beat test lint typecheck format requirements system-deps inspector clean-data
+.PHONY: run web worker beat drill drill-deps test lint typecheck format requirements system-deps inspector clean-data
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +26,23 @@ web: $(STAMP)
 	$(PY) -m uvicorn config.asgi:application --host $${HOST:-127.0.0.1} --port $${PORT:-8000} --lifespan on
 
 worker: $(STAMP)
-	$(PY) -m celery -A config worker --loglevel INFO
+	$(PY) -m celery -A config worker --loglevel INFO --concurrency $${WORKER_CONCURRENCY:-2} \
+	  --hostname "$${WORKER_NAME:-celery@%h}"
 
 beat: $(STAMP)
 	$(PY) -m celery -A config beat --loglevel INFO --schedule $${MEMORY_DATA_DIR:-var}/celerybeat-schedule
+
+## The production topology against standalone PostgreSQL and Redis: two webs, two workers, one beat, and
+## the checks of drill/checks.py (run by .ci/run after `make test`).
+drill: $(STAMP) drill-deps
+	$(PY) -m drill
+
+## Debian's redis-server for the drill's standalone Redis (needs root or sudo; not started as a service).
+drill-deps:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	fi
 
 ## Lint, types, then the whole suite against the embedded PostgreSQL and Redis.
 test: $(STAMP) system-deps inspector lint typecheck
