@@ -72,6 +72,13 @@ class McpRouter:
             await self.app(scope, receive, send)
 
 
+async def flush_tool_events() -> None:
+    # Rows of the last calls still queued (memory.services.telemetry): written before the database may stop.
+    from memory.services.telemetry import tool_events_flush
+
+    await asyncio.to_thread(tool_events_flush)
+
+
 async def release_embedded_runtime() -> None:
     # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never runs in this process: give up the
     # lease here, while shutdown is still orderly (the last user stops the embedded servers).
@@ -92,4 +99,5 @@ application = LifespanApp(
 )
 application.on_startup.append(mcp_transports.start)
 application.on_shutdown.append(mcp_transports.stop)
+application.on_shutdown.append(flush_tool_events)
 application.on_shutdown.append(release_embedded_runtime)

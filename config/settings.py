@@ -236,6 +236,13 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 600)
+# ToolEvent rows (call telemetry) are written off the request path in batches (memory.services.telemetry):
+# every TOOL_EVENTS_FLUSH_S or TOOL_EVENTS_BATCH rows; past TOOL_EVENTS_QUEUE_MAX queued rows a call writes its
+# own. Off: each call writes its row before it answers.
+TOOL_EVENTS_DEFERRED = env_bool("TOOL_EVENTS_DEFERRED", True)
+TOOL_EVENTS_FLUSH_S = env_int("TOOL_EVENTS_FLUSH_MS", 500) / 1000
+TOOL_EVENTS_BATCH = env_int("TOOL_EVENTS_BATCH", 200)
+TOOL_EVENTS_QUEUE_MAX = env_int("TOOL_EVENTS_QUEUE_MAX", 10_000)
 # MCP: artifacts travel inside JSON-RPC messages, so artifact_put takes less than PUT /artifact (50 MB).
 MCP_ARTIFACT_MAX_BYTES = env_int("MCP_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024)
 # One MCP message (a POST to /mcp or /messages/): room for the largest artifact in base64, plus 1 MiB.
