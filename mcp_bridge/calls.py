@@ -27,7 +27,7 @@ from memory.connectivity import is_disconnect, probe, reconnect, replay_safe
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, ChangeSurface, Scope
 from memory.services.telemetry import tool_event_record
-from memory.services.tokens import token_touch, token_usable
+from memory.services.tokens import token_call_for_id, token_touch
 
 logger = logging.getLogger("mcp_bridge")
 
@@ -59,10 +59,12 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
     access: Access | None = None
     for attempt in (1, 2):
         try:
-            token = _usable_token(caller.token_id)
+            # The token as it is now (memory.credentials): one revoked since the session opened stops at once.
+            token, verdict = token_call_for_id(caller.token_id, count_call=attempt == 1)
+            token_touch(token)
             if spec not in tools_for_profile(token.profile):
                 raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
-            if attempt == 1 and (wait := token_call_wait(token)) is not None:
+            if attempt == 1 and (wait := token_call_wait(token, verdict)) is not None:
                 raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": wait})
             refuse_hostile_json(arguments, max_depth=settings.MAX_JSON_DEPTH)  # as REST's parser does
             data = spec.validated(arguments)
@@ -90,13 +92,6 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
     _record(spec, token, access, outcome, arguments, started)
     close_old_connections()
     return outcome
-
-
-def _usable_token(token_id: str) -> AccessToken:
-    """The caller's token as it is now: a token revoked since the connection opened stops working at once."""
-    token = token_usable(AccessToken.objects.select_related("owner").filter(pk=token_id).first())
-    token_touch(token)
-    return token
 
 
 def _require_confirmation(token: AccessToken, data: dict[str, Any]) -> None:
