@@ -117,6 +117,9 @@ TEMPLATES = [
 # keep one persistent connection per thread.
 DB_POOL = env_bool("DB_POOL", False)
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
+# Threads of the web process that run Django's (synchronous) middleware and views, one request each
+# (config.handler); requests beyond them wait for one on the event loop.
+WEB_THREADS = env_int("WEB_THREADS", 32)
 DATABASES: dict[str, Any] = {
     # Health checks: a kept or pooled connection the server dropped while idle (a restart, an admin's terminate)
     # is replaced before use, never handed to a request or task.

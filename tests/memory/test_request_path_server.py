@@ -102,3 +102,23 @@ def test_a_user_and_a_partition_changed_elsewhere_count_on_the_servers_next_call
     alice.is_active = False
     alice.save(update_fields=["is_active"])
     assert error_code(_rest(server, persona, "/whoami")) == "TOKEN_INVALID"
+
+
+def test_the_web_process_serves_errors_streams_cookies_and_bodies_as_before(server: AsgiService, alice: User) -> None:
+    """Django behind config.handler's one thread hop: the error shape, a streamed range, cookies, a chunked body."""
+    persona = _persona(alice)
+    missing = httpx.get(f"{server.url}/no-such-path", timeout=60)
+    assert missing.status_code == 404 and error_code(missing) == "NOT_FOUND"
+    content = bytes(range(256)) * 64
+    put = httpx.put(f"{server.url}/artifact", content=content, headers={**persona.headers,
+                    "Content-Type": "application/octet-stream"}, timeout=60)  # fmt: skip
+    assert put.status_code in (200, 201), put.text
+    href = put.json()["href"]
+    ranged = httpx.get(f"{server.url}{href}", headers={**persona.headers, "Range": "bytes=100-4195"}, timeout=60)
+    assert ranged.status_code == 206 and ranged.content == content[100:4196]
+    assert httpx.get(f"{server.url}{href}", headers=persona.headers, timeout=60).content == content
+    login = httpx.get(f"{server.url}/accounts/login/", timeout=60)
+    assert login.status_code == 200 and "csrftoken" in login.cookies
+    chunked = httpx.post(f"{server.url}/whoami", content=iter([b"{", b"}"]),
+                         headers={**persona.headers, "Content-Type": "application/json"}, timeout=60)  # fmt: skip
+    assert chunked.status_code == 200 and chunked.json()["userId"] == alice.external_id
