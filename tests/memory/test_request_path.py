@@ -25,7 +25,8 @@ pytestmark = pytest.mark.django_db
 def _tables(queries: CaptureQueriesContext) -> list[str]:
     """The table of each query (savepoints are the test's own transaction, not the request's)."""
     sql = [query["sql"] for query in queries.captured_queries]
-    return [text.split('"')[1] for text in sql if not text.startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+    kept = [text for text in sql if not text.startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+    return [text.split('"')[1] if '"' in text else text.split()[0] for text in kept]
 
 
 def test_a_warmed_token_costs_one_query_the_event_row(api: Api, owner: Persona) -> None:
@@ -157,3 +158,21 @@ def test_partitions_are_not_shared_between_calls(api: Api, owner: Persona) -> No
     again = access_for_token(token=token_for_secret(owner.secret), user_id=None, partition_key=None, workspace=False)
     assert again.partition is not None and again.partition.label != "changed in one call"
     assert Partition.objects.get(pk=again.partition.pk).label == again.partition.label
+
+
+@pytest.mark.django_db(transaction=True)  # call_tool hands its connection back as the web process does
+def test_a_warmed_mcp_call_asks_the_database_only_for_its_work_and_its_event_row(alice: Any) -> None:
+    from mcp_bridge.calls import Caller, call_tool
+    from mcp_bridge.catalog import tool_named
+    from memory.models import ToolProfile
+
+    persona = issue(alice, "mcp", scopes=Scope.values, profile=ToolProfile.FULL)
+    assert persona.token is not None
+    spec, caller = tool_named("read_scratchpad"), Caller(token_id=persona.token.pk)
+    assert spec is not None and not call_tool(spec, {}, caller).is_error
+    with CaptureQueriesContext(connection) as second:
+        outcome = call_tool(spec, {}, caller)
+    assert not outcome.is_error and outcome.text.startswith("{")
+    tables = _tables(second)
+    assert "memory_accesstoken" not in tables and "memory_partition" not in tables, tables
+    assert tables.count("memory_toolevent") == 1
