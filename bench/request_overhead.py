@@ -1,6 +1,6 @@
 """The fixed cost of a call: REST endpoints and one MCP tool call over HTTP on loopback, against a real uvicorn.
 
-    .venv/bin/python bench/request_overhead.py [--rounds 3] [--requests 300] [--claims 1000]
+    .venv/bin/python bench/request_overhead.py [--rounds 3] [--requests 300] [--claims 1000] [--compare PATH]
 
 Times, after a warm-up, one request at a time on a kept-alive connection:
 - `GET /no-such-path` without a token: the floor of uvicorn + Django and its middleware (the error shape's 404;
@@ -12,6 +12,10 @@ Times, after a warm-up, one request at a time on a kept-alive connection:
 Each round times every path in turn; p50/p95 are per round and the table gives their median over rounds, with
 the MCP-minus-REST difference of the search p50 (the same queries, the same token).
 
+With `--compare PATH` a second uvicorn serves the code checked out at PATH (same data, same token) and every path
+is timed on both, interleaved, so a before/after ratio holds on a noisy machine; e.g. for main:
+`git archive main | tar -x -C /tmp/main-code` then `--compare /tmp/main-code`.
+
 The data directory (MEMORY_DATA_DIR, default var/bench-request) gets, on first use, one user with a small store
 of generated claims (bench/search_latency.py's statements and MiniLM vectors); later runs reuse it.
 """
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import itertools
 import logging
 import os
 import platform
@@ -146,41 +152,49 @@ def measure(options: argparse.Namespace) -> dict[str, Any]:
         actor=Actor.system(), owner=user, label="bench-request", scopes=["read"], rate_limit_per_minute=10**6
     ).secret
     asked = queries(QUERIES, statements(min(options.claims, 10_000)))
+    roots = {"this checkout": ROOT, **({"--compare": Path(options.compare).resolve()} if options.compare else {})}
     load = os.getloadavg()[0]
-    with served() as url:
+    rounds: dict[tuple[str, str], list[dict[str, float]]] = {}
+    with contextlib.ExitStack() as stack:
+        paths = {code: _paths(stack.enter_context(served(root)), secret, asked, stack) for code, root in roots.items()}
         logging.getLogger("httpx2").setLevel(logging.WARNING)  # the MCP client's transport logs every request
-        rest, mcp = Rest(url, secret), Mcp(url, secret)
-        cycle = iter(range(10**9))
-
-        def next_query() -> str:
-            return asked[next(cycle) % len(asked)]
-
-        paths: dict[str, Callable[[], None]] = {
-            "GET /no-such-path (no token, 404)": rest.not_found,
-            "POST /whoami": lambda: rest.post("/whoami", {}),
-            "POST /partitions/list": lambda: rest.post("/partitions/list", {}),
-            "POST /query/search": lambda: rest.post("/query/search", {"query": next_query()}),
-            "MCP tools/call search_memory": lambda: mcp.search(next_query()),
-        }
-        for call in paths.values():
-            timed(call, WARM_UP)
-        rounds: dict[str, list[dict[str, float]]] = {name: [] for name in paths}
+        for per_code in paths.values():
+            for call in per_code.values():
+                timed(call, WARM_UP)
         for _ in range(options.rounds):
-            for name, call in paths.items():
-                cycle = iter(range(10**9))  # REST and MCP search ask the same queries in the same order
-                rounds[name].append(percentiles(timed(call, options.requests)))
-        mcp.close()
+            for name in PATHS:
+                for code, per_code in paths.items():  # interleaved: the machine's load falls on both alike
+                    rounds.setdefault((name, code), []).append(percentiles(timed(per_code[name], options.requests)))
     summary = {
-        name: {cut: statistics.median(found[cut] for found in per_round) for cut in ("p50", "p95")}
-        for name, per_round in rounds.items()
+        key: {cut: statistics.median(found[cut] for found in per_round) for cut in ("p50", "p95")}
+        for key, per_round in rounds.items()
     }
-    gaps = [
-        mcp_round["p50"] - rest_round["p50"]
-        for mcp_round, rest_round in zip(
-            rounds["MCP tools/call search_memory"], rounds["POST /query/search"], strict=True
+    gaps = {
+        code: statistics.median(
+            mcp["p50"] - rest["p50"]
+            for mcp, rest in zip(rounds[(PATHS[-1], code)], rounds[(PATHS[-2], code)], strict=True)
         )
+        for code in roots
+    }
+    return {"summary": summary, "gaps": gaps, "codes": list(roots), "load": (load, os.getloadavg()[0])}
+
+
+PATHS = ("GET /no-such-path (no token, 404)", "POST /whoami", "POST /partitions/list", "POST /query/search",
+         "MCP tools/call search_memory")  # fmt: skip
+
+
+def _paths(url: str, secret: str, asked: list[str], stack: contextlib.ExitStack) -> dict[str, Callable[[], None]]:
+    rest, mcp = Rest(url, secret), Mcp(url, secret)
+    stack.callback(mcp.close)
+    rest_queries, mcp_queries = itertools.cycle(asked), itertools.cycle(asked)  # the same queries in the same order
+    calls: list[Callable[[], None]] = [
+        rest.not_found,
+        lambda: rest.post("/whoami", {}),
+        lambda: rest.post("/partitions/list", {}),
+        lambda: rest.post("/query/search", {"query": next(rest_queries)}),
+        lambda: mcp.search(next(mcp_queries)),
     ]
-    return {"summary": summary, "gap": statistics.median(gaps), "load": (load, os.getloadavg()[0])}
+    return dict(zip(PATHS, calls, strict=True))
 
 
 def machine() -> str:
@@ -195,18 +209,28 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=300, help="timed requests per path and round")
     parser.add_argument("--claims", type=int, default=1000, help="claims in the store searched")
+    parser.add_argument(
+        "--compare",
+        metavar="PATH",
+        help="also serve the code checked out at PATH (e.g. `git worktree add PATH main`) "
+        "on the same data, and time both interleaved in one run: before and after a change",
+    )
     options = parser.parse_args()
     result = measure(options)
+    codes = result["codes"]
     print(
         f"\n## Request overhead (`bench/request_overhead.py`)\n\nMachine: {machine()}. {options.claims} claims, "
         f"{options.rounds} rounds of {options.requests} requests per path; load average "
         f"{result['load'][0]:.2f} -> {result['load'][1]:.2f}. In ms, the median over rounds of each round's "
         "percentile.\n"
     )
-    print("| path | p50 | p95 |\n|---|---:|---:|")
-    for name, found in result["summary"].items():
-        print(f"| {name} | {found['p50']:.1f} | {found['p95']:.1f} |")
-    print(f"\nMCP search_memory minus REST /query/search, p50: {result['gap']:+.1f} ms")
+    print("| path | " + " | ".join(f"{code} p50 | {code} p95" for code in codes) + " |")
+    print("|---|" + "---:|---:|" * len(codes))
+    for name in PATHS:
+        found = [result["summary"][(name, code)] for code in codes]
+        print(f"| {name} | " + " | ".join(f"{f['p50']:.1f} | {f['p95']:.1f}" for f in found) + " |")
+    for code in codes:
+        print(f"\nMCP search_memory minus REST /query/search, p50 ({code}): {result['gaps'][code]:+.1f} ms")
 
 
 if __name__ == "__main__":

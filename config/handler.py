@@ -14,7 +14,6 @@ Threads are reused, so a thread's database connection must not outlive its reque
 
 from __future__ import annotations
 
-import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -26,8 +25,6 @@ from django.core.handlers import base
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.http import FileResponse, HttpResponseBase
 from django.urls import set_script_prefix
-
-logger = logging.getLogger("django.request")
 
 
 class OneHopHandler(ASGIHandler):
@@ -57,8 +54,11 @@ class OneHopHandler(ASGIHandler):
     def _respond(self, scope: dict[str, Any], body_file: Any) -> HttpResponseBase:
         set_script_prefix(get_script_prefix(scope))
         signals.request_started.send(sender=self.__class__, scope=scope)
-        request, response = self.create_request(scope, body_file)
-        if request is not None:
+        request, refusal = self.create_request(scope, body_file)
+        if request is None:  # a body Django could not take (bad encoding, too large)
+            assert refusal is not None
+            response = refusal
+        else:
             response = self.get_response(request)
             response._handler_class = self.__class__  # type: ignore[attr-defined]
             if isinstance(response, FileResponse):

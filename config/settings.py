@@ -111,10 +111,11 @@ TEMPLATES = [
     },
 ]
 
-# Under ASGI every request runs its sync code on a thread of its own, so a persistent connection (kept per
-# thread) is never reused there: each request opened a new PostgreSQL connection (about 30 ms). The web
-# process (config.asgi turns DB_POOL on) borrows connections from a psycopg pool instead; workers and commands
-# keep one persistent connection per thread.
+# Under Django's own ASGI handler every request ran its sync code on a thread of its own, so a persistent
+# connection (kept per thread) was never reused: each request opened a new PostgreSQL connection (about 30 ms).
+# The web process (config.asgi turns DB_POOL on) borrows a connection from a psycopg pool for each request
+# instead (its threads are now reused, config.handler, but a connection kept per thread would hold WEB_THREADS of
+# them); workers and commands keep one persistent connection per thread.
 DB_POOL = env_bool("DB_POOL", False)
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 # Threads of the web process that run Django's (synchronous) middleware and views, one request each
