@@ -146,8 +146,11 @@ class ToolEventWriter:
         while True:
             self._wake.wait(self.interval_s)
             self._wake.clear()
-            if self._rows:
-                self.flush()
+            try:
+                if self._rows:
+                    self.flush()
+            except Exception:  # the writer must outlive anything one flush meets (rows are written or logged)
+                logger.exception("tool_event.writer_failed")
 
 
 writer = ToolEventWriter(
