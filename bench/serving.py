@@ -49,20 +49,21 @@ def free_port() -> int:
 
 
 @contextmanager
-def served() -> Iterator[str]:
+def served(root: Path = ROOT) -> Iterator[str]:
     """uvicorn serving `config.asgi` until the block ends; yields its base URL once /healthz answers 200.
-    Its log is uvicorn.log in the data directory."""
+    Its log is uvicorn-<port>.log in the data directory. `root`: the checkout whose code it serves (default: this
+    one)."""
     from django.conf import settings
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a log line per request is noise in a benchmark
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log_path = Path(settings.DATA_DIR) / "uvicorn.log"
+    log_path = Path(settings.DATA_DIR) / f"uvicorn-{port}.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
              "--lifespan", "on", "--log-level", "warning", "--no-access-log"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            cwd=root, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
             deadline = time.monotonic() + READY_SECONDS

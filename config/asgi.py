@@ -12,18 +12,21 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import django
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.conf import settings
-from django.core.asgi import get_asgi_application
 
 from config.embedded import ensure_started, release
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("DB_POOL", "1")  # see DB_POOL in config/settings.py
 ensure_started(settings.EMBEDDED_RUNTIME)
-django_app = get_asgi_application()
+django.setup(set_prefix=False)  # as get_asgi_application() does; its handler is replaced by config.handler's
+from config.handler import OneHopHandler  # noqa: E402  (needs Django set up)
+
+django_app = OneHopHandler()
 
 from config.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
 from mcp_bridge.asgi import McpTransports, is_mcp_path  # noqa: E402  (needs Django set up)
@@ -72,6 +75,13 @@ class McpRouter:
             await self.app(scope, receive, send)
 
 
+async def flush_tool_events() -> None:
+    # Rows of the last calls still queued (memory.services.telemetry): written before the database may stop.
+    from memory.services.telemetry import tool_events_flush
+
+    await asyncio.to_thread(tool_events_flush)
+
+
 async def release_embedded_runtime() -> None:
     # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never runs in this process: give up the
     # lease here, while shutdown is still orderly (the last user stops the embedded servers).
@@ -92,4 +102,5 @@ application = LifespanApp(
 )
 application.on_startup.append(mcp_transports.start)
 application.on_shutdown.append(mcp_transports.stop)
+application.on_shutdown.append(flush_tool_events)
 application.on_shutdown.append(release_embedded_runtime)

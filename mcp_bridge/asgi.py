@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, quote
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken as SdkAccessToken
 from mcp.server.transport_security import TransportSecuritySettings
@@ -30,7 +30,7 @@ from mcp_bridge.refusals import checked_post, in_error_shape
 from mcp_bridge.refusals import refuse as _refuse
 from mcp_bridge.server import mcp_server
 from memory.access import WORKSPACE_HEADER
-from memory.connectivity import UNAVAILABLE_MESSAGE, database_reachable, is_unavailable, note_outage
+from memory.connectivity import UNAVAILABLE_MESSAGE, database_reachable, is_unavailable, note_outage, outage_noted
 from memory.errors import AuthenticationError
 from memory.models import AccessToken
 from memory.services.tokens import token_for_secret, token_touch
@@ -72,9 +72,12 @@ def _presented(scope: Scope) -> tuple[str, bool] | None:
 
 
 def _resolve(secret: str, via_query: bool) -> AccessToken:
-    token = token_for_secret(secret, via_query=via_query)
-    token_touch(token)
-    return token
+    try:
+        token = token_for_secret(secret, via_query=via_query)
+        token_touch(token)
+        return token
+    finally:
+        close_old_connections()  # a pooled thread: hand back a connection the lookup took (web process)
 
 
 class TokenGate:
@@ -87,11 +90,14 @@ class TokenGate:
             await _refuse(send, "AUTH_REQUIRED", "Authentication credentials were not provided.")
             return
         secret, via_query = presented
-        if not await sync_to_async(database_reachable)():
+        # Only during a noted outage does this need the database (a direct probe): no thread hop otherwise.
+        if outage_noted() and not await sync_to_async(database_reachable)():
             await _refuse(send, "SERVICE_UNAVAILABLE", UNAVAILABLE_MESSAGE)
             return
         try:
-            token = await sync_to_async(_resolve)(secret, via_query)
+            # Any thread will do (the token check shares nothing with the call's); the default would queue every
+            # request's check behind one shared thread.
+            token = await sync_to_async(_resolve, thread_sensitive=False)(secret, via_query)
         except AuthenticationError as exc:
             await _refuse(send, exc.code, exc.message)
             return

@@ -27,7 +27,7 @@ from memory.connectivity import is_disconnect, probe, reconnect, replay_safe
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, ChangeSurface, Scope
 from memory.services.telemetry import tool_event_record
-from memory.services.tokens import token_touch, token_usable
+from memory.services.tokens import token_call_for_id, token_touch
 
 logger = logging.getLogger("mcp_bridge")
 
@@ -49,6 +49,13 @@ class Outcome:
     result: Any  # JSON-ready: the answer, or the error shape
     is_error: bool
     error_code: str = ""
+    text: str = ""  # `result` as JSON text (UTF-8, unescaped), made once: the tool's text block and its size
+
+    @classmethod
+    def of(cls, result: Any, *, is_error: bool = False, error_code: str = "") -> Outcome:
+        """The answer as REST renders it (ids, dates and decimals as JSON), and its text."""
+        text = json.dumps(result, cls=JSONEncoder, ensure_ascii=False)
+        return cls(json.loads(text), is_error=is_error, error_code=error_code, text=text)
 
 
 def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outcome:
@@ -59,10 +66,12 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
     access: Access | None = None
     for attempt in (1, 2):
         try:
-            token = _usable_token(caller.token_id)
+            # The token as it is now (memory.credentials): one revoked since the session opened stops at once.
+            token, verdict = token_call_for_id(caller.token_id, count_call=attempt == 1)
+            token_touch(token)
             if spec not in tools_for_profile(token.profile):
                 raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
-            if attempt == 1 and (wait := token_call_wait(token)) is not None:
+            if attempt == 1 and (wait := token_call_wait(token, verdict)) is not None:
                 raise RateLimited("Too many requests for this token.", details={"retryAfterSeconds": wait})
             refuse_hostile_json(arguments, max_depth=settings.MAX_JSON_DEPTH)  # as REST's parser does
             data = spec.validated(arguments)
@@ -76,7 +85,7 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
                 workspace=workspace_requested(caller.access_scope),
                 surface=ChangeSurface.MCP,
             )
-            outcome = Outcome(_plain(spec.run(access, data)), is_error=False)
+            outcome = Outcome.of(spec.run(access, data))
         except Exception as exc:  # every failure leaves in the error shape
             # Transparent reconnect (seeds/004): a read, or a write with an eventId, runs once more on a fresh
             # connection after a genuine disconnect.
@@ -85,18 +94,11 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
                 reconnect()
                 continue
             code, message, details = describe_exception(exc, {"view": spec})
-            outcome = Outcome(error_body(code, message, details), is_error=True, error_code=code)
+            outcome = Outcome.of(error_body(code, message, details), is_error=True, error_code=code)
         break
     _record(spec, token, access, outcome, arguments, started)
     close_old_connections()
     return outcome
-
-
-def _usable_token(token_id: str) -> AccessToken:
-    """The caller's token as it is now: a token revoked since the connection opened stops working at once."""
-    token = token_usable(AccessToken.objects.select_related("owner").filter(pk=token_id).first())
-    token_touch(token)
-    return token
 
 
 def _require_confirmation(token: AccessToken, data: dict[str, Any]) -> None:
@@ -112,11 +114,6 @@ def _require_confirmation(token: AccessToken, data: dict[str, Any]) -> None:
             "This tool changes or erases memory: ask the user, then call it again with confirm: true.",
             details={"confirm": ["Must be true."]},
         )
-
-
-def _plain(result: Any) -> Any:
-    """The answer as REST renders it (ids, dates and decimals as JSON)."""
-    return json.loads(json.dumps(result, cls=JSONEncoder))
 
 
 def _record(
@@ -137,5 +134,5 @@ def _record(
         error_code=outcome.error_code,
         duration_ms=int((time.perf_counter() - started) * 1000),
         request_bytes=len(json.dumps(arguments, cls=JSONEncoder)),
-        response_bytes=len(json.dumps(outcome.result, cls=JSONEncoder)),
+        response_bytes=len(outcome.text.encode()),
     )

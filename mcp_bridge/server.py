@@ -78,7 +78,7 @@ class ToolGate:
         outcome = await sync_to_async(call_tool, thread_sensitive=False)(spec, params.get("arguments") or {}, caller)
         structured = outcome.result if isinstance(outcome.result, dict) else {"result": outcome.result}
         return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(outcome.result, ensure_ascii=False))],
+            content=[TextContent(type="text", text=outcome.text)],
             structured_content=structured,
             is_error=outcome.is_error,
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from memory.credentials import partitions_keep, partitions_of, token_generation
 from memory.errors import AuthenticationError, NotFound, PartitionInactive, ScopeRequired, ValidationFailed
 from memory.models import AccessToken, ActorKind, ChangeSurface, Partition, Scope, User
 from memory.models.accounts import PERSONAL_PARTITION_KEY
@@ -123,6 +124,7 @@ def access_for_token(
     access = _build(
         user=user,
         token=token,
+        generation=token_generation(token),
         scopes=frozenset(token.scopes),
         reachable_keys=keys,
         partition_key=partition_key,
@@ -172,6 +174,16 @@ def _user_for_token(token: AccessToken, user_id: str | None) -> User:
     return owner
 
 
+def _partitions(user: User) -> list[Partition]:
+    partitions = list(Partition.objects.filter(owner=user))
+    if not any(partition.key == PERSONAL_PARTITION_KEY for partition in partitions):
+        # users created before partitions existed
+        partitions.append(
+            Partition.objects.get_or_create(owner=user, key=PERSONAL_PARTITION_KEY, defaults={"label": "Personal"})[0]
+        )
+    return partitions
+
+
 def _build(
     *,
     user: User,
@@ -181,12 +193,13 @@ def _build(
     partition_key: str | None,
     default_key: str,
     workspace: bool,
+    generation: str | None = None,
 ) -> Access:
-    partitions = {partition.key: partition for partition in Partition.objects.filter(owner=user)}
-    if PERSONAL_PARTITION_KEY not in partitions:  # users created before partitions existed
-        partitions[PERSONAL_PARTITION_KEY] = Partition.objects.get_or_create(
-            owner=user, key=PERSONAL_PARTITION_KEY, defaults={"label": "Personal"}
-        )[0]
+    # Kept in this process under the generation the token was checked under (memory.credentials).
+    known = partitions_of(user, generation)
+    partitions = {partition.key: partition for partition in (known if known is not None else _partitions(user))}
+    if known is None:
+        partitions_keep(user, generation, list(partitions.values()))
     in_reach = {
         key: partition for key, partition in partitions.items() if reachable_keys is None or key in reachable_keys
     }

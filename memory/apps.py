@@ -7,3 +7,10 @@ class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "Memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memory.credentials import connect_signals
+
+        # Tokens, users and partitions are cached per process under a generation in Redis; every ORM change of
+        # those rows (services, admin forms, erasure) must replace it, wherever it is made.
+        connect_signals()

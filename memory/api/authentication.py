@@ -11,7 +11,7 @@ from rest_framework.request import Request
 
 from memory.errors import AuthenticationError
 from memory.models import AccessToken, User
-from memory.services.tokens import token_for_secret, token_touch
+from memory.services.tokens import token_call_for_secret, token_touch
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -25,20 +25,23 @@ class BearerTokenAuthentication(BaseAuthentication):
                 raise exceptions.AuthenticationFailed(
                     "The Authorization header must be 'Bearer <token>'.", code="TOKEN_INVALID"
                 )
-            token = self._resolve(secret.strip(), via_query=False)
+            token = self._resolve(request, secret.strip(), via_query=False)
         elif "token" in request.query_params:
-            token = self._resolve(request.query_params["token"], via_query=True)
+            token = self._resolve(request, request.query_params["token"], via_query=True)
         else:
             return None
         token_touch(token)
         return token.owner, token
 
     @staticmethod
-    def _resolve(secret: str, *, via_query: bool) -> AccessToken:
+    def _resolve(request: Request, secret: str, *, via_query: bool) -> AccessToken:
         try:
-            return token_for_secret(secret, via_query=via_query)
+            # The token's rate window is counted in the same Redis round trip; TokenRateThrottle reads the verdict.
+            token, verdict = token_call_for_secret(secret, via_query=via_query, count_call=True)
         except AuthenticationError as exc:
             raise exceptions.AuthenticationFailed(exc.message, code=exc.code) from exc
+        request.rate_verdict = verdict  # type: ignore[attr-defined]
+        return token
 
     def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="memory"'

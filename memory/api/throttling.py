@@ -1,50 +1,40 @@
-"""Per-token rate limiting on the shared Redis cache (one window per token; per client IP without one)."""
+"""Per-token rate limiting on Redis: a sliding window of the last minute's calls per token (per client IP
+without one), counted by one Lua script in memory.credentials; usually in the round trip that also checked the
+token (the verdict then waits on the request)."""
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Any
 
-from django.conf import settings
-from redis.exceptions import RedisError
 from rest_framework.request import Request
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle
 
+from memory.credentials import Gate, gate, rate_for, window_key
 from memory.models import AccessToken
 
-logger = logging.getLogger("memory.throttling")
 
-
-class TokenRateThrottle(SimpleRateThrottle):
-    scope = "token"
-    rate = "1/min"  # placeholder: the real rate is set per request in allow_request
+class TokenRateThrottle(BaseThrottle):
+    _wait: float = 0.0
 
     def allow_request(self, request: Request, view: Any) -> bool:
         token = request.auth if isinstance(request.auth, AccessToken) else None
-        per_minute = (token.rate_limit_per_minute if token else None) or settings.RATE_LIMIT_PER_MINUTE
-        self.num_requests, self.duration = per_minute, 60
-        try:
-            return super().allow_request(request, view)
-        except RedisError:
-            # Failing open: an unreachable cache must not take the API down; /healthz reports Redis.
-            logger.warning("throttle.cache_unavailable")
-            return True
+        verdict: Gate | None = getattr(request, "rate_verdict", None) if token is not None else None
+        if verdict is None:
+            verdict = gate(window=window_key(token, self.get_ident(request)), limit=rate_for(token))
+        if verdict is None:
+            return True  # failing open: an unreachable Redis must not take the API down; /healthz reports it
+        self._wait = verdict.wait_s
+        return verdict.allowed
 
-    def get_cache_key(self, request: Request, view: Any) -> str:
-        if isinstance(request.auth, AccessToken):
-            return f"throttle:token:{request.auth.pk}"
-        return f"throttle:ip:{self.get_ident(request)}"
+    def wait(self) -> float | None:
+        return self._wait
 
 
-def token_call_wait(token: AccessToken) -> int | None:
+def token_call_wait(token: AccessToken, verdict: Gate | None = None) -> int | None:
     """The same per-token window for a call that is not a DRF request (an MCP tool call): None when the call
-    may go ahead, else the seconds to wait."""
-
-    class Call:
-        auth = token
-
-    throttle = TokenRateThrottle()
-    if throttle.allow_request(Call(), None):  # type: ignore[arg-type]
+    may go ahead, else the seconds to wait. `verdict`: the window already counted with the token's check."""
+    verdict = verdict or gate(window=window_key(token), limit=rate_for(token))
+    if verdict is None or verdict.allowed:
         return None
-    return math.ceil(throttle.wait() or 1)
+    return math.ceil(verdict.wait_s or 1)

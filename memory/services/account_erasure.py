@@ -24,6 +24,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from memory.access import Access
+from memory.credentials import credentials_changed
 from memory.errors import NotFound
 from memory.models import (
     AccessToken,
@@ -213,6 +214,7 @@ def partition_erase(*, access: Access, key: str, dry_run: bool = True) -> Partit
     partition_id = partition.pk
     if partition.is_personal:
         Partition.objects.filter(pk=partition_id).update(label="Personal", is_active=True, deactivated_at=None)
+        credentials_changed()  # an update() sends no signal: the cached partitions of every process must go
     else:
         partition.delete()
     audit_record(

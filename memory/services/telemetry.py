@@ -1,8 +1,22 @@
-"""ToolEvents: one row per REST or MCP call (what, by which token, how it ended), never any content."""
+"""ToolEvents: one row per REST or MCP call (what, by which token, how it ended), never any content.
+
+A row costs a committed INSERT (a WAL flush) of several milliseconds, more than the rest of a small call. So in
+the web process (TOOL_EVENTS_DEFERRED) rows go to a bounded in-process queue that one background thread writes
+in batches, every TOOL_EVENTS_FLUSH_S or TOOL_EVENTS_BATCH rows. Nothing is dropped for speed: a full queue
+makes the caller write its row itself, and the queue is written out on a graceful shutdown (the ASGI lifespan's
+shutdown in the web process, atexit elsewhere). Elsewhere (tests, commands) rows are written at once.
+"""
 
 from __future__ import annotations
 
+import atexit
 import logging
+import threading
+from collections import deque
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from memory.connectivity import outage_noted
 from memory.errors import ERROR_KINDS
@@ -35,19 +49,110 @@ def tool_event_record(
     """Records the call; a failure here is logged, never raised: telemetry must not fail a call."""
     if outage_noted():  # the database is away: do not make the answer wait on the pool for a telemetry row
         return
+    event = ToolEvent(
+        owner=owner,
+        token=token,
+        surface=surface,
+        tool=tool,
+        partition_key=partition_key,
+        status_code=status,
+        outcome=outcome_for_status(status),
+        error_code=error_code if error_code in ERROR_KINDS else "",
+        duration_ms=duration_ms,
+        request_bytes=request_bytes,
+        response_bytes=response_bytes,
+        created_at=timezone.now(),  # the time of the call, not of the batch that writes it
+    )
+    if settings.TOOL_EVENTS_DEFERRED:
+        writer.add(event)
+    else:
+        _write([event])
+
+
+def tool_events_flush() -> None:
+    """Write every queued row now (graceful shutdown; tests)."""
+    writer.flush()
+
+
+def _write(events: list[ToolEvent]) -> None:
     try:
-        ToolEvent.objects.create(
-            owner=owner,
-            token=token,
-            surface=surface,
-            tool=tool,
-            partition_key=partition_key,
-            status_code=status,
-            outcome=outcome_for_status(status),
-            error_code=error_code if error_code in ERROR_KINDS else "",
-            duration_ms=duration_ms,
-            request_bytes=request_bytes,
-            response_bytes=response_bytes,
-        )
+        with transaction.atomic():  # a savepoint inside a caller's transaction, so a failure leaves it usable
+            ToolEvent.objects.bulk_create(events)
+    except IntegrityError:
+        # A token or user deleted since the call: one bad row must not take the batch with it.
+        for event in events:
+            _write_alone(event)
     except Exception:
-        logger.exception("tool_event.write_failed", extra={"tool": tool, "surface": surface})
+        logger.exception("tool_event.write_failed", extra={"rows": len(events), "tool": events[0].tool})
+
+
+def _write_alone(event: ToolEvent) -> None:
+    try:
+        with transaction.atomic():
+            event.save(force_insert=True)
+        return
+    except IntegrityError:
+        event.token = None  # the token was deleted: as its foreign key does (SET_NULL)
+    try:
+        with transaction.atomic():
+            event.save(force_insert=True)
+    except IntegrityError:  # the owner was erased, and their calls with them
+        logger.info("tool_event.owner_gone", extra={"tool": event.tool})
+
+
+class ToolEventWriter:
+    """A bounded queue of rows and the one thread that writes them in batches (started by the first row)."""
+
+    def __init__(self, *, capacity: int, batch: int, interval_s: float) -> None:
+        self.capacity, self.batch, self.interval_s = capacity, batch, interval_s
+        self._rows: deque[ToolEvent] = deque()
+        self._lock = threading.Lock()
+        self._flushing = threading.Lock()  # one writer at a time, so rows leave in order and only once
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, event: ToolEvent) -> None:
+        with self._lock:
+            full = len(self._rows) >= self.capacity
+            if not full:
+                self._rows.append(event)
+                if len(self._rows) >= self.batch:
+                    self._wake.set()
+            if self._thread is None:
+                self._start()
+        if full:  # the database is slower than the calls: this caller pays for its own row, none is dropped
+            _write([event])
+
+    def pending(self) -> int:
+        return len(self._rows)
+
+    def flush(self) -> None:
+        with self._flushing:
+            while True:
+                with self._lock:
+                    batch = [self._rows.popleft() for _ in range(min(len(self._rows), self.batch))]
+                if not batch:
+                    break
+                _write(batch)
+            if not connection.in_atomic_block:
+                connection.close()  # hand this thread's connection back (to the pool in the web process)
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="tool-event-writer", daemon=True)
+        self._thread.start()
+        atexit.register(self.flush)  # processes without an ASGI lifespan (daphne, mcp_stdio)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
+            try:
+                if self._rows:
+                    self.flush()
+            except Exception:  # the writer must outlive anything one flush meets (rows are written or logged)
+                logger.exception("tool_event.writer_failed")
+
+
+writer = ToolEventWriter(
+    capacity=settings.TOOL_EVENTS_QUEUE_MAX, batch=settings.TOOL_EVENTS_BATCH, interval_s=settings.TOOL_EVENTS_FLUSH_S
+)

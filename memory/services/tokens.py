@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.access import Actor
+from memory.credentials import Gate, token_checked, token_use_written
 from memory.errors import AuthenticationError, ValidationFailed
 from memory.models import AccessToken, Partition, Scope, Surface, ToolProfile, User
 from memory.services.audit import audit_record
@@ -212,10 +213,20 @@ def token_rotate(*, actor: Actor, token: AccessToken) -> IssuedToken:
 
 def token_for_secret(secret: str, *, via_query: bool = False) -> AccessToken:
     """The usable token for a presented secret, or AuthenticationError with the precise reason."""
-    token = (
-        AccessToken.objects.select_related("owner").filter(secret_hash=hash_secret(secret)).first() if secret else None
-    )
-    return token_usable(token, via_query=via_query)
+    return token_call_for_secret(secret, via_query=via_query, count_call=False)[0]
+
+
+def token_call_for_secret(secret: str, *, via_query: bool, count_call: bool) -> tuple[AccessToken, Gate | None]:
+    """The usable token for a presented secret and, with `count_call`, the verdict of its rate window when it
+    could be had in the same round trip (memory.credentials); AuthenticationError with the precise reason."""
+    checked = token_checked(digest=hash_secret(secret), count_call=count_call) if secret else None
+    return token_usable(checked.token if checked else None, via_query=via_query), checked.verdict if checked else None
+
+
+def token_call_for_id(token_id: str, *, count_call: bool) -> tuple[AccessToken, Gate | None]:
+    """The same for a token already resolved by id (an MCP call in a session): as it is now, revoked or not."""
+    checked = token_checked(token_id=token_id, count_call=count_call)
+    return token_usable(checked.token), checked.verdict
 
 
 def token_usable(token: AccessToken | None, *, via_query: bool = False) -> AccessToken:
@@ -244,3 +255,4 @@ def token_touch(token: AccessToken) -> None:
     ).update(last_used_at=now)
     if updated:
         token.last_used_at = now
+    token_use_written(token, now)  # written now, or by another process within the minute

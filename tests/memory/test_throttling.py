@@ -33,4 +33,8 @@ def test_the_window_lives_in_redis(api: Api, alice) -> None:
     limited = issue(alice, "busy", rate_limit_per_minute=5)
     api.post("/whoami", limited)
     assert limited.token is not None
-    assert len(cache.get(f"throttle:token:{limited.token.pk}")) == 1
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    assert redis.zcard(f"memory:throttle:token:{limited.token.pk}") == 1  # one call in the last minute
+    api.post("/whoami", limited)
+    assert redis.zcard(f"memory:throttle:token:{limited.token.pk}") == 2
+    assert 60 <= redis.ttl(f"memory:throttle:token:{limited.token.pk}") <= 61  # gone a minute after the last call

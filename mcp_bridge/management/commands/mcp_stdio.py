@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 import anyio
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import AuthenticationError
@@ -34,4 +35,6 @@ class Command(BaseCommand):
         except AuthenticationError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from exc
         process_caller.set(Caller(token_id=token.pk, access_scope="workspace" if options["workspace"] else "strict"))
+        # A client may end this process with a signal, which skips atexit: each call writes its event row itself.
+        settings.TOOL_EVENTS_DEFERRED = False
         anyio.run(mcp_server.run_stdio_async)

@@ -1,0 +1,68 @@
+"""Django over ASGI with one thread hop per request.
+
+Every view and middleware of this project is synchronous. Django's own ASGIHandler serves such a request with
+three hops between the event loop and a thread (the request_started signal, the middleware chain and view,
+response.close() with request_finished), each on a thread made anew for the request (asgiref's
+ThreadSensitiveContext), plus a task listening for a disconnect that a sync view could not act on anyway. On this
+2-core machine that was about a third of an empty call. `OneHopHandler` reads the body on the loop, then runs
+the signal, the middleware chain, the view and the closing in one hop on a pool of reused threads, and sends the
+answer from the loop. A streaming answer (artifacts, ranges) is closed after it is sent, as before.
+
+Threads are reused, so a thread's database connection must not outlive its request: request_finished closes it
+(returns it to the pool in the web process), as it does under Django's handler.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers import base
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import FileResponse, HttpResponseBase
+from django.urls import set_script_prefix
+
+
+class OneHopHandler(ASGIHandler):
+    def __init__(self) -> None:
+        base.BaseHandler.__init__(self)
+        self.load_middleware(is_async=False)  # the whole chain runs on the request's thread
+        self.executor = ThreadPoolExecutor(max_workers=settings.WEB_THREADS, thread_name_prefix="web")
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            respond = sync_to_async(self._respond, thread_sensitive=False, executor=self.executor)
+            response = await respond(scope, body_file)
+            try:
+                await self.send_response(response, send)
+            finally:
+                if response.streaming:
+                    await sync_to_async(response.close, thread_sensitive=False, executor=self.executor)()
+        finally:
+            body_file.close()
+
+    def _respond(self, scope: dict[str, Any], body_file: Any) -> HttpResponseBase:
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, refusal = self.create_request(scope, body_file)
+        if request is None:  # a body Django could not take (bad encoding, too large)
+            assert refusal is not None
+            response = refusal
+        else:
+            response = self.get_response(request)
+            response._handler_class = self.__class__  # type: ignore[attr-defined]
+            if isinstance(response, FileResponse):
+                response.block_size = self.chunk_size
+        if not response.streaming:
+            response.close()  # its content is in memory: request_finished runs here, in the request's thread
+        return response
