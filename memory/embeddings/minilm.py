@@ -35,6 +35,10 @@ TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "tokenizer.json"
 MAX_TOKENS = 256
 # The inputs a BERT export may declare; anything else means a different model than the one pinned.
 KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+# onnxruntime's memory arena keeps the peak of the largest batch a process ever ran for the rest of its life (about
+# 1 GB after 64 texts of 256 tokens, in every pool process). A batch larger than this (texts x tokens) gives its
+# memory back when it is done; smaller ones (messages, queries) keep their small arena, which is faster to reuse.
+SHRINK_ABOVE_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,8 @@ def _load_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
     options.intra_op_num_threads = settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: onnxruntime's warnings are noise in our JSON logs
+    # Buffers are planned per input shape, and ours change with every batch: no gain in keeping the plans.
+    options.enable_mem_pattern = False
     try:
         session = onnxruntime.InferenceSession(model_bytes, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's own error types do not share a useful base class
@@ -205,8 +211,10 @@ def _embed_batch(runtime: _Runtime, texts: list[str]) -> list[list[float]]:
         "attention_mask": np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64),
         "token_type_ids": np.array([encoding.type_ids for encoding in encodings], dtype=np.int64),
     }
+    inputs = {name: columns[name] for name in runtime.input_names}
+    run_options = _shrinking_run() if columns["input_ids"].size > SHRINK_ABOVE_TOKENS else None
     try:
-        (hidden,) = runtime.session.run([runtime.output_name], {name: columns[name] for name in runtime.input_names})
+        (hidden,) = runtime.session.run([runtime.output_name], inputs, run_options)
     except Exception as exc:  # e.g. out of memory: callers fall back to keyword search
         raise EmbedderUnavailable(f"onnxruntime failed to embed {len(texts)} texts: {exc}") from exc
     mask = columns["attention_mask"][..., None].astype(np.float32)
@@ -215,3 +223,11 @@ def _embed_batch(runtime: _Runtime, texts: list[str]) -> list[list[float]]:
     normalised: Any = pooled / np.clip(norms, 1e-12, None)
     vectors: list[list[float]] = normalised.tolist()
     return vectors
+
+
+def _shrinking_run() -> onnxruntime.RunOptions:
+    import onnxruntime
+
+    options = onnxruntime.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
