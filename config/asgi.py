@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mcp_bridge.asgi import McpTransports
 
 Hook = Callable[[], Awaitable[None]]
+MCP_WARM_UP_AFTER_S = 2.0
 
 
 class LifespanApp:
@@ -83,10 +84,16 @@ class LazyMcpTransports:
         self._warming = asyncio.create_task(self._start())
 
     async def _start(self) -> None:
+        # A moment after start-up: the build holds the interpreter lock most of the time it takes, and the first
+        # requests (a health check, the URL configuration's imports) should not wait for it. /mcp never waits for
+        # this delay: an early call builds at once.
+        await asyncio.sleep(MCP_WARM_UP_AFTER_S)
         await (await self.get()).start()
 
     async def stop(self) -> None:
         if self._warming is not None:
+            if not self._warming.done():
+                self._warming.cancel()
             await asyncio.gather(self._warming, return_exceptions=True)
         if self._built is not None and self._built.done() and not self._built.exception():
             await self._built.result().stop()

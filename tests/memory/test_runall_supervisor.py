@@ -3,12 +3,13 @@ with backoff while the others keep running, and a crash loop stops everything.""
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import time
 from pathlib import Path
 
-from memory.management.commands.runall import Supervisor, listening
+from memory.management.commands.runall import Supervisor
 from tests.process import free_port
 
 STEADY = "import time; time.sleep(120)"
@@ -100,6 +101,14 @@ from pathlib import Path
 Path(sys.argv[1]).write_text(Path(sys.argv[1]).read_text() + "started\\n")
 time.sleep(120)
 """
+
+
+def listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def test_the_other_children_start_once_the_first_one_listens(tmp_path: Path) -> None:
