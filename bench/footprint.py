@@ -371,6 +371,8 @@ def main() -> None:
     )
     options = parser.parse_args()
     data_dir = options.data_dir.resolve()
+    if (data_dir / "postgres" / "postmaster.pid").exists() or (data_dir / "redis" / "redis.pid").exists():
+        raise SystemExit(f"Servers still run on {data_dir}: stop them first (deleting their directory strands them).")
     shutil.rmtree(data_dir, ignore_errors=True)  # a fresh data directory: the first start is a first start
     shutil.rmtree(data_dir.parent / f"{data_dir.name}.pycache", ignore_errors=True)
     data_dir.mkdir(parents=True)
