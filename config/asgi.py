@@ -2,7 +2,9 @@
 
 Channels' ProtocolTypeRouter does not route `lifespan`; `LifespanApp` answers it, and runs the startup and
 shutdown hooks that need the event loop (the MCP session manager). The MCP paths (/mcp, /sse, /messages/) go
-to the MCP transports before Django: they have their own token gate and stream their answers.
+to the MCP transports before Django: they have their own token gate and stream their answers. The transports
+are built in a thread once the server is up (`LazyMcpTransports`), so the MCP SDK's import does not delay
+/healthz, REST or the web UI on start.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import django
 from channels.auth import AuthMiddlewareStack
@@ -29,9 +31,13 @@ from config.handler import OneHopHandler  # noqa: E402  (needs Django set up)
 django_app = OneHopHandler()
 
 from config.routing import websocket_urlpatterns  # noqa: E402  (needs Django set up)
-from mcp_bridge.asgi import McpTransports, is_mcp_path  # noqa: E402  (needs Django set up)
+from mcp_bridge.paths import is_mcp_path  # noqa: E402
+
+if TYPE_CHECKING:
+    from mcp_bridge.asgi import McpTransports
 
 Hook = Callable[[], Awaitable[None]]
+MCP_WARM_UP_AFTER_S = 2.0
 
 
 class LifespanApp:
@@ -61,10 +67,54 @@ class LifespanApp:
                 return
 
 
+class LazyMcpTransports:
+    """The MCP transports, built on first need. The SDK (pydantic models of every protocol version) was half of
+    the web process's import time; the lifespan builds them in a thread right after start-up instead, and a /mcp
+    call that comes earlier waits for that build."""
+
+    def __init__(self) -> None:
+        self._built: asyncio.Future[McpTransports] | None = None
+        self._warming: asyncio.Task[None] | None = None
+
+    async def get(self) -> McpTransports:
+        if self._built is None:
+            self._built = asyncio.ensure_future(asyncio.to_thread(_build_transports))
+        # Shielded: a caller that goes away must not cancel the build the others wait for.
+        return await asyncio.shield(self._built)
+
+    async def warm_up(self) -> None:
+        """Lifespan start-up: build and start in the background, so the server answers at once."""
+        self._warming = asyncio.create_task(self._start())
+
+    async def _start(self) -> None:
+        # A moment after start-up: the build holds the interpreter lock most of the time it takes, and the first
+        # requests (a health check, the URL configuration's imports) should not wait for it. /mcp never waits for
+        # this delay: an early call builds at once.
+        await asyncio.sleep(MCP_WARM_UP_AFTER_S)
+        await (await self.get()).start()
+
+    async def stop(self) -> None:
+        if self._warming is not None:
+            if not self._warming.done():
+                self._warming.cancel()
+            await asyncio.gather(self._warming, return_exceptions=True)
+        if self._built is not None and self._built.done() and not self._built.exception():
+            await self._built.result().stop()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await (await self.get())(scope, receive, send)
+
+
+def _build_transports() -> McpTransports:
+    from mcp_bridge.asgi import McpTransports
+
+    return McpTransports()
+
+
 class McpRouter:
     """The MCP transports for their paths, the rest to `app`."""
 
-    def __init__(self, app: Any, transports: McpTransports) -> None:
+    def __init__(self, app: Any, transports: LazyMcpTransports) -> None:
         self.app = app
         self.transports = transports
 
@@ -88,7 +138,7 @@ async def release_embedded_runtime() -> None:
     await asyncio.to_thread(release, settings.EMBEDDED_RUNTIME)
 
 
-mcp_transports = McpTransports()
+mcp_transports = LazyMcpTransports()
 application = LifespanApp(
     McpRouter(
         ProtocolTypeRouter(
@@ -100,7 +150,7 @@ application = LifespanApp(
         mcp_transports,
     )
 )
-application.on_startup.append(mcp_transports.start)
+application.on_startup.append(mcp_transports.warm_up)
 application.on_shutdown.append(mcp_transports.stop)
 application.on_shutdown.append(flush_tool_events)
 application.on_shutdown.append(release_embedded_runtime)

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, celeryd_init
+from celery.signals import beat_init, celeryd_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -23,3 +23,11 @@ def start_embedded_runtime(**_: Any) -> None:
     from config.embedded import ensure_started
 
     ensure_started(settings.EMBEDDED_RUNTIME)
+
+
+@worker_process_init.connect
+def embed_compactly(**_: Any) -> None:
+    """Pool processes embed batches: the compact model session is as fast there and ~45 MB smaller."""
+    from memory.embeddings import prefer_compact_sessions
+
+    prefer_compact_sessions()

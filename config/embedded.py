@@ -242,8 +242,14 @@ class _Redis:
 
     def _client(self):  # type: ignore[no-untyped-def]
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
-        return redis.Redis(unix_socket_path=str(self.runtime.redis_socket), socket_timeout=2)
+        # One attempt: redis-py's default retries with backoff spend about 4 s on a socket that is not there,
+        # which every start paid before it started Redis.
+        return redis.Redis(
+            unix_socket_path=str(self.runtime.redis_socket), socket_timeout=2, retry=Retry(NoBackoff(), 0)
+        )
 
     def is_running(self) -> bool:
         import redis

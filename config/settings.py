@@ -300,6 +300,11 @@ ADMIN_USERNAME = env_str("ADMIN_USERNAME", "admin")
 ADMIN_EMAIL = env_str("ADMIN_EMAIL", "admin@localhost")
 ADMIN_PASSWORD = env_secret("ADMIN_PASSWORD")
 WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 2)
+# A pool process whose resident memory is above this after a job is replaced by a fresh one (the job is done and
+# acknowledged first). A large file or a batch of long texts leaves a process far bigger than its idle size; this
+# gives that memory back. 0: never. Celery counts KiB.
+WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 600)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = WORKER_MAX_MEMORY_MB * 1024 or None
 
 # Embeddings (SPEC §8a). `minilm`: local int8 ONNX all-MiniLM-L6-v2, offline. `openai`: any
 # OpenAI-compatible /embeddings endpoint (Ollama, vLLM, OpenAI) at EMBEDDING_URL.

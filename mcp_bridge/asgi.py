@@ -36,12 +36,7 @@ from memory.models import AccessToken
 from memory.services.tokens import token_for_secret, token_touch
 
 Scope = dict[str, Any]
-MCP_PATHS = ("/mcp", "/sse", "/messages")
 _ENDPOINT_EVENT = re.compile(rb"(event: endpoint\r?\ndata: [^\r\n]*session_id=[0-9a-f]+)")
-
-
-def is_mcp_path(path: str) -> bool:
-    return any(path == prefix or path.startswith(prefix + "/") for prefix in MCP_PATHS)
 
 
 def transport_security() -> TransportSecuritySettings:

@@ -8,11 +8,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import redis
 
-from config.embedded import Runtime, is_running
+from config.embedded import Runtime, _Redis, is_running
 from tests.process import ROOT, free_port, manage, service_env, wait_for
 
 pytestmark = pytest.mark.server
@@ -44,6 +46,21 @@ def test_simultaneous_starters_share_one_server_and_the_last_one_stops_it(tmp_pa
     assert all(starter.returncode == 0 for starter in starters)
     assert len(set(outputs)) == 1, outputs  # same PostgreSQL and Redis pids for every process
     assert is_running(Runtime(data_dir, postgres=True, redis=True)) == {"postgres": False, "redis": False}
+
+
+def test_probing_a_stopped_redis_tries_to_connect_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # redis-py retries a refused connection with backoff (about 4 s in all): every start paid that before it
+    # started Redis, and so did a wait for the socket to appear. A stopped server is simply not running.
+    attempts = []
+    connect = redis.connection.UnixDomainSocketConnection._connect
+
+    def counted(self: redis.connection.UnixDomainSocketConnection) -> Any:
+        attempts.append(self.path)
+        return connect(self)
+
+    monkeypatch.setattr(redis.connection.UnixDomainSocketConnection, "_connect", counted)
+    assert _Redis(Runtime(tmp_path / "data", postgres=False, redis=True)).is_running() is False
+    assert len(attempts) == 1
 
 
 class RunningService:

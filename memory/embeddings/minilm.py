@@ -35,6 +35,10 @@ TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "tokenizer.json"
 MAX_TOKENS = 256
 # The inputs a BERT export may declare; anything else means a different model than the one pinned.
 KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+# onnxruntime's memory arena keeps the peak of the largest batch a process ever ran for the rest of its life (about
+# 1 GB after 64 texts of 256 tokens, in every pool process). A batch larger than this (texts x tokens) gives its
+# memory back when it is done; smaller ones (messages, queries) keep their small arena, which is faster to reuse.
+SHRINK_ABOVE_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -47,19 +51,31 @@ class _Runtime:
 
 # One runtime per model file and checksum for the whole process: several embedder instances (tests, the
 # benchmark) share the session instead of each holding another copy of the weights.
-_runtimes: dict[tuple[Path, str], _Runtime] = {}
+_runtimes: dict[tuple[Path, str, bool], _Runtime] = {}
 _runtimes_lock = threading.Lock()
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 with mean pooling and L2 normalisation; 384 dimensions."""
+    """all-MiniLM-L6-v2 with mean pooling and L2 normalisation; 384 dimensions.
+
+    Two sessions of the same model. The default one lets onnxruntime optimise the graph, which keeps float32
+    copies of the int8 weights: one query takes ~9 ms instead of ~20-40 ms, at ~45 MB more per process once it has
+    embedded (what the web process wants). `compact` keeps them int8 and is as fast on batches: the worker's pool
+    processes use it (memory.embeddings.prefer_compact_sessions). Vectors agree to within 1e-4.
+    """
 
     def __init__(
-        self, model_path: Path | None = None, expected_sha256: str | None = None, *, batch_size: int | None = None
+        self,
+        model_path: Path | None = None,
+        expected_sha256: str | None = None,
+        *,
+        batch_size: int | None = None,
+        compact: bool = False,
     ) -> None:
         self._model_path = model_path
         self._expected_sha256 = (expected_sha256 or MODEL_SHA256).lower()
         self._batch_size = batch_size
+        self.compact = compact
         self._lock = threading.Lock()
         self._runtime: _Runtime | None = None
         # Remembered so that a broken install answers at once instead of re-hashing 23 MB on every write.
@@ -104,7 +120,9 @@ class MiniLMEmbedder:
                 if self._failure is not None:
                     raise EmbedderUnavailable(self._failure)
                 try:
-                    self._runtime = _shared_runtime(self._model_path or _packaged_model_path(), self._expected_sha256)
+                    self._runtime = _shared_runtime(
+                        self._model_path or _packaged_model_path(), self._expected_sha256, compact=self.compact
+                    )
                 except EmbedderUnavailable as exc:
                     self._failure = str(exc)
                     raise
@@ -121,15 +139,15 @@ def _packaged_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
 
 
-def _shared_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
-    key = (model_path, expected_sha256)
+def _shared_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
+    key = (model_path, expected_sha256, compact)
     with _runtimes_lock:
         if key not in _runtimes:
-            _runtimes[key] = _load_runtime(model_path, expected_sha256)
+            _runtimes[key] = _load_runtime(model_path, expected_sha256, compact=compact)
         return _runtimes[key]
 
 
-def _load_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
+def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
     # Hash and load the same bytes, so the file cannot change between the check and the load.
     try:
         model_bytes = model_path.read_bytes()
@@ -168,6 +186,10 @@ def _load_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
     options.intra_op_num_threads = settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: onnxruntime's warnings are noise in our JSON logs
+    # Buffers are planned per input shape, and ours change with every batch: no gain in keeping the plans.
+    options.enable_mem_pattern = False
+    if compact:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         session = onnxruntime.InferenceSession(model_bytes, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's own error types do not share a useful base class
@@ -205,8 +227,10 @@ def _embed_batch(runtime: _Runtime, texts: list[str]) -> list[list[float]]:
         "attention_mask": np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64),
         "token_type_ids": np.array([encoding.type_ids for encoding in encodings], dtype=np.int64),
     }
+    inputs = {name: columns[name] for name in runtime.input_names}
+    run_options = _shrinking_run() if columns["input_ids"].size > SHRINK_ABOVE_TOKENS else None
     try:
-        (hidden,) = runtime.session.run([runtime.output_name], {name: columns[name] for name in runtime.input_names})
+        (hidden,) = runtime.session.run([runtime.output_name], inputs, run_options)
     except Exception as exc:  # e.g. out of memory: callers fall back to keyword search
         raise EmbedderUnavailable(f"onnxruntime failed to embed {len(texts)} texts: {exc}") from exc
     mask = columns["attention_mask"][..., None].astype(np.float32)
@@ -215,3 +239,11 @@ def _embed_batch(runtime: _Runtime, texts: list[str]) -> list[list[float]]:
     normalised: Any = pooled / np.clip(norms, 1e-12, None)
     vectors: list[list[float]] = normalised.tolist()
     return vectors
+
+
+def _shrinking_run() -> onnxruntime.RunOptions:
+    import onnxruntime
+
+    options = onnxruntime.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options

@@ -166,6 +166,85 @@ def test_get_embedder_rejects_an_unknown_backend(settings: Any) -> None:
         get_embedder()
 
 
+LARGE_BATCH = """
+import json, os, django
+django.setup()
+from memory.embeddings.minilm import MiniLMEmbedder
+
+def resident_mb():
+    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024
+
+embedder = MiniLMEmbedder(batch_size=64)
+embedder.embed_query("warm up")
+before = resident_mb()
+long_text = "the quarterly planning review of the garden project " * 40
+embedder.embed_documents([f"paragraph {n}: {long_text}" for n in range(64)])
+print(json.dumps({"before": before, "after": resident_mb()}))
+"""
+
+
+def test_a_large_batch_leaves_no_memory_behind_in_the_process() -> None:
+    # onnxruntime's default arena keeps the peak of the largest batch for the life of the process (about 1 GB per
+    # pool process after a long file); the embedder must give it back.
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "EMBEDDING_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", LARGE_BATCH], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300,
+        check=True,
+    )  # fmt: skip
+    sizes = json.loads(result.stdout.strip().splitlines()[-1])
+    assert sizes["after"] - sizes["before"] < 100, sizes
+
+
+SESSION_SIZE = """
+import json, sys, django
+django.setup()
+from memory.embeddings.minilm import MiniLMEmbedder
+
+def resident_mb():
+    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024
+
+before = resident_mb()
+MiniLMEmbedder(compact=sys.argv[1] == "compact").embed_documents(["a message", "another, longer message"] * 8)
+print(json.dumps(resident_mb() - before))
+"""
+
+
+def test_the_compact_session_gives_the_same_vectors_in_less_memory() -> None:
+    texts = ["I'll send the spec to Marcel by Friday.", "What did Ilse say about the budget?", "garden " * 300]
+    fast, compact = MiniLMEmbedder().embed_documents(texts), MiniLMEmbedder(compact=True).embed_documents(texts)
+    assert (
+        max(abs(a - b) for one, other in zip(fast, compact, strict=True) for a, b in zip(one, other, strict=True))
+        < 1e-3
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "EMBEDDING_THREADS": "1"}
+    grown = {
+        kind: json.loads(
+            subprocess.run(
+                [sys.executable, "-c", SESSION_SIZE, kind], capture_output=True, text=True, env=env, cwd=REPO_ROOT,
+                timeout=120, check=True,
+            ).stdout.strip().splitlines()[-1]
+        )
+        for kind in ("fast", "compact")
+    }  # fmt: skip
+    assert grown["compact"] + 20 < grown["fast"], grown
+
+
+def test_a_celery_pool_process_embeds_with_the_compact_session() -> None:
+    from celery.signals import worker_process_init
+
+    from memory import embeddings
+
+    try:
+        worker_process_init.send(sender=None)
+        embedder = get_embedder()
+        assert isinstance(embedder, MiniLMEmbedder)
+        assert embedder.compact is True
+    finally:
+        embeddings.prefer_compact_sessions(False)
+    reset_embedder_cache()
+    assert getattr(get_embedder(), "compact", None) is False
+
+
 def test_importing_the_package_loads_no_heavy_library() -> None:
     heavy = ["onnxruntime", "tokenizers", "numpy", "httpx"]
     code = f"import json, sys; import memory.embeddings; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"

@@ -13,6 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memory.models import BLOB_MAX_BYTES, Blob, Operation, Scope, Source, SourceKind, User
+from memory.pipeline import conversion
 from memory.pipeline.runner import run_operation
 from tests import sample_files
 from tests.conftest import Api, Persona, error_code, issue
@@ -182,6 +183,38 @@ def test_an_unconvertible_file_fails_conversion_but_its_original_is_kept(
     assert content["text"] == ""
     assert content["original"]["sha256"] == hashlib.sha256(data).hexdigest()
     assert read_bytes(api.get(content["original"]["href"], owner)) == data
+
+
+@pytest.mark.parametrize(
+    ("program", "limit_s", "says"),
+    [
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", 900, "killed by SIGKILL"),
+        ("import time\ntime.sleep(120)\n", 2, "took longer than 2 s"),
+    ],
+    ids=["crashes", "hangs"],
+)
+def test_a_converter_that_crashes_or_hangs_fails_the_receipt_with_a_clear_error(
+    api: Api,
+    owner: Persona,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+    program: str,
+    limit_s: int,
+    says: str,
+) -> None:
+    # Conversion runs in a process of its own: a parser that dies or never ends must not take the job with it.
+    converter = tmp_path / "converter.py"
+    converter.write_text(program)
+    monkeypatch.setattr(conversion, "CONVERTER", converter)
+    settings.PIPELINE_TIME_LIMIT_S = limit_s
+    receipt = upload(api, owner, sample_files.pdf_bytes(PHRASE), name="report.pdf", content_type=PDF_TYPE).json()
+    run_operation(receipt["operationId"])
+
+    operation = operation_get(api, owner, receipt["operationId"])
+    assert (operation["status"], operation["errorCode"]) == ("failed", "CONVERSION_FAILED")
+    assert "report.pdf" in operation["errorMessage"]
+    assert says in operation["errorMessage"], operation["errorMessage"]
 
 
 def test_an_identical_replay_answers_the_original_receipt_and_writes_nothing(

@@ -91,6 +91,28 @@ def test_a_job_killed_mid_way_reads_interrupted_and_retry_completes_it(api: Api,
     assert Chunk.objects.filter(embedding__isnull=True).count() == 0
 
 
+def _pool(worker: Any) -> set[int]:
+    return {int(pid) for pid in Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()}
+
+
+def test_a_pool_process_recycled_for_memory_finishes_its_job_and_the_next_job_runs(api: Api, owner: Persona) -> None:
+    # A one-megabyte limit: every pool process is over it after its first job, so each job ends with a recycle.
+    with celery_worker(connection.settings_dict["NAME"], WORKER_MAX_MEMORY_MB="1") as worker:
+        first_pool = _pool(worker)
+        first = api.post("/ingest/conversation", owner, CONVERSATION).json()
+        done = wait_for_status(api, owner, first["operationId"], {"completed", "failed"})
+        deadline = time.monotonic() + 60
+        while not (_pool(worker) and _pool(worker).isdisjoint(first_pool)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        replaced = _pool(worker)
+        operation_id = big_document(owner, paragraphs=3)
+        second = wait_for_status(api, owner, operation_id, {"completed", "failed"})
+    assert done["status"] == "completed", done
+    assert done["attempts"] == 1  # finished by the process that was then recycled, not run again
+    assert replaced and replaced.isdisjoint(first_pool)
+    assert second["status"] == "completed", second
+
+
 def test_retrying_a_completed_operation_is_a_conflict(api: Api, owner: Persona) -> None:
     with celery_worker(connection.settings_dict["NAME"]):
         receipt = api.post("/ingest/conversation", owner, CONVERSATION).json()

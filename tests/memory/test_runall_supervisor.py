@@ -3,12 +3,14 @@ with backoff while the others keep running, and a crash loop stops everything.""
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import time
 from pathlib import Path
 
 from memory.management.commands.runall import Supervisor
+from tests.process import free_port
 
 STEADY = "import time; time.sleep(120)"
 # Records each start, then dies at once the first time and stays up afterwards.
@@ -81,3 +83,68 @@ def test_a_crash_loop_gives_up_and_stops_the_rest(tmp_path: Path) -> None:
     assert result == [1]
     assert starts.read_text().count("start") == 4  # the first start and three restarts, then it gave up
     assert supervisor.children["steady"].poll() is not None
+
+
+# Listens on the port in argv[1] after a moment (a web server importing its application), then serves nothing.
+LISTENING = """
+import socket, sys, time
+from pathlib import Path
+time.sleep(1)
+server = socket.socket(); server.bind(("127.0.0.1", int(sys.argv[1]))); server.listen()
+Path(sys.argv[2]).write_text(Path(sys.argv[2]).read_text() + "listening\\n")
+time.sleep(120)
+"""
+# Notes its start in the shared log.
+NOTING = """
+import sys, time
+from pathlib import Path
+Path(sys.argv[1]).write_text(Path(sys.argv[1]).read_text() + "started\\n")
+time.sleep(120)
+"""
+
+
+def listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def test_the_other_children_start_once_the_first_one_listens(tmp_path: Path) -> None:
+    # On two cores, a worker and beat importing Django beside the web server doubled the time to /healthz.
+    log = tmp_path / "order.log"
+    log.write_text("")
+    port = free_port()
+    supervisor = Supervisor(
+        {
+            "web": [sys.executable, "-c", LISTENING, str(port), str(log)],
+            "worker": [sys.executable, "-c", NOTING, str(log)],
+        },
+        first_ready=lambda: listening("127.0.0.1", port),
+    )
+    thread, result = _supervise(supervisor)
+    try:
+        assert _wait(lambda: log.read_text().count("\n") == 2)
+        assert log.read_text().splitlines() == ["listening", "started"]
+    finally:
+        supervisor.stopping = True
+        thread.join(timeout=60)
+    assert result == [0]
+
+
+def test_the_other_children_start_even_if_the_first_one_dies_before_it_listens(tmp_path: Path) -> None:
+    log = tmp_path / "order.log"
+    log.write_text("")
+    supervisor = Supervisor(
+        {"web": [sys.executable, "-c", "raise SystemExit(1)"], "worker": [sys.executable, "-c", NOTING, str(log)]},
+        backoff_s=60,
+        first_ready=lambda: False,
+    )
+    thread, result = _supervise(supervisor)
+    try:
+        assert _wait(lambda: "started" in log.read_text())
+    finally:
+        supervisor.stopping = True
+        thread.join(timeout=60)
+    assert result == [0]
