@@ -2,10 +2,13 @@
 real Celery worker (convert, chunk, embed with the default MiniLM, extract, ...), timed until every receipt
 is completed.
 
-    .venv/bin/python bench/ingest_throughput.py [--conversations 40] [--messages 25] [--concurrency 1]
+    .venv/bin/python bench/ingest_throughput.py [--conversations 40] [--messages 25] [--concurrency 1] [--search 100]
 
-Uses its own embedded data directory (var/bench) and removes nothing else. Prints messages per second for
-the accept path (202 receipts) and for the whole pipeline.
+Uses its own embedded data directory (var/bench, or MEMORY_DATA_DIR) and removes nothing else. Prints messages
+per second for the accept path (202 receipts) and for the whole pipeline. `--search N`: then N searches of the
+ingested memory right away ("fresh data": what the planner knows is whatever the pipeline and autovacuum left),
+twice (the second pass with warm caches), and the same N after an explicit ANALYZE of the memory tables, with
+p50/p95 of each and the tables' statistics state before the first. Use a new MEMORY_DATA_DIR for a fresh store.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=40)
     parser.add_argument("--messages", type=int, default=25)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--search", type=int, default=0, help="searches right after the ingestion, then after ANALYZE")
     options = parser.parse_args()
 
     import django
@@ -101,6 +105,7 @@ def main() -> None:
             time.sleep(0.05)
         finished = time.perf_counter() - started
         failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
+        fresh = fresh_search(access, options.search, rng) if options.search else None
     finally:
         worker.terminate()
         worker.wait(timeout=60)
@@ -113,6 +118,60 @@ def main() -> None:
     print(f"accept (202 receipts): median {statistics.median(accept_ms):.1f} ms per conversation, "
           f"{total / accepted:.0f} messages/s")  # fmt: skip
     print(f"end to end (all receipts completed): {finished:.1f} s, {total / finished:.0f} messages/s, failed {failed}")
+    if fresh:
+        print(fresh)
+
+
+def fresh_search(access: object, count: int, rng: random.Random) -> str:
+    """Search the memory just ingested (its statistics as the pipeline left them), then ANALYZE and search again."""
+    from django.db import connection
+
+    from memory.recall.search import SearchRequest, search
+
+    # Named here rather than imported, so the script also runs against a checkout from before issue 18.
+    TABLES = ["memory_alias", "memory_chunk", "memory_claim", "memory_evidence", "memory_node", "memory_source"]
+
+    questions = [f"when do I {rng.choice(VERBS)} {rng.choice(SUBJECTS)}?" for _ in range(count)]
+
+    def timed() -> list[float]:
+        for question in questions[:5]:  # warm the word statistics caches, as a running service has them
+            search(access, SearchRequest(query=question))  # type: ignore[arg-type]
+        spent = []
+        for question in questions:
+            before = time.perf_counter()
+            search(access, SearchRequest(query=question))  # type: ignore[arg-type]
+            spent.append((time.perf_counter() - before) * 1000)
+        return spent
+
+    def state() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT relname, n_live_tup, n_mod_since_analyze, last_analyze IS NOT NULL OR last_autoanalyze IS "
+                "NOT NULL FROM pg_stat_user_tables WHERE relname = ANY(%s) ORDER BY relname",
+                [list(TABLES)],
+            )
+            rows = cursor.fetchall()
+        return ", ".join(
+            f"{name} {live} rows, {changed} changed since analysed={done}" for name, live, changed, done in rows
+        )
+
+    tables = state()
+    first = timed()
+    again = timed()  # the same queries once more: caches warm, statistics still as the pipeline left them
+    with connection.cursor() as cursor:
+        started = time.perf_counter()
+        cursor.execute("ANALYZE " + ", ".join(TABLES))
+        analyse_s = time.perf_counter() - started
+    second = timed()
+
+    def summary(values: list[float]) -> str:
+        return f"p50 {statistics.median(values):.1f} ms, p95 {statistics.quantiles(values, n=20)[18]:.1f} ms"
+
+    return (
+        f"tables right after the ingestion: {tables}\n"
+        f"search right after the ingestion ({count} queries): {summary(first)}; the same again: {summary(again)}\n"
+        f"search after ANALYZE ({analyse_s:.2f} s): {summary(second)}"
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,10 @@ def process_operation(self: Task, operation_id: str) -> None:
     """Run the pipeline for one receipt. A job whose worker died goes back to the queue and resumes the receipt;
     one killed by the hard time limit is kept as FAILURE in the result backend for a day and reads as
     PROCESSING_INTERRUPTED (as does a receipt whose runner stopped beating)."""
+    from memory.services.planner_statistics import planner_statistics_refresh
+
     run_operation(operation_id, task_id=self.request.id or "")
+    planner_statistics_refresh()  # a large ingestion is searched at once: its tables need statistics now
 
 
 @shared_task(name="memory.maintain_claims")

@@ -92,6 +92,10 @@ class Reconciler:
     vectors: dict[str, list[float]] = field(default_factory=dict)  # statement -> vector of the active model
     model_id: str = ""
     seen_at: Any = None  # when the people of this job were mentioned: its newest message time
+    # The open tasks and their words, read once per job and read again only after this job changed which tasks
+    # are open or who owns one (a new due date changes neither): a job mentioning twenty tasks read them all
+    # twenty times (docs/benchmarks.md, issue 18).
+    _open: list[tuple[Node, set[str]]] | None = field(default=None, init=False, repr=False)
 
     @property
     def owner(self) -> Any:
@@ -254,7 +258,11 @@ class Reconciler:
             embedding=vector,
             embedding_model=model_id,
         )
-        self._evidence(claim, candidate.evidence)
+        ref = candidate.evidence
+        Evidence.objects.create(  # a new claim has no evidence yet: no lookup first
+            claim=claim, source_id=ref.source_id, message_id=ref.message_id, owner=self.owner,
+            excerpt=sanitize_text(ref.excerpt), authored_at=ref.authored_at, chunk_id=ref.chunk_id,
+        )  # fmt: skip
         self.counts["writes"] += 1
         audit_record(
             actor=Actor.system(), owner=self.owner, action="claim.extract", target=claim, partition=self.partition,
@@ -284,15 +292,24 @@ class Reconciler:
         statuses = Claim.objects.filter(
             owner=self.owner, partition=self.partition, predicate="HAS_TASK_STATUS", status=ClaimStatus.ACTIVE,
             subject__type=NodeType.TASK,
-        ).select_related("subject")  # fmt: skip
+        ).select_related("subject").defer("embedding", "subject__embedding")  # fmt: skip
         tasks = {c.subject_id: c.subject for c in statuses if c.object_value in OPEN_STATUSES and c.subject}
-        owners = Claim.objects.filter(
-            subject_id__in=tasks, predicate="OWNED_BY", status=ClaimStatus.ACTIVE, object_node__isnull=False
-        ).select_related("object_node")
+        owners = (
+            Claim.objects.filter(
+                subject_id__in=tasks, predicate="OWNED_BY", status=ClaimStatus.ACTIVE, object_node__isnull=False
+            )
+            .select_related("object_node")
+            .defer("embedding", "object_node__embedding")
+        )
         words = {task_id: _tokens(task.label) for task_id, task in tasks.items()}
         for owner in owners:
             words[owner.subject_id] |= _tokens(owner.object_node.label)  # type: ignore[union-attr]
         return [(task, words[task_id]) for task_id, task in tasks.items()]
+
+    def _open_task_words(self) -> list[tuple[Node, set[str]]]:
+        if self._open is None:
+            self._open = self._open_tasks()
+        return self._open
 
     def _match(self, candidate: TaskCandidate, minimum: float) -> Node | None:
         """The open task this candidate talks about. A removal sentence is long ("About the spec for Marcel:
@@ -306,7 +323,7 @@ class Reconciler:
                 else _similar(wanted, words),
                 task.pk, task,
             )
-            for task, words in self._open_tasks()
+            for task, words in self._open_task_words()
         ]  # fmt: skip
         best = max(scored, default=None, key=lambda item: (item[0], item[1]))
         return best[2] if best and best[0] >= minimum else None
@@ -333,18 +350,22 @@ class Reconciler:
 
     def _task_claim(
         self, task: Node, predicate: str, value_text: str, candidate: TaskCandidate, *, object_value: Any = None,
-        object_node: Node | None = None,
+        object_node: Node | None = None, current: list[Claim] | None = None,
     ) -> Claim:  # fmt: skip
         """A new current owner or due date of a task; the previous one is superseded (statuses go through
-        commitments.services.status_set)."""
+        commitments.services.status_set). `current`: the active claims of the predicate, read by a caller that
+        already holds the task's lock."""
         claim_candidate = ClaimCandidate(
             statement=f"{task.label}: {value_text}",
             kind=ClaimKind.FACT,
             subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=candidate.evidence, predicate=predicate,
             object_value=object_value, origin=candidate.origin,
         )  # fmt: skip
-        task_lock(task)
-        current = list(Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE))
+        if predicate == "OWNED_BY":  # the owner's name is one of the words the task answers to
+            self._open = None
+        if current is None:
+            task_lock(task)
+            current = list(Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE))
         claim = self._create(claim_candidate, task, object_node, ClaimStatus.ACTIVE, None, "")
         for old in current:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
@@ -383,6 +404,7 @@ class Reconciler:
         self._create(claim_candidate, task, person, ClaimStatus.ACTIVE, None, "")
 
     def _set_status(self, task: Node, candidate: TaskCandidate, *, quarantined: bool = False) -> None:
+        self._open = None  # a new task, or one closed: the open tasks change
         ref = candidate.evidence
         evidence = {
             "source_id": ref.source_id, "excerpt": sanitize_text(ref.excerpt), "message_id": ref.message_id,
@@ -397,7 +419,8 @@ class Reconciler:
         """New explicit dates replace inferred ones; removal wording clears an inferred date; a date the user
         set by hand (origin manual) is never cleared; no date in the text keeps the current one."""
         task_lock(task)  # before reading the current date: another job may be changing it
-        due = Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).first()
+        dues = list(Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).order_by("pk"))
+        due = dues[0] if dues else None
         if candidate.due_removed:
             if due is not None and due.origin != ClaimOrigin.MANUAL:
                 due.status, due.valid_until = ClaimStatus.RETRACTED, timezone.now()
@@ -407,7 +430,7 @@ class Reconciler:
             if due is not None and due.origin == ClaimOrigin.MANUAL:
                 return
             self._task_claim(task, "DUE_ON", f"due {candidate.due_on.isoformat()}", candidate,
-                             object_value=candidate.due_on.isoformat())  # fmt: skip
+                             object_value=candidate.due_on.isoformat(), current=dues)  # fmt: skip
 
 
 def _reading_time(candidate: ReadingCandidate) -> Any:

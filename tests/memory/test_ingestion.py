@@ -408,3 +408,25 @@ def test_a_partition_limited_token_reaches_no_receipt_outside_its_partitions(api
         assert error_code(api.post(path, limited, body)) == "NOT_FOUND", path
     child = api.post("/ingest/document", limited, document("child", parentId="doc_1"))
     assert error_code(child) == "NOT_FOUND"
+
+
+def test_a_short_job_writes_its_receipt_when_it_starts_and_ends_not_before_every_step(
+    api: Api, owner: Persona, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.pipeline import runner
+
+    # A job shorter than the progress interval (fixed long here, so the count does not depend on the machine).
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 3600.0)
+    receipt = api.post("/ingest/conversation", owner, BOTH).json()
+    with CaptureQueriesContext(connection) as queries:
+        run_operation(receipt["operationId"])
+    writes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "memory_operation"')]
+    assert len(writes) == 3  # claimed (processing), the first step started, finished
+    done = api.post("/source/processing/get", owner, {"operationId": receipt["operationId"]}).json()
+    assert done["status"] == "completed"
+    assert [step["step"] for step in done["stepsDone"]] == [
+        "convert", "chunk", "embed", "extract", "reconcile", "index", "notify",
+    ]  # fmt: skip
+    assert done["counts"]["chunks"] == 2

@@ -196,6 +196,38 @@ def test_matching_open_tasks_costs_two_queries_however_many_there_are(
     assert all("marcel" in words for _, words in open_tasks)
 
 
+def test_a_job_reads_the_open_tasks_once_however_many_of_them_it_mentions(api: Api, owner: Persona) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    say(api, owner, "I'll finish the spec. I'll review the budget. I'll plan the garden. I'll book the room.")
+    text = (
+        "I'll finish the spec by Friday. I'll review the budget by Monday. I'll plan the garden by 2026-05-01. "
+        "I'll book the room by 2026-05-02."
+    )
+    message = {"id": "again", "role": "user", "timestamp": "2026-04-22T11:00:00Z", "content": text}
+    body = {"conversation": {"id": "chat", "messages": [message]}}
+    receipt = api.post("/ingest/conversation", owner, body).json()
+    with CaptureQueriesContext(connection) as queries:
+        run_operation(receipt["operationId"])
+    # The open tasks' owners are read with the open tasks (the one query naming OWNED_BY): once per job, not once
+    # per mention; moving a due date changes neither which tasks are open nor the words they answer to.
+    assert sum("OWNED_BY" in query["sql"] for query in queries.captured_queries) == 1
+    assert Node.objects.filter(type="Task").count() == 4
+    assert task_state("Plan the garden")["due"] == "2026-05-01"
+    assert task_state("Book the room")["due"] == "2026-05-02"
+
+
+def test_a_task_created_earlier_in_a_job_is_matched_by_a_later_mention_in_the_same_job(
+    api: Api, owner: Persona
+) -> None:
+    say(api, owner, "I'll send the spec to Marcel. Marcel will review the budget. I'll send the spec to Marcel by "
+                    "Friday. Marcel will review the budget by 2026-05-01. I sent Marcel the spec.")  # fmt: skip
+    assert Node.objects.filter(type="Task").count() == 2
+    assert task_state("Send the spec to Marcel") == {"status": "completed", "owner": None, "due": "2026-04-24"}
+    assert task_state("Review the budget") == {"status": "pending", "owner": "Marcel", "due": "2026-05-01"}
+
+
 def test_readings_are_kept_as_reading_claims_and_never_conflict(api: Api, owner: Persona) -> None:
     say(api, owner, "I weighed 78.2 kg this morning.", day="2026-04-20")
     operation = say(api, owner, "I weighed 78.4 kg this morning.", day="2026-04-21")
