@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 INSPECTOR_STAMP := tools/inspector/node_modules/.installed
 
-.PHONY: run web worker beat drill drill-deps test lint typecheck format requirements system-deps inspector clean-data
+.PHONY: run web worker beat drill drill-deps bench bench-1m test lint typecheck format requirements system-deps inspector clean-data
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,15 @@ drill-deps:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 	fi
+
+## Every benchmark, then one table of the headline figures (LOCOMO=<dev conversations JSON> adds recall and the
+## side-by-side with mem0). The first run builds a 100k-claim store (reused afterwards).
+bench: $(STAMP)
+	$(PY) bench/all.py $(if $(LOCOMO),--locomo $(LOCOMO))
+
+## One partition of 1,000,000 claims (generated vectors past the first 100k): build, sizes, search latency.
+bench-1m: $(STAMP)
+	$(PY) bench/scale.py --sizes 1000000
 
 ## Lint, types, then the whole suite against the embedded PostgreSQL and Redis.
 test: $(STAMP) system-deps inspector lint typecheck

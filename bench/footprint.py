@@ -43,6 +43,10 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.report import headline  # noqa: E402
+
 WAIT_S = 600  # the bound of every wait
 MB = 1024 * 1024
 ROLES = ("supervisor", "web", "worker", "worker pool", "beat", "postgres", "redis", "other")
@@ -409,6 +413,15 @@ def main() -> None:
     result["secondStartToWorkerSeconds"] = {"median": statistics.median(workers), "each": workers}
     result["loadAverageAtEnd"] = os.getloadavg()[0]
     print(json.dumps(result, indent=2))
+    for moment in ("idle", "after"):
+        headline(f"make run, every process, PSS ({moment})", result[moment]["total"]["pssMB"], "MB", "<= 1500")
+
+    def worker(table: dict[str, Any]) -> float:
+        return float(table["worker"]["pssMB"] + table["worker pool"]["pssMB"])
+
+    grown = worker(result["workload"]["afterFile"]) - worker(result["idle"])
+    headline("worker after the large file minus idle", grown, "MB", "<= 200")
+    headline("second start to /healthz 200, median", result["secondStartSeconds"]["median"], "s", "<= 5")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
+from bench.report import headline  # noqa: E402
+
 SUBJECTS = ["the spec", "the garden", "my sister's wedding", "the quarterly report", "running club", "the API"]
 VERBS = ["finish", "review", "plan", "discuss", "move", "send"]
 TIMES = ["tomorrow", "on Friday", "next week", "before the meeting", "tonight", "in May"]
@@ -118,6 +120,9 @@ def main() -> None:
     print(f"accept (202 receipts): median {statistics.median(accept_ms):.1f} ms per conversation, "
           f"{total / accepted:.0f} messages/s")  # fmt: skip
     print(f"end to end (all receipts completed): {finished:.1f} s, {total / finished:.0f} messages/s, failed {failed}")
+    headline("accept path", total / accepted, "messages/s", ">= 500")
+    headline(f"end to end, one worker of concurrency {options.concurrency}", total / finished, "messages/s", ">= 150")
+    headline("receipts failed", failed, "", "0")
     if fresh:
         print(fresh)
 

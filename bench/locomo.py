@@ -50,6 +50,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.report import headline  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 KS = (5, 10)
@@ -310,6 +313,12 @@ def main() -> None:
         shares = ", ".join(f"{kind} {count / taken:.1%}" for kind, count in run.slots.most_common())
         print(f"\nslots of the first {max(KS)} results: {shares}")
     print(summary(runs))
+    goals = {"overall (1-4)": ">= 0.82", "multi-hop": ">= 0.55", "open-domain": ">= 0.60"}
+    for (variant, protocol, path), run in runs.items():
+        if (variant, protocol) == ("hybrid", "results"):  # the protocol: the first 10 results
+            for group in ("overall (1-4)", *(CATEGORY_NAMES[c] for c in CATEGORIES)):
+                frac = statistics.fmean(s[2] for s in run.rows[group][max(KS)])
+                headline(f"LoCoMo dev frac@10, {group}, {path}", frac, "", goals.get(group, ""))
     if "rest" in options.path and "inprocess" in options.path:
         print(f"\nrankings that differ between in-process and REST: {len(differences)}")
         for line in differences[:10]:

@@ -41,6 +41,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-request"))
 
+from bench.report import headline  # noqa: E402
+
 WARM_UP = 30
 QUERIES = 50  # distinct search queries, cycled
 
@@ -231,6 +233,9 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(f"{f['p50']:.1f} | {f['p95']:.1f}" for f in found) + " |")
     for code in codes:
         print(f"\nMCP search_memory minus REST /query/search, p50 ({code}): {result['gaps'][code]:+.1f} ms")
+    code = codes[0]
+    headline("POST /whoami p50 over HTTP", result["summary"][("POST /whoami", code)]["p50"], "ms", "<= 5")
+    headline("MCP search_memory minus REST search, p50", result["gaps"][code], "ms", "<= 5")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.report import headline  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 SEED = 20_250_301  # fixed: every run and every size generates the same statements and queries
@@ -552,6 +555,13 @@ def report(results: list[dict[str, Any]]) -> None:
             print(f"| {result['size']:,} | {path} | {found['p50']:.1f} | {found['p95']:.1f} "
                   f"({found['p95_min']:.1f}-{found['p95_max']:.1f}) | {found['p99']:.1f} | "
                   f"{result['load'][0]:.1f} -> {result['load'][1]:.1f} |")  # fmt: skip
+    for result in results:
+        at_100k = result["size"] >= 100_000
+        timings = result["timings"]
+        headline(f"search p95 in-process, hybrid, {result['size']:,} claims", timings["hybrid"]["p95"], "ms",
+                 "<= 40" if at_100k else "")  # fmt: skip
+        headline(f"search p95 over HTTP, {result['size']:,} claims", timings["HTTP POST /query/search"]["p95"], "ms",
+                 "<= 50" if at_100k else "")  # fmt: skip
 
 
 def main() -> None:
