@@ -20,6 +20,7 @@ from django.test import Client
 
 from config.embedded import Runtime, ensure_started
 from memory.access import Actor
+from memory.connectivity import outage_noted, probe
 from memory.models import AccessToken, Scope, Surface, User
 from memory.services.tokens import token_issue, token_revoke
 from tests.factories import UserFactory
@@ -54,6 +55,13 @@ def blob_dir(settings: Any, tmp_path: Path) -> Path:
 def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
     yield
     cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
+
+
+@pytest.fixture(autouse=True)
+def _no_outage_left_behind() -> Iterator[None]:
+    yield
+    if outage_noted():  # a test that broke the database on purpose: the process must not go on answering 503
+        probe()
 
 
 @dataclass
