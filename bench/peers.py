@@ -335,7 +335,7 @@ def report(
     names = [CATEGORY_NAMES[c] for c in CATEGORIES]
     print("\nEvery side, medians over rounds:\n")
     print("| side | turns/s | p50 ms | p95 ms | frac@10 | " + " | ".join(names) + " | RSS MiB | PSS MiB |")
-    print("|---|" + "---:|" * (7 + len(names)))
+    print("|---|" + "---:|" * (6 + len(names)))
     for side in rounds[0]:
         cells = [median(side, key) for key in ("ingest", "p50", "p95", "frac")]
         cells += [statistics.median(found[side]["per_category"].get(name, 0.0) for found in rounds) for name in names]
