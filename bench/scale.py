@@ -12,14 +12,14 @@ a million statements would take over an hour here). So the vector index holds cl
 ones, but past `--real` a claim's vector does not describe its text: latency and sizes are meaningful, recall
 is not.
 
-Per size, after the build: pg_relation_size / pg_indexes_size of memory_claim and its two search indexes;
-search() in-process (hybrid, both legs) and POST /query/search over HTTP, `--rounds` rounds of the same
-`--queries` queries as search_latency.py (p50/p95 per round, median over rounds); then the ingestion rate into
-that same partition: `--conversations` x `--messages` generated messages (bench/ingest_throughput.py's
-sentences) accepted in process and processed by one real Celery worker, timed until every receipt completed.
-With halfvec (default, sizes up to `--halfvec-max`, 300,000): a second HNSW index over `embedding::halfvec(384)`,
-its build time and size, and for `--exact` vector-only queries the latency and overlap@10 with the exact top 10
-of both indexes.
+Per size, after the build: pg_relation_size / pg_indexes_size of memory_claim and its two search indexes; search()
+in-process (hybrid, both legs) and POST /query/search over HTTP, `--rounds` rounds of the same `--queries` queries
+as search_latency.py (p50/p95 per round, median over rounds), and where a hybrid search spends its time
+(search_latency.py's breakdown: embedding, each leg per corpus, hydration, SQL); then the ingestion rate into that
+same partition: `--conversations` x `--messages` generated messages (bench/ingest_throughput.py's sentences)
+accepted in process and processed by one real Celery worker, timed until every receipt completed. With halfvec
+(default, sizes up to `--halfvec-max`, 300,000): a second HNSW index over `embedding::halfvec(384)`, its build time
+and size, and for `--exact` vector-only queries the latency and overlap@10 with the exact top 10 of both indexes.
 """
 
 from __future__ import annotations
@@ -232,13 +232,15 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
     load = [os.getloadavg()[0]]
     timings = {"in-process search(), hybrid": timed_searches(access, asked, options.rounds)}
     timings["HTTP POST /query/search"] = latency.over_http(user, asked, options.rounds)
+    parts = latency.breakdown(access, asked)
+    parts.pop("_keyword_claim")
     load.append(os.getloadavg()[0])
     half = halfvec(asked, options.exact) if options.halfvec and size <= options.halfvec_max else {}
     load.append(os.getloadavg()[0])
     ingest = ingest_rate(user, options.conversations, options.messages)
     load.append(os.getloadavg()[0])
     return {"size": size, "built": built, "sizes": sizes, "load": load, "halfvec": half, "ingest": ingest,
-            "timings": {name: latency.summary(rounds) for name, rounds in timings.items()},
+            "parts": parts, "timings": {name: latency.summary(rounds) for name, rounds in timings.items()},
             "real": min(size, options.real), "code": latency.code_version()}  # fmt: skip
 
 
@@ -260,6 +262,12 @@ def report(results: list[dict[str, Any]]) -> None:
         for name, t in r["timings"].items():
             print(f"| {r['size']:,} | {name} | {t['p50']:.1f} | {t['p95']:.1f} ({t['p95_min']:.1f}-{t['p95_max']:.1f})"
                   f" | {t['p99']:.1f} |")  # fmt: skip
+    print("\nWhere an in-process hybrid search spends its time (ms, p50 / p95 over the queries):\n")
+    print("| step | " + " | ".join(f"{r['size']:,}" for r in results) + " |\n|---|" + "---:|" * len(results))
+    for step in results[0]["parts"]:
+        cells = [r["parts"].get(step) for r in results]
+        shown = [f"{c['p50']:.1f} / {c['p95']:.1f}" if c else "" for c in cells]
+        print(f"| {step} | " + " | ".join(shown) + " |")
     first = results[0]["ingest"]["end_to_end"]
     print(f"\n| claims | ingest messages/s end to end | vs {results[0]['size']:,} | accept messages/s | failed |")
     print("|---:|---:|---:|---:|---:|")
