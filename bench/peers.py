@@ -240,12 +240,13 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
             failed = wait_completed(Operation.objects.filter(owner__username="peers"))
             ingested = time.perf_counter() - began
             statistics_before = planner_statistics()
-            seconds, found = [], []
+            seconds: list[float] = []
+            found: list[list[list[str]]] = []
             for question in questions:
                 began = time.perf_counter()
-                body = post(clients["peers"], "/query/search", {"query": question["question"], "limit": LIMIT})
+                answer = post(clients["peers"], "/query/search", {"query": question["question"], "limit": LIMIT})
                 seconds.append(time.perf_counter() - began)
-                found.append([message_ids([result]) for result in body["searchResults"]])
+                found.append([message_ids([result]) for result in answer["searchResults"]])
             for client in clients.values():
                 client.close()
     finally:
@@ -370,7 +371,8 @@ def main() -> None:
     python = mem0_python(options.venv)
     turns, questions = peer_job(sample)
     load = [os.getloadavg()[0]]
-    rounds, raw = [], []
+    rounds: list[dict[str, dict[str, Any]]] = []
+    raw: list[dict[str, dict[str, Any]]] = []
     for number in range(options.rounds):
         base = ROOT / "var" / "peers" / f"round-{number + 1}"
         shutil.rmtree(base, ignore_errors=True)

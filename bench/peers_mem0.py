@@ -44,7 +44,7 @@ def onnx_embedder(model: Path, sha256: str, tokenizer_path: Path, threads: int) 
     session = onnxruntime.InferenceSession(model_bytes, sess_options=options, providers=["CPUExecutionProvider"])
     inputs = [node.name for node in session.get_inputs()]
 
-    class OnnxMiniLM(EmbeddingBase):  # type: ignore[misc]
+    class OnnxMiniLM(EmbeddingBase):
         def embed(self, text: str, memory_action: str | None = None) -> list[float]:
             return self.embed_batch([text], memory_action)[0]
 
@@ -105,7 +105,8 @@ def main() -> None:
         message = {"role": turn["role"], "content": content, "name": turn["speaker"]}
         mem.add([message], user_id=user, metadata={"dia_id": turn["dia_id"], "session": turn["session"]}, infer=False)
     added = time.perf_counter() - began
-    seconds, found = [], []
+    seconds: list[float] = []
+    found: list[list[list[str]]] = []
     for question in job["questions"]:
         began = time.perf_counter()
         results = mem.search(question, top_k=job["limit"], filters={"user_id": user})["results"]

@@ -131,7 +131,7 @@ def ingest_rate(user: Any, conversations: int, messages: int) -> dict[str, float
         while Operation.objects.filter(pk=warm.operation.pk, status__in=["queued", "processing"]).exists():
             time.sleep(0.1)
         rng = random.Random(7)  # noqa: S311 (reproducible test data, not secrets)
-        began, operations = time.perf_counter(), []
+        began, operations = time.perf_counter(), list[str]()
         for index in range(conversations):
             batch = [MessageIn(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=sentence(rng))
                      for n in range(messages)]  # fmt: skip
