@@ -222,8 +222,9 @@ def cached_vectors(texts: list[str], base: Path) -> Any:
     return cached[: len(texts)]
 
 
-def build(size: int, base: Path) -> None:
-    """Empty this size's memory tables and load `size` claims with their nodes, sources and evidence."""
+def build(size: int, base: Path, vectors: Any = None) -> None:
+    """Empty this size's memory tables and load `size` claims with their nodes, sources and evidence. `vectors`:
+    one per statement (bench/scale.py generates them past what it embeds); by default real MiniLM vectors."""
     from django.db import connection
 
     from memory.embeddings import get_embedder
@@ -231,7 +232,7 @@ def build(size: int, base: Path) -> None:
     from memory.models import Claim, Evidence, Node, Partition, Source, User
 
     rows = statements(size)
-    vectors = cached_vectors([row[0] for row in rows], base)
+    vectors = cached_vectors([row[0] for row in rows], base) if vectors is None else vectors
     began = time.perf_counter()
     with connection.cursor() as cursor:
         # This data directory belongs to the benchmark alone.
@@ -283,7 +284,8 @@ def build(size: int, base: Path) -> None:
         print(f"  inserted {offset + len(claims)}/{size} claims", end="\r", flush=True)
     inserted = time.perf_counter() - began
     with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '1GB'")  # the HNSW graph is built in memory
+        # The HNSW graph is built in memory (about 2 KB per 384-dimension vector); past it the build slows down.
+        cursor.execute(f"SET maintenance_work_mem = '{max(1024, size // 400)}MB'")
         for definition in definitions:
             cursor.execute(definition)
         cursor.execute("RESET maintenance_work_mem")

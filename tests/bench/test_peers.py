@@ -1,0 +1,60 @@
+"""bench/peers.py gives both sides the same turns and questions, and scores their results the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.peers import frac_at_10, peer_job
+
+SAMPLE: dict[str, Any] = {
+    "sample_id": "conv-x",
+    "conversation": {
+        "speaker_a": "Ann",
+        "speaker_b": "Bob",
+        "session_2_date_time": "2:00 pm on 9 May, 2023",
+        "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "Back from Lisbon."}],
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog."},
+            {"speaker": "Bob", "dia_id": "D1:2", "text": "What is its name?"},
+        ],
+    },
+    "qa": [
+        {"question": "Where was Bob?", "evidence": ["D2:1"], "category": 4},
+        {"question": "Which pets?", "evidence": ["D1:1; D2:01"], "category": 1},
+        {"question": "Adversarial?", "evidence": ["D1:1"], "category": 5},
+        {"question": "No evidence?", "evidence": [], "category": 2},
+    ],
+}
+
+
+def test_peer_job_orders_sessions_and_gives_the_first_speaker_the_user_role() -> None:
+    turns, _ = peer_job(SAMPLE)
+
+    assert [(t["dia_id"], t["role"], t["session"]) for t in turns] == [
+        ("D1:1", "user", 1),
+        ("D1:2", "assistant", 1),
+        ("D2:1", "assistant", 2),
+    ]
+    assert turns[0]["timestamp"] == "2023-05-08T13:56:00+00:00"
+    assert turns[1]["timestamp"] == "2023-05-08T13:56:30+00:00"
+
+
+def test_peer_job_asks_categories_one_to_four_with_normalised_evidence() -> None:
+    _, questions = peer_job(SAMPLE)
+
+    assert [(q["question"], q["evidence"], q["category"]) for q in questions] == [
+        ("Where was Bob?", ["D2:1"], 4),
+        ("Which pets?", ["D1:1", "D2:1"], 1),
+    ]
+
+
+def test_frac_at_10_scores_the_ids_of_the_first_ten_results_only() -> None:
+    _, questions = peer_job(SAMPLE)
+    # Per question its results in rank order, each as the dia ids it points at (a node card: none).
+    found = [[["D9:9"]] * 10 + [["D2:1"]], [["D1:1"], [], ["D1:1", "D2:1"]]]
+
+    overall, per_category = frac_at_10(questions, found)
+
+    assert per_category == {"single-hop": 0.0, "multi-hop": 1.0}
+    assert overall == 0.5
