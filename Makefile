@@ -51,7 +51,7 @@ bench: $(STAMP)
 
 ## One partition of 1,000,000 claims (generated vectors past the first 100k): build, sizes, search latency.
 bench-1m: $(STAMP)
-	$(PY) bench/scale.py --sizes 1000000
+	$(PY) bench/scale.py --sizes 100000 1000000
 
 ## Lint, types, then the whole suite against the embedded PostgreSQL and Redis.
 test: $(STAMP) system-deps inspector lint typecheck

@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from bench.locomo import CATEGORIES, CATEGORY_NAMES, dia_ids, score, scored_ids, sessions  # noqa: E402
+from bench.report import headline  # noqa: E402
 
 # mem0's side, pinned. The embedding runtime is pinned to the project's own versions (requirements/base.txt).
 MEM0_PINS = ("mem0ai==2.2.1", "qdrant-client==1.20.0", "onnxruntime==1.32.0", "tokenizers==0.23.3",
@@ -333,6 +334,7 @@ def report(
         digits = 3 if key == "frac" else 1
         print(f"| {label} | {ours_value:.{digits}f} | {mem0_value:.{digits}f} | {ours_value / mem0_value:.2f} | "
               f"{goal} | {each} |")  # fmt: skip
+        headline(f"ours/mem0: {label}", ours_value / mem0_value, "x", goal.replace("≥", ">=").replace("≤", "<="))
     names = [CATEGORY_NAMES[c] for c in CATEGORIES]
     print("\nEvery side, medians over rounds:\n")
     print("| side | turns/s | p50 ms | p95 ms | frac@10 | " + " | ".join(names) + " | RSS MiB | PSS MiB |")

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from bench import search_latency as latency  # noqa: E402
+from bench.report import headline  # noqa: E402
 
 NOISE_COSINE = 0.9  # generated vectors sit about this close to the real vector they perturb
 MODEL_WHERE = "embedding_model = 'minilm-l6-v2-int8'"
@@ -275,6 +276,12 @@ def report(results: list[dict[str, Any]]) -> None:
         i = r["ingest"]
         print(f"| {r['size']:,} | {i['end_to_end']:.0f} | {i['end_to_end'] / first:.0%} | {i['accept']:.0f} | "
               f"{i['failed']} |")  # fmt: skip
+    for r in results:
+        million = r["size"] >= 1_000_000
+        http = next(t for name, t in r["timings"].items() if name.startswith("HTTP"))
+        headline(f"search p95 over HTTP, {r['size']:,} claims", http["p95"], "ms", "<= 100" if million else "")
+        headline(f"ingest at {r['size']:,} vs {results[0]['size']:,}", r["ingest"]["end_to_end"] / first * 100, "%",
+                 ">= 80" if million else "")  # fmt: skip
     halves = [r for r in results if r["halfvec"]]
     if halves:
         print("\n| claims | HNSW vector MiB | HNSW halfvec MiB | halfvec build s | vector-only p50 ms, vector / "
