@@ -39,6 +39,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.serving import until as waited  # noqa: E402
 from config.embedded import Runtime, _Postgres, _Redis, _runtime_lock, is_running  # noqa: E402
 
 DRILL_TIMERS = {
@@ -154,13 +155,7 @@ def _unavailable(response: httpx.Response) -> bool:
 
 
 def until(predicate: Callable[[], object], what: str, timeout: float = WAIT_S, every: float = 0.25) -> float:
-    """Seconds until predicate() holds; raises after `timeout`."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if predicate():
-            return time.monotonic() - started
-        time.sleep(every)
-    raise SystemExit(f"gave up waiting for {what} after {timeout:.0f} s")
+    return waited(predicate, what, timeout, every)
 
 
 def document(paragraphs: int, n: int) -> str:

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.report import headline  # noqa: E402
+from bench.serving import until as waited  # noqa: E402
 
 WAIT_S = 600  # the bound of every wait
 MB = 1024 * 1024
@@ -231,12 +232,7 @@ class Service:
 
 
 def until(predicate: Callable[[], object], what: str, timeout: float = WAIT_S, every: float = 0.25) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if predicate():
-            return time.monotonic() - started
-        time.sleep(every)
-    raise SystemExit(f"gave up waiting for {what} after {timeout:.0f} s")
+    return waited(predicate, what, timeout, every)
 
 
 def settle(seconds: float = 5.0) -> None:

@@ -312,19 +312,10 @@ def main() -> None:
         result = run_size(options.one_size, base.parent, options)
         (base / "result.json").write_text(json.dumps(result, default=str))
         return
-    base.mkdir(parents=True, exist_ok=True)
-    results = []
-    for size in options.sizes:
-        # One process per size: Django settings (the data directory) are fixed once a process has set up.
-        environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-        environment["MEMORY_DATA_DIR"] = str(base / f"claims-{size}")
-        arguments = [f"--{name.replace('_', '-')}={getattr(options, name)}" for name in
-                     ("real", "queries", "rounds", "conversations", "messages", "exact", "halfvec_max")]  # fmt: skip
-        flags = (["--reuse"] if options.reuse else []) + ([] if options.halfvec else ["--no-halfvec"])
-        subprocess.run([sys.executable, __file__, "--one-size", str(size), *arguments, *flags], env=environment,
-                       check=True)  # fmt: skip
-        results.append(json.loads((base / f"claims-{size}" / "result.json").read_text()))
-        print(json.dumps(results[-1], default=str), flush=True)
+    arguments = [f"--{name.replace('_', '-')}={getattr(options, name)}" for name in
+                 ("real", "queries", "rounds", "conversations", "messages", "exact", "halfvec_max")]  # fmt: skip
+    flags = (["--reuse"] if options.reuse else []) + ([] if options.halfvec else ["--no-halfvec"])
+    results = latency.sizes_in_children(__file__, base, options.sizes, [*arguments, *flags])
     report(results)
 
 

@@ -566,6 +566,20 @@ def report(results: list[dict[str, Any]]) -> None:
                  "<= 50" if at_100k else "")  # fmt: skip
 
 
+def sizes_in_children(script: str, base: Path, sizes: list[int], arguments: list[str]) -> list[dict[str, Any]]:
+    """Run `script --one-size N` once per size, each in a process of its own on its own data directory (Django's
+    settings are fixed once a process has set up), and gather each size's result.json."""
+    base.mkdir(parents=True, exist_ok=True)
+    results = []
+    for size in sizes:
+        environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+        environment["MEMORY_DATA_DIR"] = str(base / f"claims-{size}")
+        subprocess.run([sys.executable, script, "--one-size", str(size), *arguments], env=environment, check=True)
+        results.append(json.loads((base / f"claims-{size}" / "result.json").read_text()))
+        print(json.dumps(results[-1], default=str), flush=True)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -579,16 +593,8 @@ def main() -> None:
         result = run_size(options.one_size, base.parent, options)
         (base / "result.json").write_text(json.dumps(result, default=str))
         return
-    base.mkdir(parents=True, exist_ok=True)
-    results = []
-    for size in options.sizes:
-        # One process per size: Django settings (the data directory) are fixed once a process has set up.
-        environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-        environment["MEMORY_DATA_DIR"] = str(base / f"claims-{size}")
-        arguments = ["--one-size", str(size), "--queries", str(options.queries), "--rounds", str(options.rounds)]
-        subprocess.run([sys.executable, __file__, *arguments, *(["--reuse"] if options.reuse else [])],
-                       env=environment, check=True)  # fmt: skip
-        results.append(json.loads((base / f"claims-{size}" / "result.json").read_text()))
+    arguments = ["--queries", str(options.queries), "--rounds", str(options.rounds)]
+    results = sizes_in_children(__file__, base, options.sizes, [*arguments, *(["--reuse"] if options.reuse else [])])
     report(results)
 
 

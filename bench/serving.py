@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,3 +82,13 @@ def _healthy(url: str) -> bool:
         return httpx.get(f"{url}/healthz", timeout=5).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def until(predicate: Callable[[], object], what: str, timeout: float, every: float = 0.25) -> float:
+    """Seconds until predicate() holds; gives up (SystemExit) after `timeout`."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(every)
+    raise SystemExit(f"gave up waiting for {what} after {timeout:.0f} s")
