@@ -576,7 +576,6 @@ def sizes_in_children(script: str, base: Path, sizes: list[int], arguments: list
         environment["MEMORY_DATA_DIR"] = str(base / f"claims-{size}")
         subprocess.run([sys.executable, script, "--one-size", str(size), *arguments], env=environment, check=True)
         results.append(json.loads((base / f"claims-{size}" / "result.json").read_text()))
-        print(json.dumps(results[-1], default=str), flush=True)
     return results
 
 
