@@ -137,18 +137,17 @@ def _run_steps(operation: Operation) -> None:
         _finish(operation, OperationStatus.FAILED, "CONFLICT", "The source was replaced or erased before processing.")
         return
     job = Job(operation=operation, source=source)
-    last_push, last_write = time.monotonic(), None
+    last_update: float | None = None
     for step in PIPELINE:
         operation.step = step.name
-        # The receipt records the step running and those done when a step starts, at most a few times a second
-        # (like the live pushes): a job of a few hundred milliseconds wrote its receipt nine times, up to 5 ms
-        # each on a loaded machine (docs/benchmarks.md, issue 18). _finish writes the whole record at the end.
-        if last_write is None or time.monotonic() - last_write >= PROGRESS_INTERVAL_S:
+        # The receipt records the step running and those done when a step starts, at most a few times a second,
+        # and the live push rides on the same beat: a job of a few hundred milliseconds wrote its receipt nine
+        # times, up to 5 ms each on a loaded machine (docs/benchmarks.md, issue 18). _finish writes it all at the end.
+        if last_update is None or time.monotonic() - last_update >= PROGRESS_INTERVAL_S:
             operation.save(update_fields=["step", "steps_done", "counts"])
-            last_write = time.monotonic()
-        if time.monotonic() - last_push >= PROGRESS_INTERVAL_S:  # live pushes, at most a few per second
-            publish_progress(operation)
-            last_push = time.monotonic()
+            if last_update is not None:  # the start was pushed above
+                publish_progress(operation)
+            last_update = time.monotonic()
         started = time.perf_counter()
         try:
             counts = _run_step(step, job, operation.pk)
