@@ -258,11 +258,7 @@ class Reconciler:
             embedding=vector,
             embedding_model=model_id,
         )
-        ref = candidate.evidence
-        Evidence.objects.create(  # a new claim has no evidence yet: no lookup first
-            claim=claim, source_id=ref.source_id, message_id=ref.message_id, owner=self.owner,
-            excerpt=sanitize_text(ref.excerpt), authored_at=ref.authored_at, chunk_id=ref.chunk_id,
-        )  # fmt: skip
+        self._evidence(claim, candidate.evidence, new=True)
         self.counts["writes"] += 1
         audit_record(
             actor=Actor.system(), owner=self.owner, action="claim.extract", target=claim, partition=self.partition,
@@ -270,17 +266,18 @@ class Reconciler:
         )  # fmt: skip
         return claim
 
-    def _evidence(self, claim: Claim, ref: EvidenceRef) -> None:
-        """Evidence for the claim; fresh evidence for an inferred claim lifts `needs_reverification`."""
-        _, created = Evidence.objects.get_or_create(
-            claim=claim,
-            source_id=ref.source_id,
-            message_id=ref.message_id,
-            defaults={
-                "owner": self.owner, "excerpt": sanitize_text(ref.excerpt), "authored_at": ref.authored_at,
-                "chunk_id": ref.chunk_id,
-            },
-        )  # fmt: skip
+    def _evidence(self, claim: Claim, ref: EvidenceRef, *, new: bool = False) -> None:
+        """Evidence for the claim; fresh evidence for an inferred claim lifts `needs_reverification`. A `new`
+        claim has no evidence yet, so nothing is looked up first."""
+        key = {"claim": claim, "source_id": ref.source_id, "message_id": ref.message_id}
+        fields = {
+            "owner": self.owner, "excerpt": sanitize_text(ref.excerpt), "authored_at": ref.authored_at,
+            "chunk_id": ref.chunk_id,
+        }  # fmt: skip
+        if new:
+            Evidence.objects.create(**key, **fields)
+            return
+        _, created = Evidence.objects.get_or_create(**key, defaults=fields)
         if created and claim.needs_reverification:
             claim.needs_reverification = False
             claim.save(update_fields=["needs_reverification", "updated_at"])
