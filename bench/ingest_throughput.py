@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -42,6 +43,58 @@ def sentence(rng: random.Random) -> str:
     )
 
 
+def ingest_timed(
+    access: Any, rng: random.Random, conversations: int, messages: int, concurrency: int, environment: dict[str, str]
+) -> dict[str, Any]:
+    """`conversations` generated conversations of `messages` messages through the ingestion service and one real
+    Celery worker (warmed first, outside the measurement): the accept time of each, the seconds until all were
+    accepted and until all were processed, and how many receipts failed."""
+    from config.celery import app
+    from memory.models import Operation, OperationStatus
+    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
+
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
+         "--concurrency", str(concurrency), "--hostname", "bench@%h", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    stamp = int(time.time())  # conversation ids new in a store that is measured again
+    try:
+        while not app.control.ping(timeout=0.5):
+            time.sleep(0.2)
+        warm = ingest_conversation(  # the model loads outside the measurement
+            access=access,
+            conversation=ConversationIn(
+                id=f"warm-{stamp}", messages=[MessageIn(id="m", content="Hello.", role="user")]
+            ),
+        )
+        while Operation.objects.get(pk=warm.operation.pk).status not in (OperationStatus.COMPLETED, "failed"):
+            time.sleep(0.1)
+        accept_ms: list[float] = []
+        operation_ids = []
+        started = time.perf_counter()
+        for index in range(conversations):
+            batch = [
+                MessageIn(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=sentence(rng))
+                for n in range(messages)
+            ]
+            before = time.perf_counter()
+            receipt = ingest_conversation(
+                access=access, conversation=ConversationIn(id=f"chat-{stamp}-{index}", messages=batch)
+            )
+            accept_ms.append((time.perf_counter() - before) * 1000)
+            operation_ids.append(receipt.operation.pk)
+        accepted = time.perf_counter() - started
+        while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
+            time.sleep(0.05)
+        finished = time.perf_counter() - started
+        failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    return {"accept_ms": accept_ms, "accepted": accepted, "finished": finished, "failed": failed}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=40)
@@ -56,11 +109,9 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from config.celery import app
     from config.embedded import ensure_started
     from memory.access import Actor, access_for_token
-    from memory.models import Operation, OperationStatus, User
-    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
+    from memory.models import User
     from memory.services.tokens import token_issue
 
     ensure_started(settings.EMBEDDED_RUNTIME)
@@ -71,46 +122,10 @@ def main() -> None:
 
     environment = {**os.environ}
     environment.setdefault("EMBEDDING_THREADS", str(max(1, (os.cpu_count() or 1) // options.concurrency)))
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
-         "--concurrency", str(options.concurrency), "--hostname", "bench@%h", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        while not app.control.ping(timeout=0.5):
-            time.sleep(0.2)
-        # Warm the worker (model load) outside the measurement.
-        warm = ingest_conversation(
-            access=access,
-            conversation=ConversationIn(id="warm-up", messages=[MessageIn(id="m", content="Hello.", role="user")]),
-        )
-        while Operation.objects.get(pk=warm.operation.pk).status not in (OperationStatus.COMPLETED, "failed"):
-            time.sleep(0.1)
-
-        rng = random.Random(7)  # noqa: S311 (reproducible test data, not secrets)
-        accept_ms: list[float] = []
-        operation_ids = []
-        started = time.perf_counter()
-        for index in range(options.conversations):
-            messages = [
-                MessageIn(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=sentence(rng))
-                for n in range(options.messages)
-            ]
-            before = time.perf_counter()
-            receipt = ingest_conversation(
-                access=access, conversation=ConversationIn(id=f"chat-{index}", messages=messages)
-            )
-            accept_ms.append((time.perf_counter() - before) * 1000)
-            operation_ids.append(receipt.operation.pk)
-        accepted = time.perf_counter() - started
-        while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
-            time.sleep(0.05)
-        finished = time.perf_counter() - started
-        failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
-        fresh = fresh_search(access, options.search, rng) if options.search else None
-    finally:
-        worker.terminate()
-        worker.wait(timeout=60)
+    rng = random.Random(7)  # noqa: S311 (reproducible test data, not secrets)
+    timed = ingest_timed(access, rng, options.conversations, options.messages, options.concurrency, environment)
+    accept_ms, accepted, finished, failed = timed["accept_ms"], timed["accepted"], timed["finished"], timed["failed"]
+    fresh = fresh_search(access, options.search, rng) if options.search else None
 
     total = options.conversations * options.messages
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")

@@ -30,7 +30,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -108,47 +107,16 @@ def timed_searches(access: Any, asked: list[str], rounds: int) -> list[list[floa
 
 def ingest_rate(user: Any, conversations: int, messages: int) -> dict[str, float]:
     """Messages per second through one real worker into `user`'s partition (ingest_throughput.py's workload)."""
-    from bench.ingest_throughput import sentence
-    from config.celery import app
+    from bench.ingest_throughput import ingest_timed
     from memory.access import Actor, access_for_token
-    from memory.models import Operation
-    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
     from memory.services.tokens import token_issue
 
     token = token_issue(actor=Actor.system(), owner=user, label="bench-scale", scopes=["read", "write"]).token
     access = access_for_token(token=token, user_id=None, partition_key=None, workspace=False)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--concurrency", "1",
-         "--hostname", "scale@%h", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env={**os.environ, "EMBEDDING_THREADS": str(os.cpu_count() or 1)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        while not app.control.ping(timeout=0.5):
-            time.sleep(0.2)
-        stamp = int(time.time())
-        warm = ingest_conversation(access=access, conversation=ConversationIn(
-            id=f"warm-{stamp}", messages=[MessageIn(id="m", content="Hello.", role="user")]))  # fmt: skip
-        while Operation.objects.filter(pk=warm.operation.pk, status__in=["queued", "processing"]).exists():
-            time.sleep(0.1)
-        rng = random.Random(7)  # noqa: S311 (reproducible test data, not secrets)
-        began, operations = time.perf_counter(), list[str]()
-        for index in range(conversations):
-            batch = [MessageIn(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=sentence(rng))
-                     for n in range(messages)]  # fmt: skip
-            receipt = ingest_conversation(access=access, conversation=ConversationIn(id=f"chat-{stamp}-{index}",
-                                                                                     messages=batch))  # fmt: skip
-            operations.append(receipt.operation.pk)
-        accepted = time.perf_counter() - began
-        while Operation.objects.filter(pk__in=operations, status__in=["queued", "processing"]).exists():
-            time.sleep(0.05)
-        finished = time.perf_counter() - began
-        failed = Operation.objects.filter(pk__in=operations, status="failed").count()
-    finally:
-        worker.terminate()
-        worker.wait(timeout=60)
+    environment = {**os.environ, "EMBEDDING_THREADS": str(os.cpu_count() or 1)}
+    timed = ingest_timed(access, random.Random(7), conversations, messages, 1, environment)  # noqa: S311
     total = conversations * messages
-    return {"accept": total / accepted, "end_to_end": total / finished, "failed": failed}
+    return {"accept": total / timed["accepted"], "end_to_end": total / timed["finished"], "failed": timed["failed"]}
 
 
 def halfvec(asked: list[str], exact: int) -> dict[str, Any]:
