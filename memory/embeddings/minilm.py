@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -23,6 +24,8 @@ from memory.embeddings import EmbedderUnavailable
 if TYPE_CHECKING:
     import onnxruntime
     from tokenizers import Tokenizer
+
+logger = logging.getLogger("memory.embeddings")
 
 MODEL_ID = "minilm-l6-v2-int8"
 DIMENSIONS = 384
@@ -41,17 +44,37 @@ KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 SHRINK_ABOVE_TOKENS = 4096
 
 
+# A fresh rewrite (minilm_rewrite.py) is used only if every probe text's vector agrees with the pinned model's this
+# closely (measured: 0.9995 at worst on chat turns, claims, cards, queries and a truncated text).
+REWRITE_MIN_COSINE = 0.999
+REWRITE_PROBES = (
+    "Caroline: I went to the support group yesterday and it was so powerful.",
+    "I'll send the spec to Marcel by Friday, and I'd like to plan the garden too.",
+    "Ik stuur de offerte uiterlijk vrijdag naar Ilse.",
+    "Person: Marcel",
+    "when do I plan the garden?",
+    "x",
+    "the quarterly planning review of the garden project " * 60,
+)
+
+
 @dataclass(frozen=True)
 class _Runtime:
     session: onnxruntime.InferenceSession
     tokenizer: Tokenizer
     input_names: tuple[str, ...]
     output_name: str
+    variant: str  # "int8-matmul" (the rewrite) or "pinned" (the package's model as it is)
+
+    @property
+    def arena(self) -> bool:
+        """Whether onnxruntime pools its buffers (then a large batch must ask for them back: SHRINK_ABOVE_TOKENS)."""
+        return self.variant == "pinned"
 
 
-# One runtime per model file and checksum for the whole process: several embedder instances (tests, the
-# benchmark) share the session instead of each holding another copy of the weights.
-_runtimes: dict[tuple[Path, str, bool], _Runtime] = {}
+# One runtime per model file, checksum and kind of session for the whole process: several embedder instances
+# (tests, the benchmark) share the session instead of each holding another copy of the weights.
+_runtimes: dict[tuple[Path, str, bool, bool], _Runtime] = {}
 _runtimes_lock = threading.Lock()
 
 
@@ -88,6 +111,11 @@ class MiniLMEmbedder:
     @property
     def dimensions(self) -> int:
         return DIMENSIONS
+
+    @property
+    def variant(self) -> str:
+        """Which model runs: "int8-matmul" (the local rewrite, EMBEDDING_INT8_MATMUL) or "pinned". Loads it."""
+        return self._load().variant
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if isinstance(texts, str):
@@ -129,6 +157,17 @@ class MiniLMEmbedder:
             return self._runtime
 
 
+def int8_matmul_pending() -> bool:
+    """The local model will be rewritten (EMBEDDING_INT8_MATMUL) and this data directory has no copy yet. `make run`
+    then builds it first in a short-lived process (`manage.py embeddings probe`): building holds both models and
+    onnx in memory, which a long-lived process would keep (~200 MB)."""
+    from memory.embeddings import minilm_rewrite
+
+    if settings.EMBEDDER != "minilm" or not settings.EMBEDDING_INT8_MATMUL:
+        return False
+    return minilm_rewrite.load_cached(Path(settings.DATA_DIR) / "models", MODEL_SHA256) is None
+
+
 def _packaged_model_path() -> Path:
     # find_spec locates the package without executing its code.
     spec = importlib.util.find_spec(MODEL_PACKAGE)
@@ -140,7 +179,7 @@ def _packaged_model_path() -> Path:
 
 
 def _shared_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
-    key = (model_path, expected_sha256, compact)
+    key = (model_path, expected_sha256, compact, settings.EMBEDDING_INT8_MATMUL)
     with _runtimes_lock:
         if key not in _runtimes:
             _runtimes[key] = _load_runtime(model_path, expected_sha256, compact=compact)
@@ -162,7 +201,7 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
             f"the file is corrupt or not the pinned one. Reinstall {MODEL_DISTRIBUTION}."
         )
     try:
-        import onnxruntime
+        import onnxruntime  # noqa: F401 (imported here to report a missing runtime early; used by _runtime)
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise EmbedderUnavailable(f"The embedding runtime is not installed ({exc.name}).") from exc
@@ -178,11 +217,19 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
     # Pad to the longest text of each batch rather than the file's fixed 128.
     tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")  # noqa: S106 (a vocabulary entry, not a secret)
 
+    if settings.EMBEDDING_INT8_MATMUL:
+        rewritten = _rewritten_runtime(model_bytes, expected_sha256, tokenizer)
+        if rewritten is not None:
+            return rewritten
+    return _runtime(model_bytes, tokenizer, variant="pinned", compact=compact, origin=model_path)
+
+
+def _runtime(model_bytes: bytes, tokenizer: Tokenizer, *, variant: str, compact: bool, origin: Path) -> _Runtime:
+    import onnxruntime
+
     options = onnxruntime.SessionOptions()
     # EMBEDDING_THREADS, else two: web and worker processes share the machine. Workers running several pool
     # processes get one thread each from `runall` (threads beyond the cores only contend).
-    from django.conf import settings
-
     options.intra_op_num_threads = settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: onnxruntime's warnings are noise in our JSON logs
@@ -190,16 +237,59 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
     options.enable_mem_pattern = False
     if compact:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if variant != "pinned":
+        # The int8 products' buffers outlive the arena's shrinking (a batch of 64 long texts left ~100 MB behind);
+        # without the arena each goes back on free, for ~2 % more CPU per batch.
+        options.enable_cpu_mem_arena = False
     try:
         session = onnxruntime.InferenceSession(model_bytes, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's own error types do not share a useful base class
-        raise EmbedderUnavailable(f"onnxruntime cannot load the embedding model {model_path}: {exc}") from exc
+        raise EmbedderUnavailable(f"onnxruntime cannot load the embedding model {origin}: {exc}") from exc
     return _Runtime(
         session=session,
         tokenizer=tokenizer,
         input_names=_input_names(session),
         output_name=_hidden_state_output(session),
+        variant=variant,
     )
+
+
+def _rewritten_runtime(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer) -> _Runtime | None:
+    """The pinned model with int8 matrix products (minilm_rewrite.py), from the data directory's cache or built
+    and checked against the pinned model now (about 2 s, once per data directory). None when it cannot be built
+    or does not agree: the caller runs the pinned model, which is slower but the same vectors."""
+    from memory.embeddings import minilm_rewrite
+
+    cache_dir = Path(settings.DATA_DIR) / "models"
+    cached = minilm_rewrite.load_cached(cache_dir, model_sha256)
+    path = minilm_rewrite.cache_path(cache_dir, model_sha256)
+    # Its weights are int8 already, so the fully optimised session holds no float32 copies: `compact` is moot.
+    if cached is not None:
+        try:
+            return _runtime(cached, tokenizer, variant="int8-matmul", compact=False, origin=path)
+        except EmbedderUnavailable as exc:  # e.g. written by another onnxruntime: build it again
+            logger.warning("embeddings.rewrite_unreadable", extra={"reason": str(exc)})
+    try:
+        rewritten_bytes = minilm_rewrite.rewrite(model_bytes)
+        rewritten = _runtime(rewritten_bytes, tokenizer, variant="int8-matmul", compact=False, origin=path)
+    except Exception as exc:  # whatever goes wrong, an optimisation must not cost the embedder: run the pinned one
+        logger.warning("embeddings.rewrite_failed", extra={"reason": str(exc)})
+        return None
+    pinned = _runtime(model_bytes, tokenizer, variant="pinned", compact=True, origin=path)
+    agreement = min(
+        sum(a * b for a, b in zip(one, other, strict=True))  # unit vectors: the dot product is the cosine
+        for one, other in zip(
+            _embed_batch(rewritten, list(REWRITE_PROBES)), _embed_batch(pinned, list(REWRITE_PROBES)), strict=True
+        )
+    )
+    if agreement < REWRITE_MIN_COSINE:
+        logger.warning("embeddings.rewrite_disagrees", extra={"cosine": round(agreement, 6)})
+        return None
+    try:
+        minilm_rewrite.store(cache_dir, model_sha256, rewritten_bytes)
+    except OSError as exc:  # a read-only data directory: use it for this process, build again next time
+        logger.warning("embeddings.rewrite_not_cached", extra={"reason": str(exc)})
+    return rewritten
 
 
 def _input_names(session: onnxruntime.InferenceSession) -> tuple[str, ...]:
@@ -228,7 +318,7 @@ def _embed_batch(runtime: _Runtime, texts: list[str]) -> list[list[float]]:
         "token_type_ids": np.array([encoding.type_ids for encoding in encodings], dtype=np.int64),
     }
     inputs = {name: columns[name] for name in runtime.input_names}
-    run_options = _shrinking_run() if columns["input_ids"].size > SHRINK_ABOVE_TOKENS else None
+    run_options = _shrinking_run() if runtime.arena and columns["input_ids"].size > SHRINK_ABOVE_TOKENS else None
     try:
         (hidden,) = runtime.session.run([runtime.output_name], inputs, run_options)
     except Exception as exc:  # e.g. out of memory: callers fall back to keyword search
