@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 
 from memory.embeddings import Embedder, EmbedderUnavailable, get_embedder, reset_embedder_cache
-from memory.embeddings.minilm import MODEL_SHA256, MiniLMEmbedder, _load_runtime, _packaged_model_path
+from memory.embeddings.minilm import (
+    MODEL_SHA256,
+    MiniLMEmbedder,
+    _load_runtime,
+    _packaged_model_path,
+    length_batches,
+)
 from memory.embeddings.openai_compat import OpenAICompatibleEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +93,24 @@ def test_minilm_puts_a_paraphrase_closer_than_an_unrelated_sentence(minilm: Mini
         ]
     )
     assert dot(statement, paraphrase) > dot(statement, unrelated) + 0.2
+
+
+def test_texts_of_very_different_lengths_are_embedded_in_separate_batches() -> None:
+    # Two long texts among short ones: padding the short ones to 120 tokens would cost more than a second run.
+    lengths = [12, 120, 12, 11, 118, 12, 12, 12]
+
+    batches = length_batches(lengths, max_size=64)
+
+    assert sorted(position for batch in batches for position in batch) == list(range(len(lengths)))
+    assert [sorted(lengths[position] for position in batch) for batch in batches] == [
+        [11, 12, 12, 12, 12, 12],
+        [118, 120],
+    ]
+
+
+def test_texts_of_similar_length_share_one_batch_up_to_the_batch_size() -> None:
+    assert [len(batch) for batch in length_batches([20, 21, 20, 22, 21], max_size=64)] == [5]
+    assert sorted(len(batch) for batch in length_batches([20] * 10, max_size=4)) == [2, 4, 4]
 
 
 def test_minilm_embeds_a_query_like_a_document(minilm: MiniLMEmbedder) -> None:
