@@ -221,7 +221,7 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
     tokenizer.no_padding()
 
     if settings.EMBEDDING_INT8_MATMUL:
-        rewritten = _rewritten_runtime(model_bytes, expected_sha256, tokenizer)
+        rewritten = _rewritten_runtime(model_path, model_bytes, expected_sha256, tokenizer)
         if rewritten is not None:
             return rewritten
     return _runtime(model_bytes, tokenizer, variant="pinned", compact=compact, origin=model_path)
@@ -258,14 +258,20 @@ def _runtime(model_bytes: bytes, tokenizer: Tokenizer, *, variant: str, compact:
     )
 
 
-def _rewritten_runtime(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer) -> _Runtime | None:
+def _rewritten_runtime(
+    model_path: Path, model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer
+) -> _Runtime | None:
     """The pinned model with int8 matrix products (minilm_rewrite.py), from the data directory's cache or built
-    and checked against the pinned model now (about 2 s, once per data directory). None when it cannot be built
-    or does not agree: the caller runs the pinned model, which is slower but the same vectors."""
+    and checked against the pinned model (about 2 s, once per data directory): by a child process, so that this
+    one never holds onnx and both models (~200 MB it would keep), else here. None when it cannot be built or does
+    not agree: the caller runs the pinned model, which is slower but the same vectors."""
     from memory.embeddings import minilm_rewrite
 
     cache_dir = Path(settings.DATA_DIR) / "models"
     cached = minilm_rewrite.load_cached(cache_dir, model_sha256)
+    if cached is None and not minilm_rewrite.building_here():
+        minilm_rewrite.build_in_child(model_path, model_sha256, Path(settings.DATA_DIR))
+        cached = minilm_rewrite.load_cached(cache_dir, model_sha256)
     path = minilm_rewrite.cache_path(cache_dir, model_sha256)
     # Its weights are int8 already, so the fully optimised session holds no float32 copies: `compact` is moot.
     if cached is not None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -29,10 +31,43 @@ from typing import Any
 REWRITE_VERSION = "nbits8-b16-v1"
 BLOCK_SIZE = 16
 ACCURACY_LEVEL = 4  # int8 activations (0 would dequantise the weights to float again: no faster)
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class RewriteFailed(Exception):
     """The model is not the int8 layout this rewrite knows, or onnx could not read it."""
+
+
+# Set in the child process that builds the rewrite (build_in_child): it builds in-process instead of starting another.
+BUILD_HERE_ENV = "MEMORY_BUILD_INT8_MODEL_HERE"
+BUILD_TIMEOUT_S = 300
+# The child: load the model the way every process does, which builds, checks and caches it (memory.embeddings.minilm).
+_CHILD = """
+import sys
+from pathlib import Path
+import django
+django.setup()
+from memory.embeddings.minilm import _load_runtime
+print(_load_runtime(Path(sys.argv[1]), sys.argv[2], compact=True).variant)
+"""
+
+
+def building_here() -> bool:
+    return os.environ.get(BUILD_HERE_ENV) == "1"
+
+
+def build_in_child(model_path: Path, model_sha256: str, data_dir: Path) -> None:
+    """Build and cache the rewrite in a short-lived child process. Failures are logged by the caller's fallback
+    (it builds in-process, or runs the pinned model); nothing here raises."""
+    environment = {**os.environ, BUILD_HERE_ENV: "1", "MEMORY_DATA_DIR": str(data_dir), "EMBEDDING_INT8_MATMUL": "1"}
+    environment.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    try:
+        subprocess.run(
+            [sys.executable, "-c", _CHILD, str(model_path), model_sha256], env=environment, cwd=_PROJECT_ROOT,
+            timeout=BUILD_TIMEOUT_S, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return
 
 
 def cache_path(cache_dir: Path, model_sha256: str) -> Path:

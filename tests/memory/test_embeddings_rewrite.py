@@ -4,7 +4,11 @@ its vectors must agree with the pinned model's, and the rewrite is generated dat
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ from memory.embeddings.minilm import (
     int8_matmul_pending,
 )
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # Chat turns with their context as the pipeline embeds them, claims, node cards, queries, Dutch, odd input and a
 # text past the 256-token truncation.
 TEXTS = [
@@ -120,3 +125,28 @@ def test_make_run_knows_when_the_rewrite_is_still_to_be_built(settings: Any) -> 
     assert int8_matmul_pending() is False
     settings.EMBEDDER = "openai"
     assert int8_matmul_pending() is False
+
+
+LOAD_IN_A_FRESH_PROCESS = """
+import json, sys, django
+django.setup()
+from memory.embeddings.minilm import MiniLMEmbedder
+embedder = MiniLMEmbedder()
+embedder.embed_query("builds the int8 model if this data directory has none")
+print(json.dumps({"variant": embedder.variant, "onnxImported": "onnx" in sys.modules}))
+"""
+
+
+def test_a_process_without_a_cached_copy_has_a_child_process_build_it(data_dir: Path) -> None:
+    # Building holds onnx and both models in memory; a long-lived web or pool process must not keep that.
+    env = {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "MEMORY_DATA_DIR": str(data_dir),
+        "EMBEDDING_THREADS": "1", "EMBEDDING_INT8_MATMUL": "1",
+    }  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_IN_A_FRESH_PROCESS], capture_output=True, text=True, env=env, cwd=REPO_ROOT,
+        timeout=300, check=True,
+    )  # fmt: skip
+
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"variant": "int8-matmul", "onnxImported": False}
+    assert minilm_rewrite.load_cached(data_dir / "models", MODEL_SHA256) is not None
