@@ -5,10 +5,12 @@ is completed.
     .venv/bin/python bench/ingest_throughput.py [--conversations 40] [--messages 25] [--concurrency 1] [--search 100]
 
 Uses its own embedded data directory (var/bench, or MEMORY_DATA_DIR) and removes nothing else. Prints messages
-per second for the accept path (202 receipts) and for the whole pipeline. `--search N`: then N searches of the
-ingested memory right away ("fresh data": what the planner knows is whatever the pipeline and autovacuum left),
-twice (the second pass with warm caches), and the same N after an explicit ANALYZE of the memory tables, with
-p50/p95 of each and the tables' statistics state before the first. Use a new MEMORY_DATA_DIR for a fresh store.
+per second for the accept path (202 receipts) and for the whole pipeline, and the CPU the pipeline's processes
+(worker, PostgreSQL, Redis) used per message, which other load on the machine does not change. `--search N`:
+then N searches of the ingested memory right away ("fresh data": what the planner knows is whatever the pipeline
+and autovacuum left), twice (the second pass with warm caches), and the same N after an explicit ANALYZE of the
+memory tables, with p50/p95 of each and the tables' statistics state before the first. Use a new MEMORY_DATA_DIR
+for a fresh store.
 """
 
 from __future__ import annotations
@@ -50,9 +52,15 @@ def ingest_timed(
     Celery worker (warmed first, outside the measurement): the accept time of each, the seconds until all were
     accepted and until all were processed, and how many receipts failed."""
     from config.celery import app
+    from memory.embeddings.minilm import int8_matmul_pending
     from memory.models import Operation, OperationStatus
     from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
 
+    if int8_matmul_pending():  # as `make run` does: the int8 model is built once, before the worker starts
+        subprocess.run(
+            [sys.executable, "manage.py", "embeddings", "probe"], cwd=ROOT, env=environment, check=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
          "--concurrency", str(concurrency), "--hostname", "bench@%h", "--without-gossip", "--without-mingle"],
@@ -72,6 +80,7 @@ def ingest_timed(
             time.sleep(0.1)
         accept_ms: list[float] = []
         operation_ids = []
+        cpu_before = pipeline_cpu(worker.pid)
         started = time.perf_counter()
         for index in range(conversations):
             batch = [
@@ -88,11 +97,63 @@ def ingest_timed(
         while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
             time.sleep(0.05)
         finished = time.perf_counter() - started
+        cpu = {role: used - cpu_before[role] for role, used in pipeline_cpu(worker.pid).items()}
         failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
     finally:
         worker.terminate()
         worker.wait(timeout=60)
-    return {"accept_ms": accept_ms, "accepted": accepted, "finished": finished, "failed": failed}
+    return {"accept_ms": accept_ms, "accepted": accepted, "finished": finished, "failed": failed, "cpu": cpu}
+
+
+def pipeline_cpu(worker_pid: int) -> dict[str, float]:
+    """CPU seconds used so far by the worker (with its pool processes), the embedded PostgreSQL (every process,
+    less this benchmark's own connection, which posts and polls) and Redis: the work of the pipeline, which the
+    wall clock cannot show on a machine shared with other load. A process counts its reaped children too
+    (backends of closed connections, recycled pool processes). Empty for servers not embedded."""
+    from django.conf import settings
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        own_backend = cursor.fetchone()[0]
+    postmaster = _pidfile(settings.DATA_DIR / "postgres" / "postmaster.pid")
+    redis = _pidfile(settings.DATA_DIR / "redis" / "redis.pid")
+    return {
+        "worker": _cpu_seconds(_tree(worker_pid)),
+        "postgres": _cpu_seconds([pid for pid in _tree(postmaster) if pid != own_backend]) if postmaster else 0.0,
+        "redis": _cpu_seconds([redis]) if redis else 0.0,
+    }
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone: its parent counts it
+        ticks += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        pids.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return pids
+
+
+def _pidfile(path: Path) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def main() -> None:
@@ -129,12 +190,20 @@ def main() -> None:
 
     total = options.conversations * options.messages
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    int8 = "int8 matrix products" if settings.EMBEDDING_INT8_MATMUL else "the pinned model as shipped"
     print(f"workload: {options.conversations} conversations x {options.messages} messages = {total} messages; "
           f"worker concurrency {options.concurrency}, {environment['EMBEDDING_THREADS']} embedding thread(s) each; "
-          f"embedder {settings.EMBEDDER}")  # fmt: skip
+          f"embedder {settings.EMBEDDER} ({int8})")  # fmt: skip
     print(f"accept (202 receipts): median {statistics.median(accept_ms):.1f} ms per conversation, "
           f"{total / accepted:.0f} messages/s")  # fmt: skip
     print(f"end to end (all receipts completed): {finished:.1f} s, {total / finished:.0f} messages/s, failed {failed}")
+    cpu = timed["cpu"]
+    per_message = {role: seconds / total * 1000 for role, seconds in cpu.items()}
+    cores = os.cpu_count() or 1
+    spent = sum(per_message.values())
+    print(f"CPU per message (load-independent): worker {per_message['worker']:.1f} ms + PostgreSQL "
+          f"{per_message['postgres']:.1f} ms + Redis {per_message['redis']:.1f} ms = {spent:.1f} ms; {cores} cores "
+          f"to themselves: {cores * 1000 / spent:.0f} messages/s; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     headline("accept path", total / accepted, "messages/s", ">= 500")
     headline(f"end to end, one worker of concurrency {options.concurrency}", total / finished, "messages/s", ">= 150")
     headline("receipts failed", failed, "", "0")

@@ -316,6 +316,9 @@ EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 0)  # 0: learn it from th
 EMBEDDING_TIMEOUT_S = env_int("EMBEDDING_TIMEOUT_S", 30)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)  # 0: min(cores, 2); the worker under `make run`: cores / pool
+# Run the local MiniLM rewritten so its matrix products are int8 (memory/embeddings/minilm_rewrite.py; built once
+# per data directory under DATA_DIR/models, checked against the pinned model). Off: the pinned model as shipped.
+EMBEDDING_INT8_MATMUL = env_bool("EMBEDDING_INT8_MATMUL", True)
 
 # Original bytes of files and artifacts (content-addressed, per owner).
 BLOB_DIR = Path(env_str("BLOB_DIR", str(DATA_DIR / "blobs")))

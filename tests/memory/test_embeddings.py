@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 
 from memory.embeddings import Embedder, EmbedderUnavailable, get_embedder, reset_embedder_cache
-from memory.embeddings.minilm import MODEL_SHA256, MiniLMEmbedder
+from memory.embeddings.minilm import (
+    MODEL_SHA256,
+    MiniLMEmbedder,
+    _load_runtime,
+    _packaged_model_path,
+    length_batches,
+)
 from memory.embeddings.openai_compat import OpenAICompatibleEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +93,24 @@ def test_minilm_puts_a_paraphrase_closer_than_an_unrelated_sentence(minilm: Mini
         ]
     )
     assert dot(statement, paraphrase) > dot(statement, unrelated) + 0.2
+
+
+def test_texts_of_very_different_lengths_are_embedded_in_separate_batches() -> None:
+    # Two long texts among short ones: padding the short ones to 120 tokens would cost more than a second run.
+    lengths = [12, 120, 12, 11, 118, 12, 12, 12]
+
+    batches = length_batches(lengths, max_size=64)
+
+    assert sorted(position for batch in batches for position in batch) == list(range(len(lengths)))
+    assert [sorted(lengths[position] for position in batch) for batch in batches] == [
+        [11, 12, 12, 12, 12, 12],
+        [118, 120],
+    ]
+
+
+def test_texts_of_similar_length_share_one_batch_up_to_the_batch_size() -> None:
+    assert [len(batch) for batch in length_batches([20, 21, 20, 22, 21], max_size=64)] == [5]
+    assert sorted(len(batch) for batch in length_batches([20] * 10, max_size=4)) == [2, 4, 4]
 
 
 def test_minilm_embeds_a_query_like_a_document(minilm: MiniLMEmbedder) -> None:
@@ -209,24 +233,33 @@ print(json.dumps(resident_mb() - before))
 """
 
 
-def test_the_compact_session_gives_the_same_vectors_in_less_memory() -> None:
+def test_the_compact_session_gives_the_same_vectors_in_less_memory(settings: Any, tmp_path: Path) -> None:
+    # Sessions of the pinned model as shipped; the int8 rewrite (tests/memory/test_embeddings_rewrite.py) is smaller
+    # than either, which the last size below checks.
+    settings.EMBEDDING_INT8_MATMUL, settings.DATA_DIR = False, tmp_path
     texts = ["I'll send the spec to Marcel by Friday.", "What did Ilse say about the budget?", "garden " * 300]
     fast, compact = MiniLMEmbedder().embed_documents(texts), MiniLMEmbedder(compact=True).embed_documents(texts)
     assert (
         max(abs(a - b) for one, other in zip(fast, compact, strict=True) for a, b in zip(one, other, strict=True))
         < 1e-3
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "EMBEDDING_THREADS": "1"}
+    settings.EMBEDDING_INT8_MATMUL = True
+    assert _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=True).variant == "int8-matmul"  # cached now
+    env = {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "EMBEDDING_THREADS": "1",
+        "MEMORY_DATA_DIR": str(tmp_path),
+    }  # fmt: skip
     grown = {
-        kind: json.loads(
+        (kind, rewrite): json.loads(
             subprocess.run(
-                [sys.executable, "-c", SESSION_SIZE, kind], capture_output=True, text=True, env=env, cwd=REPO_ROOT,
-                timeout=120, check=True,
+                [sys.executable, "-c", SESSION_SIZE, kind], capture_output=True, text=True,
+                env={**env, "EMBEDDING_INT8_MATMUL": rewrite}, cwd=REPO_ROOT, timeout=120, check=True,
             ).stdout.strip().splitlines()[-1]
         )
-        for kind in ("fast", "compact")
+        for kind, rewrite in (("fast", "0"), ("compact", "0"), ("compact", "1"))
     }  # fmt: skip
-    assert grown["compact"] + 20 < grown["fast"], grown
+    assert grown["compact", "0"] + 20 < grown["fast", "0"], grown
+    assert grown["compact", "1"] + 20 < grown["compact", "0"], grown
 
 
 def test_a_celery_pool_process_embeds_with_the_compact_session() -> None:

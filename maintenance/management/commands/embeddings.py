@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from maintenance.vectors import KIND_NAMES, vectors_reindex, vectors_status
 from memory.embeddings import Embedder, EmbedderUnavailable, get_embedder
+from memory.embeddings.minilm import MiniLMEmbedder
 from memory.management.commands._tokens import user_by_name
 
 
@@ -61,7 +62,8 @@ class Command(BaseCommand):
         started = time.perf_counter()
         vector = embedder.embed_query("What did I promise Marcel by Friday?")
         elapsed = (time.perf_counter() - started) * 1000
-        self.stdout.write(f"model {embedder.model_id}: {len(vector)} dimensions, {elapsed:.0f} ms")
+        variant = f", run as {embedder.variant}" if isinstance(embedder, MiniLMEmbedder) else ""
+        self.stdout.write(f"model {embedder.model_id}: {len(vector)} dimensions, {elapsed:.0f} ms{variant}")
 
     def reindex(self, embedder: Embedder, options: dict[str, Any]) -> None:
         def report(kind: str, done: int, stale: int) -> None:

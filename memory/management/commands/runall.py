@@ -29,6 +29,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.embeddings.minilm import int8_matmul_pending
+
 logger = logging.getLogger("memory.runall")
 
 GRACE_PERIOD_S = 15.0
@@ -257,6 +259,10 @@ class Command(BaseCommand):
             )
         call_command("migrate", interactive=False, verbosity=0)
         call_command("bootstrap_owner")
+        if int8_matmul_pending():  # first start on this data directory: a few seconds, once
+            subprocess.run(
+                [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "embeddings", "probe"], check=False
+            )
         logger.info("runall.starting", extra={"host": settings.HOST, "port": settings.PORT})
         supervisor = Supervisor(
             child_commands(),
