@@ -11,7 +11,9 @@ Every question of categories 1-4 is asked with `limit: 10`, as bench/peers.py as
 - the query's embedding alone (the floor any hybrid search pays; mem0's query is this and ~2 ms);
 - `POST /query/search` to a real uvicorn (bench/serving.py) on the same data, one request at a time, and the same
   with `includeFormattedResult: false`: the HTTP round trip minus the in-process search is the request path,
-  the render and the JSON.
+  the render and the JSON. `--compare PATH` adds a second uvicorn serving the code at PATH (e.g. main's, from
+  `git archive main | tar -x -C PATH`), asked the same questions interleaved with the first, for a before/after
+  ratio on a noisy machine.
 
 `--profile` prints cProfile's top functions of the in-process searches; `--dump FILE` writes each question's
 results (type and id, in rank order) as JSON, to check that a change leaves the answers as they were.
@@ -20,6 +22,7 @@ results (type and id, in rank order) as JSON, to check that a change leaves the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import json
@@ -113,24 +116,34 @@ def embedding_alone(questions: list[str]) -> float:
     return statistics.median(spent)
 
 
-def over_http(user: Any, questions: list[str], rounds: int) -> dict[str, list[float]]:
-    """Each round's p50 of POST /query/search, with and without formattedResult, interleaved per question."""
+def over_http(user: Any, questions: list[str], rounds: int, compare: Path | None) -> dict[str, list[float]]:
+    """Each round's p50 of POST /query/search, with and without formattedResult, interleaved per question; with
+    `compare`, the same on a second uvicorn serving the code checked out there (same data, same token)."""
     import httpx
 
     from bench.serving import bearer, read_token, served
 
     secret = read_token(user, "search-profile")
     found: dict[str, list[float]] = defaultdict(list)
-    with served() as url, httpx.Client(base_url=url, headers=bearer(secret), timeout=60) as client:
-        for question in questions[:30]:
-            client.post("/query/search", json={"query": question, "limit": LIMIT}).raise_for_status()
+    with contextlib.ExitStack() as stack:
+        clients = {"": stack.enter_context(httpx.Client(base_url=stack.enter_context(served()), headers=bearer(secret),
+                                                         timeout=60))}  # fmt: skip
+        if compare is not None:
+            url = stack.enter_context(served(compare))
+            clients[" (compared code)"] = stack.enter_context(httpx.Client(base_url=url, headers=bearer(secret),
+                                                                           timeout=60))  # fmt: skip
+        for client in clients.values():
+            for question in questions[:30]:
+                client.post("/query/search", json={"query": question, "limit": LIMIT}).raise_for_status()
         for _ in range(rounds):
             spent: dict[str, list[float]] = defaultdict(list)
             for question in questions:
-                for name, extra in (("REST", {}), ("REST, no formattedResult", {"includeFormattedResult": False})):
-                    began = time.perf_counter()
-                    client.post("/query/search", json={"query": question, "limit": LIMIT} | extra).raise_for_status()
-                    spent[name].append((time.perf_counter() - began) * 1000)
+                for label, client in clients.items():
+                    for name, extra in (("REST", {}), ("REST, no formattedResult", {"includeFormattedResult": False})):
+                        began = time.perf_counter()
+                        body = {"query": question, "limit": LIMIT} | extra
+                        client.post("/query/search", json=body).raise_for_status()
+                        spent[name + label].append((time.perf_counter() - began) * 1000)
             for name, values in spent.items():
                 found[name].append(statistics.median(values))
     return found
@@ -169,6 +182,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--dump", type=Path, help="write each question's results (type, id) here as JSON")
     parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--compare", type=Path, help="a checkout whose code a second uvicorn serves, interleaved")
     options = parser.parse_args()
 
     import django
@@ -203,7 +217,7 @@ def main() -> None:
         cuts = statistics.quantiles(values, n=20, method="inclusive")
         print(f"| {step} | {statistics.median(values):.2f} | {cuts[18]:.2f} |")
     if not options.no_http:
-        http = over_http(user, questions, options.rounds)
+        http = over_http(user, questions, options.rounds, options.compare)
         load.append(os.getloadavg()[0])
         for name, values in http.items():
             print(f"{name} p50 per round (ms): {', '.join(f'{value:.1f}' for value in values)}; "

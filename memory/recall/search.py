@@ -19,11 +19,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max
 from django.utils import timezone
 
 from memory.access import Access
-from memory.models import Chunk, Claim, ClaimStatus, Evidence, Node, NodeType, Scope, SourceScope
+from memory.models import Chunk, Scope, SourceScope
 from memory.recall import bookkeeping
 from memory.recall.anchors import anchor_keys, first_name, reference_time, speakers_named
 from memory.recall.caching import read_ahead
@@ -206,34 +205,30 @@ def chunk_results(ids: list[str]) -> dict[str, SearchResult]:
     return found
 
 
+# A node card with what it shows besides its own fields, in one statement: a task's status (one active
+# HAS_TASK_STATUS claim per task) and the newest evidence of its active claims (a card is as recent as the newest
+# thing said about it, not as the moment it was written down).
+_NODE_ROWS = """
+    SELECT n.id, n.type, n.label, n.summary, n.last_seen_at, n.created_at, p.key AS partition__key,
+           (SELECT c.object_value #>> '{}' FROM memory_claim c
+            WHERE n.type = 'Task' AND c.subject_id = n.id AND c.predicate = 'HAS_TASK_STATUS' AND c.status = 'active'
+            LIMIT 1) AS task_status,
+           (SELECT max(e.authored_at) FROM memory_claim c JOIN memory_evidence e ON e.claim_id = c.id
+            WHERE c.subject_id = n.id AND c.status = 'active') AS newest
+    FROM memory_node n JOIN memory_partition p ON p.id = n.partition_id
+    WHERE n.id = ANY(%s)
+"""
+
+
 def node_results(ids: list[str]) -> dict[str, SearchResult]:
-    nodes = list(
-        Node.objects.filter(pk__in=ids).values(
-            "id", "type", "label", "summary", "last_seen_at", "created_at", "partition__key"
-        )
-    )
-    statuses = dict(
-        Claim.objects.filter(
-            subject_id__in=[node["id"] for node in nodes if node["type"] == NodeType.TASK],
-            predicate="HAS_TASK_STATUS",
-            status=ClaimStatus.ACTIVE,
-        ).values_list("subject_id", "object_value")
-    )
-    # A card is as recent as the newest thing said about it, not as the moment it was written down.
-    newest = dict(
-        Evidence.objects.filter(claim__subject_id__in=[node["id"] for node in nodes], claim__status=ClaimStatus.ACTIVE)
-        .values("claim__subject_id")
-        .annotate(newest=Max("authored_at"))
-        .values_list("claim__subject_id", "newest")
-    )
     found = {}
-    for node in nodes:
-        status = statuses.get(node["id"])
+    for node in _rows(_NODE_ROWS, ids):
+        status = node["task_status"]
         card = f"{node['type']}: {node['label']}" + (f" ({status})" if status else "")
         found[node["id"]] = SearchResult(
             candidate=Candidate("node", node["id"]),
             text=card + (f". {node['summary']}" if node["summary"] else ""),
-            time=newest.get(node["id"]) or node["last_seen_at"] or node["created_at"],
+            time=node["newest"] or node["last_seen_at"] or node["created_at"],
             partition=node["partition__key"],
             kind=node["type"],
             node=_node_json(node),

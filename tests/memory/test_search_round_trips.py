@@ -113,3 +113,16 @@ def test_the_keyword_legs_run_while_the_query_is_embedded(alice: User, monkeypat
     assert seen["thread"] != threading.current_thread().name
     assert results[0].text == "Marcel drinks green tea every morning."
     assert "vector" in results[0].candidate.legs
+
+
+def test_a_task_card_shows_its_status(api: Any, owner: Any, alice: User) -> None:
+    body = {"conversation": {"id": "chat", "messages": [
+        {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
+         "timestamp": "2026-04-22T09:00:00Z"},
+    ]}}  # fmt: skip
+    from memory.pipeline.runner import run_operation
+
+    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
+    results = search(access_for_user(user=alice), SearchRequest(query="tea samples", limit=20))
+    cards = [result.text for result in results if result.type == "node" and result.kind == "Task"]
+    assert cards and all(card.startswith("Task: ") and "(pending)" in card for card in cards), cards
