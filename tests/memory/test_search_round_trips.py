@@ -126,3 +126,21 @@ def test_a_task_card_shows_its_status(api: Any, owner: Any, alice: User) -> None
     results = search(access_for_user(user=alice), SearchRequest(query="tea samples", limit=20))
     cards = [result.text for result in results if result.type == "node" and result.kind == "Task"]
     assert cards and all(card.startswith("Task: ") and "(pending)" in card for card in cards), cards
+
+
+def test_the_access_count_is_sent_off_the_request_thread_and_flushed_after_it(alice: User) -> None:
+    from memory.recall import bookkeeping
+
+    bookkeeping.flush_access()  # whatever earlier tests left pending
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    held = threading.Event()
+    bookkeeping._sender().submit(held.wait, 30)  # the sender busy: the search must not wait for it
+    try:
+        results = search(access, SearchRequest(query="What does Marcel drink?"))
+        assert results[0].type == "claim"
+        redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+        assert not redis.exists(bookkeeping.PENDING)  # answered before its access was counted
+    finally:
+        held.set()
+    assert bookkeeping.flush_access() == 1  # a flush waits for what this process queued
