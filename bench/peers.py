@@ -383,10 +383,10 @@ def report(
           f"statistics when searched: {[found['ours']['planner_statistics'] for found in raw]}")  # fmt: skip
     print(f"mem0: {last[peer]['version']}, {last[peer]['stored']} memories stored; {'; '.join(last[peer]['notes'])}")
     for side in ("ours", peer):
-        parts = [found[side]["peak_parts"] for found in raw]
-        roles = sorted({role for part in parts for role in part}, key=lambda role: -max(p.get(role, 0) for p in parts))
-        shown = ", ".join(f"{role} {' / '.join(f'{part.get(role, 0):.0f}' for part in parts)}" for role in roles)
-        print(f"{side}: PSS MiB at the peak, per role (each round): {shown}")
+        peaks = [found[side]["peak_parts"] for found in raw]
+        roles = sorted({role for peak in peaks for role in peak}, key=lambda role: -max(p.get(role, 0) for p in peaks))
+        per_role = ", ".join(f"{role} {' / '.join(f'{peak.get(role, 0):.0f}' for peak in peaks)}" for role in roles)
+        print(f"{side}: PSS MiB at the peak, per role (each round): {per_role}")
 
 
 def main() -> None:

@@ -287,7 +287,7 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
             reference = reference_time(params)
             # The time the question names ("in May") brings its own candidates, found within it, besides the rest.
             window = asked_window(request.query, reference)
-            between = [(since, None)]
+            between: list[tuple[datetime | None, datetime | None]] = [(since, None)]
             if window is not None and (since is None or window.end > since):
                 between.append((max(filter(None, (since, window.start))), window.end))
             keyword = _united(*(_keyword_hits(terms, params, span, depth) for span in between))
