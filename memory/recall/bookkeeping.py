@@ -41,10 +41,11 @@ _lock = threading.Lock()
 
 
 def _sender() -> ThreadPoolExecutor:
-    global _sending
+    global _sending, _queued
     with _lock:
         if _sending is None or _sending[0] != os.getpid():
             _sending = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="access-bookkeeping"))
+            _queued = 0  # a forked child: what its parent had queued is not its own
         return _sending[1]
 
 
@@ -53,12 +54,13 @@ def note_access(claim_ids: list[str]) -> None:
     global _queued
     if not claim_ids:
         return
+    sender = _sender()
     with _lock:
         if _queued >= MAX_QUEUED:
             logger.warning("recall.bookkeeping_dropped")
             return
         _queued += 1
-    _sender().submit(_sent, list(claim_ids))
+    sender.submit(_sent, list(claim_ids))
 
 
 def _sent(claim_ids: list[str]) -> None:
