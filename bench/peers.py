@@ -90,13 +90,40 @@ def frac_at_10(questions: list[dict[str, Any]], found: list[list[list[str]]]) ->
     return statistics.fmean(overall), {name: statistics.fmean(fracs) for name, fracs in per_category.items()}
 
 
+def role_of(process: Any) -> str:
+    """What a process of a side is, for the breakdown of its peak: uvicorn, the Celery parent or a pool child,
+    PostgreSQL's postmaster or one kind of its processes (backend, checkpointer, io worker, ...), Redis, mem0."""
+    import psutil
+
+    try:
+        command = process.cmdline()
+        parent = process.parent()
+    except psutil.Error:  # gone, or not ours to read
+        return "?"
+    text = " ".join(command)
+    if "uvicorn" in text:
+        return "uvicorn"
+    if "celery" in text:
+        parent_text = " ".join(parent.cmdline()) if parent else ""
+        return "celery pool child" if "celery" in parent_text else "celery parent"
+    if text.startswith("postgres:"):
+        kind = text.split(":", 1)[1].split()
+        return "postgres backend" if kind and kind[0] == "postgres" else f"postgres {' '.join(kind[:2])}"
+    if "postgres" in text:
+        return "postgres postmaster"
+    if "redis-server" in text:
+        return "redis"
+    return "mem0" if "peers_mem0" in text else command[0].rsplit("/", 1)[-1] if command else "?"
+
+
 class PeakMemory:
     """Samples, in a thread, the summed RSS and PSS of the processes `pids()` names and all their descendants;
-    keeps the largest sums seen (MiB)."""
+    keeps the largest sums seen (MiB), and the PSS per role (role_of) in the sample of the largest PSS."""
 
     def __init__(self, pids: Callable[[], list[int]]) -> None:
         self.pids = pids
         self.rss = self.pss = 0.0
+        self.parts: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -108,7 +135,7 @@ class PeakMemory:
         self._stop.set()
         self._thread.join()
 
-    def sample(self) -> tuple[float, float]:
+    def sample(self) -> tuple[float, float, dict[str, float]]:
         import psutil
 
         processes: dict[int, Any] = {}
@@ -120,17 +147,21 @@ class PeakMemory:
             except psutil.Error:
                 continue  # not started yet, or gone
         rss = pss = 0
+        parts: dict[str, float] = defaultdict(float)
         for process in processes.values():
             try:
                 info = process.memory_full_info()
             except psutil.Error:
                 continue
             rss, pss = rss + info.rss, pss + info.pss
-        return rss / 2**20, pss / 2**20
+            parts[role_of(process)] += info.pss / 2**20
+        return rss / 2**20, pss / 2**20, dict(parts)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            rss, pss = self.sample()
+            rss, pss, parts = self.sample()
+            if pss > self.pss:
+                self.parts = parts
             self.rss, self.pss = max(self.rss, rss), max(self.pss, pss)
             self._stop.wait(SAMPLE_SECONDS)
 
@@ -172,7 +203,7 @@ def run_mem0(python: Path, store: Path, turns: list[dict[str, Any]], questions: 
     if child.returncode:
         raise SystemExit(f"mem0's side failed:\n{err[-3000:]}")
     notes = sorted({line.strip() for line in err.splitlines() if "not installed" in line})
-    return json.loads(out) | {"peak_rss": peak.rss, "peak_pss": peak.pss, "notes": notes}
+    return json.loads(out) | {"peak_rss": peak.rss, "peak_pss": peak.pss, "peak_parts": peak.parts, "notes": notes}
 
 
 # this project's side (a child process: Django's settings, hence the data directory, are fixed once set up) ---------
@@ -256,7 +287,7 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     from memory.models import Chunk, Claim
 
     return {"ingest_seconds": ingested, "query_seconds": seconds, "found": found, "failed": failed,
-            "peak_rss": peak.rss, "peak_pss": peak.pss, "migrate_seconds": migrated,
+            "peak_rss": peak.rss, "peak_pss": peak.pss, "peak_parts": peak.parts, "migrate_seconds": migrated,
             "stored": {"claims": Claim.objects.filter(owner__username="peers").count(),
                        "chunks": Chunk.objects.filter(owner__username="peers").count()},
             "planner_statistics": statistics_before, "embedder": settings.EMBEDDER}  # fmt: skip
@@ -351,6 +382,11 @@ def report(
           f"{[found['ours']['failed'] for found in raw]}, migrations {migrations} s (not counted); planner "
           f"statistics when searched: {[found['ours']['planner_statistics'] for found in raw]}")  # fmt: skip
     print(f"mem0: {last[peer]['version']}, {last[peer]['stored']} memories stored; {'; '.join(last[peer]['notes'])}")
+    for side in ("ours", peer):
+        peaks = [found[side]["peak_parts"] for found in raw]
+        roles = sorted({role for peak in peaks for role in peak}, key=lambda role: -max(p.get(role, 0) for p in peaks))
+        per_role = ", ".join(f"{role} {' / '.join(f'{peak.get(role, 0):.0f}' for peak in peaks)}" for role in roles)
+        print(f"{side}: PSS MiB at the peak, per role (each round): {per_role}")
 
 
 def main() -> None:

@@ -7,6 +7,8 @@ Times, after a warm-up, one request at a time on a kept-alive connection:
   `/healthz` is no floor: it pings Celery, which waits 0.5 s twice when no worker runs);
 - `POST /whoami` with an empty body: authentication, throttle, Access, telemetry and nothing else;
 - `POST /partitions/list`: a cheap read (one selector);
+- `POST /scratchpad/read` and `tools/call read_scratchpad`: the same cheap read over REST and MCP (their
+  difference is the MCP layer's own cost, without a search's noise);
 - `POST /query/search` over REST, and `tools/call search_memory` with the same queries through the MCP SDK's
   client over Streamable HTTP `/mcp` (one session opened before the clock starts; each call timed).
 Each round times every path in turn; p50/p95 are per round and the table gives their median over rounds, with
@@ -122,9 +124,12 @@ class Mcp:
             await self._closing
 
     def search(self, query: str) -> None:
-        result = self.loop.run_until_complete(self.session.call_tool("search_memory", {"query": query}))
+        self.call("search_memory", {"query": query})
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> None:
+        result = self.loop.run_until_complete(self.session.call_tool(tool, arguments))
         if result.is_error:
-            raise SystemExit(f"search_memory failed: {result.content}")
+            raise SystemExit(f"{tool} failed: {result.content}")
 
     def close(self) -> None:
         assert self._closing is not None
@@ -171,18 +176,20 @@ def measure(options: argparse.Namespace) -> dict[str, Any]:
         key: {cut: statistics.median(found[cut] for found in per_round) for cut in ("p50", "p95")}
         for key, per_round in rounds.items()
     }
-    gaps = {
-        code: statistics.median(
-            mcp["p50"] - rest["p50"]
-            for mcp, rest in zip(rounds[(PATHS[-1], code)], rounds[(PATHS[-2], code)], strict=True)
-        )
-        for code in roots
-    }
-    return {"summary": summary, "gaps": gaps, "codes": list(roots), "load": (load, os.getloadavg()[0])}
+
+    def gap(mcp_path: str, rest_path: str, code: str) -> float:
+        pairs = zip(rounds[(mcp_path, code)], rounds[(rest_path, code)], strict=True)
+        return statistics.median(mcp["p50"] - rest["p50"] for mcp, rest in pairs)
+
+    gaps = {code: gap(PATHS[-1], PATHS[-2], code) for code in roots}
+    small = {code: gap(PATHS[-3], PATHS[-4], code) for code in roots}
+    return {"summary": summary, "gaps": gaps, "small_gaps": small, "codes": list(roots),
+            "load": (load, os.getloadavg()[0])}  # fmt: skip
 
 
-PATHS = ("GET /no-such-path (no token, 404)", "POST /whoami", "POST /partitions/list", "POST /query/search",
-         "MCP tools/call search_memory")  # fmt: skip
+# A cheap read over REST and as an MCP tool (the difference is the MCP layer's own cost), then search both ways.
+PATHS = ("GET /no-such-path (no token, 404)", "POST /whoami", "POST /partitions/list", "POST /scratchpad/read",
+         "MCP tools/call read_scratchpad", "POST /query/search", "MCP tools/call search_memory")  # fmt: skip
 
 
 def _paths(url: str, secret: str, asked: list[str], stack: contextlib.ExitStack) -> dict[str, Callable[[], None]]:
@@ -193,6 +200,8 @@ def _paths(url: str, secret: str, asked: list[str], stack: contextlib.ExitStack)
         rest.not_found,
         lambda: rest.post("/whoami", {}),
         lambda: rest.post("/partitions/list", {}),
+        lambda: rest.post("/scratchpad/read", {}),
+        lambda: mcp.call("read_scratchpad", {}),
         lambda: rest.post("/query/search", {"query": next(rest_queries)}),
         lambda: mcp.search(next(mcp_queries)),
     ]
@@ -232,7 +241,8 @@ def main() -> None:
         found = [result["summary"][(name, code)] for code in codes]
         print(f"| {name} | " + " | ".join(f"{f['p50']:.1f} | {f['p95']:.1f}" for f in found) + " |")
     for code in codes:
-        print(f"\nMCP search_memory minus REST /query/search, p50 ({code}): {result['gaps'][code]:+.1f} ms")
+        print(f"\nMCP search_memory minus REST /query/search, p50 ({code}): {result['gaps'][code]:+.1f} ms; "
+              f"read_scratchpad minus /scratchpad/read: {result['small_gaps'][code]:+.1f} ms")  # fmt: skip
     code = codes[0]
     headline("POST /whoami p50 over HTTP", result["summary"][("POST /whoami", code)]["p50"], "ms", "<= 5")
     headline("MCP search_memory minus REST search, p50", result["gaps"][code], "ms", "<= 5")

@@ -416,6 +416,8 @@ def explain(access: Any, query: str) -> dict[str, str]:
         if "FROM memory_claim c" not in sql or ("<=>" not in sql and "search_vector @@" not in sql):
             continue
         leg = "vector" if "<=>" in sql else "keyword" if "ORDER BY score" in sql else "keyword statistics (N, df)"
+        if sql.startswith("SELECT set_config("):
+            sql = sql.split("; ", 1)[1]  # the vector legs come with their settings in one round trip (set below)
         with transaction.atomic(), connection.cursor() as cursor:  # the vector leg's settings, as legs.py sets them
             cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.SEARCH_EF_SEARCH)])
             cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")

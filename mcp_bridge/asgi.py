@@ -26,14 +26,14 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken as SdkAccessToken
 from mcp.server.transport_security import TransportSecuritySettings
 
-from mcp_bridge.refusals import checked_post, in_error_shape
+from mcp_bridge.calls import Checked
+from mcp_bridge.refusals import checked_post, in_error_shape, rpc_method
 from mcp_bridge.refusals import refuse as _refuse
 from mcp_bridge.server import mcp_server
 from memory.access import WORKSPACE_HEADER
 from memory.connectivity import UNAVAILABLE_MESSAGE, database_reachable, is_unavailable, note_outage, outage_noted
 from memory.errors import AuthenticationError
-from memory.models import AccessToken
-from memory.services.tokens import token_for_secret, token_touch
+from memory.services.tokens import token_call_for_secret, token_touch
 
 Scope = dict[str, Any]
 _ENDPOINT_EVENT = re.compile(rb"(event: endpoint\r?\ndata: [^\r\n]*session_id=[0-9a-f]+)")
@@ -66,11 +66,11 @@ def _presented(scope: Scope) -> tuple[str, bool] | None:
     return None
 
 
-def _resolve(secret: str, via_query: bool) -> AccessToken:
+def _resolve(secret: str, via_query: bool, count_call: bool) -> Checked:
     try:
-        token = token_for_secret(secret, via_query=via_query)
+        token, verdict = token_call_for_secret(secret, via_query=via_query, count_call=count_call)
         token_touch(token)
-        return token
+        return Checked(token, verdict)
     finally:
         close_old_connections()  # a pooled thread: hand back a connection the lookup took (web process)
 
@@ -92,7 +92,10 @@ class TokenGate:
         try:
             # Any thread will do (the token check shares nothing with the call's); the default would queue every
             # request's check behind one shared thread.
-            token = await sync_to_async(_resolve, thread_sensitive=False)(secret, via_query)
+            # A tool call is counted in the token's rate window in the same Redis round trip as the token's check,
+            # and the call uses this check (memory.checked) instead of asking again.
+            counted = scope.get("memory.rpc_method") == "tools/call"
+            checked = await sync_to_async(_resolve, thread_sensitive=False)(secret, via_query, counted)
         except AuthenticationError as exc:
             await _refuse(send, exc.code, exc.message)
             return
@@ -103,11 +106,13 @@ class TokenGate:
             await _refuse(send, "SERVICE_UNAVAILABLE", UNAVAILABLE_MESSAGE)
             return
         access_scope = dict(scope.get("headers", [])).get(WORKSPACE_HEADER.encode(), b"").decode("latin-1")
+        token = checked.token
         sdk_token = SdkAccessToken(token=token.pk, client_id=token.pk, scopes=list(token.scopes), subject=token.pk)
         scope = {
             **scope,
             "user": AuthenticatedUser(sdk_token),
             "memory.token": token.pk,
+            "memory.checked": checked,
             "memory.access_scope": access_scope,
         }
         if via_query and scope["path"] == "/sse":
@@ -178,9 +183,11 @@ class McpTransports:
         if path == "/mcp/":
             scope = {**scope, "path": "/mcp"}
         if scope.get("method") == "POST":
-            receive = await checked_post(scope, receive, send)
-            if receive is None:
+            posted = await checked_post(scope, receive, send)
+            if posted is None:
                 return
+            body, receive = posted
+            scope = {**scope, "memory.rpc_method": rpc_method(body)}
         send = in_error_shape(send)
         if path.startswith("/mcp"):
             await self.start()

@@ -24,6 +24,7 @@ from memory.api.errors import describe_exception
 from memory.api.parsers import refuse_hostile_json
 from memory.api.throttling import token_call_wait
 from memory.connectivity import is_disconnect, probe, reconnect, replay_safe
+from memory.credentials import Gate
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, ChangeSurface, Scope
 from memory.services.telemetry import tool_event_record
@@ -37,11 +38,21 @@ class RateLimited(ServiceError):
 
 
 @dataclass(frozen=True)
+class Checked:
+    """A token as the transport checked it for this very HTTP request, and the verdict of its rate window when the
+    call was counted in the same round trip (None: not counted yet)."""
+
+    token: AccessToken
+    verdict: Gate | None = None
+
+
+@dataclass(frozen=True)
 class Caller:
     """Who is calling: the token resolved by the transport, and the access scope it asked for."""
 
     token_id: str
     access_scope: str = ""  # the x-memory-access-scope header as sent ("" for stdio: strict unless told)
+    checked: Checked | None = None  # the transport's check of this request (HTTP); stdio checks on every call
 
 
 @dataclass
@@ -66,9 +77,13 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], caller: Caller) -> Outc
     access: Access | None = None
     for attempt in (1, 2):
         try:
-            # The token as it is now (memory.credentials): one revoked since the session opened stops at once.
-            token, verdict = token_call_for_id(caller.token_id, count_call=attempt == 1)
-            token_touch(token)
+            # The token as it is now (memory.credentials): one revoked since the session opened stops at once. Over
+            # HTTP the transport checked it for this very request (and counted the call): that check is used.
+            if attempt == 1 and caller.checked is not None:
+                token, verdict = caller.checked.token, caller.checked.verdict
+            else:
+                token, verdict = token_call_for_id(caller.token_id, count_call=attempt == 1)
+                token_touch(token)
             if spec not in tools_for_profile(token.profile):
                 raise ServiceError(f"No tool named {spec.name!r} for this token.", code="NOT_FOUND")
             if attempt == 1 and (wait := token_call_wait(token, verdict)) is not None:

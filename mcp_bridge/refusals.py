@@ -35,9 +35,9 @@ def _header(scope: Scope, name: bytes) -> str:
     return next((value.decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name), "")
 
 
-async def checked_post(scope: Scope, receive: Any, send: Any) -> Any | None:
-    """For a POST: refuse a non-JSON content type or an oversized body (None: answered already); otherwise a
-    `receive` that hands the SDK the body read here."""
+async def checked_post(scope: Scope, receive: Any, send: Any) -> tuple[bytes, Any] | None:
+    """For a POST: refuse a non-JSON content type or an oversized body (None: answered already); otherwise the
+    body and a `receive` that hands it to the SDK."""
     media_type = _header(scope, b"content-type").split(";")[0].strip().lower()
     if media_type != "application/json":
         await refuse(send, "UNSUPPORTED_MEDIA_TYPE", "MCP messages are sent as 'Content-Type: application/json'.")
@@ -59,7 +59,20 @@ async def checked_post(scope: Scope, receive: Any, send: Any) -> Any | None:
             return None
         if not message.get("more_body", False):
             break
-    return _replaying(bytes(body), receive)
+    return bytes(body), _replaying(bytes(body), receive)
+
+
+def rpc_method(body: bytes) -> str:
+    """The method of a JSON-RPC request sent alone ("" for a batch, a response, a notification without one, or
+    text that is no JSON; the SDK answers those)."""
+    if b"method" not in body:
+        return ""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return ""
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else ""
 
 
 async def _too_large(send: Any, cap: int) -> None:

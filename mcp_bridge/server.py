@@ -38,7 +38,11 @@ def caller_of(ctx: ServerRequestContext[Any, Any]) -> Caller | None:
     request = ctx.request
     scope = getattr(request, "scope", None)
     if isinstance(scope, dict) and scope.get("memory.token"):
-        return Caller(token_id=scope["memory.token"], access_scope=scope.get("memory.access_scope", ""))
+        return Caller(
+            token_id=scope["memory.token"],
+            access_scope=scope.get("memory.access_scope", ""),
+            checked=scope.get("memory.checked"),
+        )
     return process_caller.get()
 
 
@@ -67,7 +71,10 @@ class ToolGate:
             return await call_next(ctx)
         caller = caller_of(ctx)
         if ctx.method == "tools/list":
-            profile = await sync_to_async(_profile_of)(caller.token_id) if caller else None
+            if caller is not None and caller.checked is not None:  # checked for this very request: no second read
+                profile: str | None = caller.checked.token.profile
+            else:
+                profile = await sync_to_async(_profile_of)(caller.token_id) if caller else None
             return ListToolsResult(tools=[tool_json(spec) for spec in tools_for_profile(profile or "")])
         params = dict(ctx.params or {})
         spec = tool_named(str(params.get("name", "")))

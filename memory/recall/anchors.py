@@ -31,6 +31,11 @@ def first_name(speaker: str) -> str:
     return speaker.split(" ", 1)[0].lower()
 
 
+def anchor_keys(params: dict[str, Any], terms: list[str]) -> list[str]:
+    """The cache keys `reference_time` and `speakers_named` read (a search reads them ahead)."""
+    return [reach_key("newest", params), *_speaker_keys(params, terms).values()]
+
+
 def reference_time(params: dict[str, Any]) -> datetime:
     """When the newest source in reach happened (now if there is none, or it claims to be from the future)."""
     now = timezone.now()
@@ -57,8 +62,8 @@ def reference_time(params: dict[str, Any]) -> datetime:
 
 def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
     """The query words that are the (first) name of someone who spoke in the memories in reach."""
-    words = sorted({term for term in terms if term.isalpha() and term not in ROLE_SPEAKERS})
-    keys = {word: f"{reach_key('speaker', params)}:{word}" for word in words}
+    keys = _speaker_keys(params, terms)
+    words = list(keys)
     cached = cached_many(list(keys.values()))
     unknown = [word for word in words if keys[word] not in cached]
     if unknown:
@@ -77,3 +82,9 @@ def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
         keep_many(fresh, CACHE_SECONDS)
         cached |= fresh
     return frozenset(word for word in words if cached[keys[word]])
+
+
+def _speaker_keys(params: dict[str, Any], terms: list[str]) -> dict[str, str]:
+    """The words that may name a speaker (sorted), each with its cache key."""
+    words = sorted({term for term in terms if term.isalpha() and term not in ROLE_SPEAKERS})
+    return {word: f"{reach_key('speaker', params)}:{word}" for word in words}

@@ -1,5 +1,6 @@
 """Access bookkeeping off the request path: a search adds the claims it returned to a Redis hash (one
-round trip); beat flushes the hash into `access_count` / `last_accessed_at` with one UPDATE.
+round trip, sent from a thread of this process so the answer does not wait for it); beat flushes the hash into
+`access_count` / `last_accessed_at` with one UPDATE. A flush first waits for what its own process queued.
 
 Failing open: if Redis is down, a search still answers and those accesses are simply not counted. Counts are
 applied at least once: a flush whose UPDATE fails leaves them for the next one, and if Redis fails between a
@@ -9,7 +10,10 @@ committed UPDATE and dropping the hash, the next flush applies them again.
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import redis
@@ -28,9 +32,47 @@ def _client() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
 
 
+# One sender thread per process (a forked child starts its own), in order. Counts beyond MAX_QUEUED (Redis slow or
+# away) are dropped, as they are when Redis is down: an access count is not worth unbounded memory.
+MAX_QUEUED = 1000
+_sending: tuple[int, ThreadPoolExecutor] | None = None
+_queued = 0
+_lock = threading.Lock()
+
+
+def _sender() -> ThreadPoolExecutor:
+    global _sending, _queued
+    with _lock:
+        if _sending is None or _sending[0] != os.getpid():
+            _sending = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="access-bookkeeping"))
+            _queued = 0  # a forked child: what its parent had queued is not its own
+        return _sending[1]
+
+
 def note_access(claim_ids: list[str]) -> None:
+    """Counts an access of each claim, on the sender thread (returns at once)."""
+    global _queued
     if not claim_ids:
         return
+    sender = _sender()
+    with _lock:
+        if _queued >= MAX_QUEUED:
+            logger.warning("recall.bookkeeping_dropped")
+            return
+        _queued += 1
+    sender.submit(_sent, list(claim_ids))
+
+
+def _sent(claim_ids: list[str]) -> None:
+    global _queued
+    try:
+        _send(claim_ids)
+    finally:
+        with _lock:
+            _queued -= 1
+
+
+def _send(claim_ids: list[str]) -> None:
     try:
         pipe = _client().pipeline(transaction=False)
         for claim_id in claim_ids:
@@ -59,6 +101,7 @@ def _apply(client: redis.Redis) -> int:
 def flush_access() -> int:
     """Move the pending counts into the claims (first those of a flush that failed); returns how many claims
     were updated."""
+    _sender().submit(lambda: None).result()  # what this process queued is in Redis first (the sender runs in order)
     client = _client()
     # One flush at a time (beat ticks can overlap a slow one): two would both apply the same FLUSHING hash.
     if not client.set(FLUSH_LOCK, "1", nx=True, ex=FLUSH_LOCK_SECONDS):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 
@@ -128,6 +129,11 @@ def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
     return f"{reach_key(f'df:{corpus.name}', params)}:{word}"
 
 
+def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
+    """The cache keys `word_statistics` reads for these words in each corpus (a search reads them ahead)."""
+    return [_stats_key(corpus, params, word) for corpus in corpora for word in ["", *terms]]
+
+
 def word_statistics(corpus: Corpus, terms: list[str], params: dict[str, Any]) -> tuple[int, dict[str, int]]:
     """How many rows are in reach (N) and how many hold each word (df), both capped; cached for a few minutes
     (an idf is a weight: a few minutes old is as good). Expiry, the time window and node types leave them be."""
@@ -225,6 +231,12 @@ def keyword_hits(
     return [Hit(corpus.name, row_id, score) for row_id, score in best]
 
 
+# Local to the transaction the scans run in: never leaking into a pooled connection.
+_VECTOR_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %(ef_search)s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+)
+
+
 def vector_hits(
     corpora: tuple[Corpus, ...],
     vector: list[float],
@@ -247,14 +259,20 @@ def vector_hits(
     ]
     literal = "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
     values = params | {"vector": literal, "model": model_id, "since": since, "until": until, "limit": limit}
-    with transaction.atomic(), connection.cursor() as cursor:
-        # Local to this transaction: never leaking into a pooled connection.
-        cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            [str(settings.SEARCH_EF_SEARCH)],
-        )
-        cursor.execute(" UNION ALL ".join(scans), values)
-        rows = cursor.fetchall()
+    values["ef_search"] = str(settings.SEARCH_EF_SEARCH)
+    with connection.cursor() as cursor:
+        if isinstance(cursor.cursor, psycopg.ClientCursor):
+            # The settings and the scans in one round trip (a search's vector leg was four: savepoint, settings,
+            # scans, release). Statements sent together run as one transaction, so the settings, local to it,
+            # end with the scans and never leak into a pooled connection.
+            cursor.execute(f"{_VECTOR_SETTINGS}; {' UNION ALL '.join(scans)}", values)
+            cursor.nextset()
+            rows = cursor.fetchall()
+        else:  # server-side binding (DATABASES OPTIONS): one statement per execute
+            with transaction.atomic():
+                cursor.execute(_VECTOR_SETTINGS, values)
+                cursor.execute(" UNION ALL ".join(scans), values)
+                rows = cursor.fetchall()
     # Below the floor a "nearest" row is not related at all; it would only fill the answer.
     floor = settings.SEARCH_MIN_SIMILARITY
     return [Hit(corpus, row_id, 1 - distance) for corpus, row_id, distance in rows if 1 - distance >= floor]

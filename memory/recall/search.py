@@ -8,21 +8,24 @@ rows without one still match by keyword. Runs a fixed number of queries whatever
 from __future__ import annotations
 
 import logging
+import os
 import re
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max
 from django.utils import timezone
 
 from memory.access import Access
-from memory.models import Chunk, Claim, ClaimStatus, Evidence, Node, NodeType, Scope, SourceScope
+from memory.models import Chunk, Scope, SourceScope
 from memory.recall import bookkeeping
-from memory.recall.anchors import first_name, reference_time, speakers_named
+from memory.recall.anchors import anchor_keys, first_name, reference_time, speakers_named
+from memory.recall.caching import read_ahead
 from memory.recall.fusion import (
     CONVERSATION_BOOST,
     PIN_BOOST,
@@ -34,7 +37,7 @@ from memory.recall.fusion import (
     rank,
     recency_boost,
 )
-from memory.recall.legs import CORPORA, Hit, keyword_hits, vector_hits
+from memory.recall.legs import CORPORA, Hit, keyword_hits, statistics_keys, vector_hits
 from memory.recall.question import Window, asked_window
 from memory.recall.terms import query_terms
 
@@ -202,34 +205,30 @@ def chunk_results(ids: list[str]) -> dict[str, SearchResult]:
     return found
 
 
+# A node card with what it shows besides its own fields, in one statement: a task's status (one active
+# HAS_TASK_STATUS claim per task) and the newest evidence of its active claims (a card is as recent as the newest
+# thing said about it, not as the moment it was written down).
+_NODE_ROWS = """
+    SELECT n.id, n.type, n.label, n.summary, n.last_seen_at, n.created_at, p.key AS partition__key,
+           (SELECT c.object_value #>> '{}' FROM memory_claim c
+            WHERE n.type = 'Task' AND c.subject_id = n.id AND c.predicate = 'HAS_TASK_STATUS' AND c.status = 'active'
+            LIMIT 1) AS task_status,
+           (SELECT max(e.authored_at) FROM memory_claim c JOIN memory_evidence e ON e.claim_id = c.id
+            WHERE c.subject_id = n.id AND c.status = 'active') AS newest
+    FROM memory_node n JOIN memory_partition p ON p.id = n.partition_id
+    WHERE n.id = ANY(%s)
+"""
+
+
 def node_results(ids: list[str]) -> dict[str, SearchResult]:
-    nodes = list(
-        Node.objects.filter(pk__in=ids).values(
-            "id", "type", "label", "summary", "last_seen_at", "created_at", "partition__key"
-        )
-    )
-    statuses = dict(
-        Claim.objects.filter(
-            subject_id__in=[node["id"] for node in nodes if node["type"] == NodeType.TASK],
-            predicate="HAS_TASK_STATUS",
-            status=ClaimStatus.ACTIVE,
-        ).values_list("subject_id", "object_value")
-    )
-    # A card is as recent as the newest thing said about it, not as the moment it was written down.
-    newest = dict(
-        Evidence.objects.filter(claim__subject_id__in=[node["id"] for node in nodes], claim__status=ClaimStatus.ACTIVE)
-        .values("claim__subject_id")
-        .annotate(newest=Max("authored_at"))
-        .values_list("claim__subject_id", "newest")
-    )
     found = {}
-    for node in nodes:
-        status = statuses.get(node["id"])
+    for node in _rows(_NODE_ROWS, ids):
+        status = node["task_status"]
         card = f"{node['type']}: {node['label']}" + (f" ({status})" if status else "")
         found[node["id"]] = SearchResult(
             candidate=Candidate("node", node["id"]),
             text=card + (f". {node['summary']}" if node["summary"] else ""),
-            time=newest.get(node["id"]) or node["last_seen_at"] or node["created_at"],
+            time=node["newest"] or node["last_seen_at"] or node["created_at"],
             partition=node["partition__key"],
             kind=node["type"],
             node=_node_json(node),
@@ -253,6 +252,22 @@ def query_vector(query: str) -> tuple[list[float] | None, str]:
         return None, ""
 
 
+# Embedding a query (a few ms of onnxruntime, which releases the GIL, or a remote call) runs on one of these threads
+# while the request's own thread cuts the words and runs the keyword legs. Per process: a forked child starts its own.
+EMBEDDING_THREADS = 4
+_embedding_pool: tuple[int, ThreadPoolExecutor] | None = None
+_embedding_pool_lock = threading.Lock()
+
+
+def _embedding_started(query: str) -> Future[tuple[list[float] | None, str]]:
+    global _embedding_pool
+    with _embedding_pool_lock:
+        if _embedding_pool is None or _embedding_pool[0] != os.getpid():
+            pool = ThreadPoolExecutor(max_workers=EMBEDDING_THREADS, thread_name_prefix="query-embedding")
+            _embedding_pool = (os.getpid(), pool)
+        return _embedding_pool[1].submit(query_vector, query)
+
+
 def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     """The best `limit` memories for the query, best first."""
     access.require_scope(Scope.READ)
@@ -265,48 +280,60 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
         "excluded": list(request.exclude_node_types),
     }
     since = request.window_start
-    terms = query_terms(request.query) if request.use_keyword else []
-    vector, model_id = query_vector(request.query) if request.use_vector else (None, "")
-    reference = reference_time(params)
-    # The time the question names ("in May") brings its own candidates, found within it, besides the rest.
-    window = asked_window(request.query, reference)
-    keyword, semantic = _gathered(terms, vector, model_id, params, (since, None), depth)
-    if window is not None and (since is None or window.end > since):
-        start = max(filter(None, (since, window.start)))
-        more_keyword, more_semantic = _gathered(terms, vector, model_id, params, (start, window.end), depth)
-        keyword, semantic = _united(keyword, more_keyword), _united(semantic, more_semantic)
+    embedding = _embedding_started(request.query) if request.use_vector else None
+    try:
+        terms = query_terms(request.query) if request.use_keyword else []
+        with read_ahead([*statistics_keys(CORPORA, terms, params), *anchor_keys(params, terms)]):
+            reference = reference_time(params)
+            # The time the question names ("in May") brings its own candidates, found within it, besides the rest.
+            window = asked_window(request.query, reference)
+            between: list[tuple[datetime | None, datetime | None]] = [(since, None)]
+            if window is not None and (since is None or window.end > since):
+                between.append((max(filter(None, (since, window.start))), window.end))
+            keyword = _united(*(_keyword_hits(terms, params, span, depth) for span in between))
+            vector, model_id = embedding.result() if embedding else (None, "")
+            semantic = _united(*(_vector_hits(vector, model_id, params, span, depth) for span in between))
+            speakers = speakers_named(params, terms)
+    finally:
+        if embedding is not None:
+            embedding.cancel()  # a failure before its result was needed: nothing waits for it
     weights = {"keyword": settings.SEARCH_KEYWORD_WEIGHT, "vector": settings.SEARCH_VECTOR_WEIGHT}
     candidates = fuse({"keyword": rank(keyword), "vector": rank(semantic)}, weights)
     # Boosts move memories of similar relevance; only the best by relevance are worth reading in full.
     candidates.sort(key=lambda candidate: (-candidate.fused, candidate.corpus, candidate.id))
     results = _hydrated(candidates[: max(limit * 2, 16)])
-    _boosted(
-        results, request, min(window.end, reference) if window else reference, window, speakers_named(params, terms)
-    )
+    _boosted(results, request, min(window.end, reference) if window else reference, window, speakers)
     results = _composed(_folded(results), request.query)
     chosen = results[:limit]
     bookkeeping.note_access([result.candidate.id for result in chosen if result.type == "claim"])
     return chosen
 
 
-def _gathered(
-    terms: list[str],
+def _keyword_hits(
+    terms: list[str], params: dict[str, Any], between: tuple[datetime | None, datetime | None], depth: int
+) -> list[Hit]:
+    """The keyword hits of every corpus within `between`."""
+    since, until = between
+    return [hit for corpus in CORPORA for hit in keyword_hits(corpus, terms, params, since, depth, until)]
+
+
+def _vector_hits(
     vector: list[float] | None,
     model_id: str,
     params: dict[str, Any],
     between: tuple[datetime | None, datetime | None],
     depth: int,
-) -> tuple[list[Hit], list[Hit]]:
-    """The keyword hits of every corpus and the vector hits of every corpus, within `between`."""
+) -> list[Hit]:
+    """The vector hits of every corpus within `between` (none without a vector)."""
     since, until = between
-    keyword = [hit for corpus in CORPORA for hit in keyword_hits(corpus, terms, params, since, depth, until)]
-    semantic = vector_hits(CORPORA, vector, model_id, params, since, depth, until) if vector is not None else []
-    return keyword, semantic
+    return vector_hits(CORPORA, vector, model_id, params, since, depth, until) if vector is not None else []
 
 
-def _united(hits: list[Hit], more: list[Hit]) -> list[Hit]:
-    """One list of hits from two searches of the same leg (scores are comparable): each row once."""
-    return list({(hit.corpus, hit.id): hit for hit in [*more, *hits]}.values())
+def _united(hits: list[Hit], *more: list[Hit]) -> list[Hit]:
+    """One list of hits from searches of the same leg (scores are comparable): each row once, the later searches'
+    hit first (as found within the question's time window)."""
+    later = [hit for found in reversed(more) for hit in found]
+    return list({(hit.corpus, hit.id): hit for hit in [*later, *hits]}.values())
 
 
 def _boosted(

@@ -58,3 +58,16 @@ def test_frac_at_10_scores_the_ids_of_the_first_ten_results_only() -> None:
 
     assert per_category == {"single-hop": 0.0, "multi-hop": 1.0}
     assert overall == 0.5
+
+
+def test_peak_memory_names_each_postgresql_process_by_its_role(db: None) -> None:
+    from django.conf import settings
+    from django.db import connection
+
+    from bench.peers import PeakMemory
+
+    connection.ensure_connection()  # this test's own backend is one of the postmaster's children
+    postmaster = int((settings.EMBEDDED_RUNTIME.pgdata / "postmaster.pid").read_text().split()[0])
+    rss, pss, parts = PeakMemory(lambda: [postmaster]).sample()
+    assert {"postgres postmaster", "postgres backend", "postgres checkpointer"} <= set(parts)
+    assert 0 < pss <= rss and abs(sum(parts.values()) - pss) < 1e-6 * pss + 1e-9

@@ -243,11 +243,11 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
     many = search_cost()
     assert Claim.objects.filter(statement__startswith="Marcel likes tea").count() == 20
     # One to cut the query into words, three keyword queries (word statistics, the newest source in reach and
-    # the speakers named cached; few rows, so one level each), the vector legs of every corpus in one statement
-    # (with its savepoint, release and settings), then two for claims with their evidence, one for chunks (the
-    # message's is folded into the task claims drawn from it), three for nodes (cards, task statuses, the newest
-    # thing said about each).
-    assert few == many == (["claim", "node"], 14)
+    # the speakers named cached; few rows, so one level each), the vector legs of every corpus and their settings
+    # in one statement, then two for claims with their evidence, one for chunks (the
+    # message's is folded into the task claims drawn from it), one for node cards (with a task's status and the
+    # newest thing said about each).
+    assert few == many == (["claim", "node"], 9)
 
 
 def test_candidate_levels_ask_for_several_words_only_past_the_budget() -> None:

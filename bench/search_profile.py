@@ -1,0 +1,232 @@
+"""Where one search of a small memory spends its time: LoCoMo conv-26 (419 turns) searched in-process and over HTTP.
+
+    .venv/bin/python bench/search_profile.py ../shared/bench/locomo-dev.json [--rounds 3] [--profile] [--dump FILE]
+
+On bench/locomo.py's data directory (MEMORY_DATA_DIR, default var/bench-locomo): the conversation's memory is
+ingested through the real pipeline in this process on first use (bench/locomo.py's `ingest_all`), reused after.
+Every question of categories 1-4 is asked with `limit: 10`, as bench/peers.py asks it:
+
+- in-process `search()`: p50 per round, and per step (bench/search_latency.py's `timed_parts`) with the number of
+  SQL statements, the time spent waiting on them and the Redis round trips (commands sent, a pipeline once);
+- the query's embedding alone (the floor any hybrid search pays; mem0's query is this and ~2 ms);
+- `POST /query/search` to a real uvicorn (bench/serving.py) on the same data, one request at a time, and the same
+  with `includeFormattedResult: false`: the HTTP round trip minus the in-process search is the request path,
+  the render and the JSON. `--compare PATH` adds a second uvicorn serving the code at PATH (e.g. main's, from
+  `git archive main | tar -x -C PATH`), asked the same questions interleaved with the first, for a before/after
+  ratio on a noisy machine.
+
+`--profile` prints cProfile's top functions of the in-process searches; `--dump FILE` writes each question's
+results (type and id, in rank order) as JSON, to check that a change leaves the answers as they were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))
+os.environ.setdefault("DB_POOL", "1")  # as in the web process (config.asgi)
+
+LIMIT = 10
+
+
+@contextmanager
+def redis_round_trips(counter: list[int]) -> Iterator[None]:
+    """Counts the commands (a pipeline: one) this process sends to Redis."""
+    from unittest import mock
+
+    import redis.connection
+
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counter[0] += 1
+        return original(self, *args, **kwargs)
+
+    with mock.patch.object(redis.connection.AbstractConnection, "send_packed_command", counted):
+        yield
+
+
+def in_process(access: Any, questions: list[str], rounds: int) -> tuple[list[float], dict[str, list[float]]]:
+    """Each round's p50 of search(), and per step the time of every call of the last round."""
+    from django.db import connection
+
+    from bench.search_latency import timed_parts
+    from memory.recall.search import SearchRequest, search
+
+    medians = []
+    per_step: dict[str, list[float]] = defaultdict(list)
+    for number in range(rounds):
+        spent = []
+        for question in questions:
+            parts: dict[str, float] = {}
+            waited: list[float] = []
+            commands = [0]
+
+            def sql_timer(execute: Callable[..., Any], *args: Any, waited: list[float] = waited) -> Any:
+                began = time.perf_counter()
+                try:
+                    return execute(*args)
+                finally:
+                    waited.append((time.perf_counter() - began) * 1000)
+
+            last = number == rounds - 1
+            with timed_parts(parts if last else {}), connection.execute_wrapper(sql_timer), redis_round_trips(commands):
+                began = time.perf_counter()
+                search(access, SearchRequest(query=question, limit=LIMIT))
+                total = (time.perf_counter() - began) * 1000
+            spent.append(total)
+            if last:
+                # The query may be embedded on another thread beside the keyword legs: its time is not the caller's.
+                own = sum(spent for step, spent in parts.items() if step != "embed query")
+                parts["rest (fusion, boosts, composing; waiting for the embedding)"] = total - own
+                parts |= {"total": total, "(waiting on SQL)": sum(waited), "(SQL statements)": len(waited)}
+                parts["(Redis round trips)"] = commands[0]
+                for step, value in parts.items():
+                    per_step[step].append(value)
+        medians.append(statistics.median(spent))
+    return medians, per_step
+
+
+def embedding_alone(questions: list[str]) -> float:
+    from memory.embeddings import get_embedder
+
+    embedder = get_embedder()
+    spent = []
+    for question in questions:
+        began = time.perf_counter()
+        embedder.embed_query(question)
+        spent.append((time.perf_counter() - began) * 1000)
+    return statistics.median(spent)
+
+
+def over_http(user: Any, questions: list[str], rounds: int, compare: Path | None) -> dict[str, list[float]]:
+    """Each round's p50 of POST /query/search, with and without formattedResult, interleaved per question; with
+    `compare`, the same on a second uvicorn serving the code checked out there (same data, same token)."""
+    import httpx
+
+    from bench.serving import bearer, read_token, served
+
+    secret = read_token(user, "search-profile")
+    found: dict[str, list[float]] = defaultdict(list)
+    with contextlib.ExitStack() as stack:
+        clients = {"": stack.enter_context(httpx.Client(base_url=stack.enter_context(served()), headers=bearer(secret),
+                                                         timeout=60))}  # fmt: skip
+        if compare is not None:
+            url = stack.enter_context(served(compare))
+            clients[" (compared code)"] = stack.enter_context(httpx.Client(base_url=url, headers=bearer(secret),
+                                                                           timeout=60))  # fmt: skip
+        for client in clients.values():
+            for question in questions[:30]:
+                client.post("/query/search", json={"query": question, "limit": LIMIT}).raise_for_status()
+        for _ in range(rounds):
+            spent: dict[str, list[float]] = defaultdict(list)
+            for question in questions:
+                for label, client in clients.items():
+                    for name, extra in (("REST", {}), ("REST, no formattedResult", {"includeFormattedResult": False})):
+                        began = time.perf_counter()
+                        body = {"query": question, "limit": LIMIT} | extra
+                        client.post("/query/search", json=body).raise_for_status()
+                        spent[name + label].append((time.perf_counter() - began) * 1000)
+            for name, values in spent.items():
+                found[name].append(statistics.median(values))
+    return found
+
+
+def dumped(access: Any, questions: list[str]) -> dict[str, list[list[str]]]:
+    from memory.recall.search import SearchRequest, search
+
+    return {
+        question: [
+            [result.type, result.candidate.id] for result in search(access, SearchRequest(query=question, limit=LIMIT))
+        ]
+        for question in questions
+    }
+
+
+def profiled(access: Any, questions: list[str]) -> str:
+    from memory.recall.search import SearchRequest, search
+
+    profile = cProfile.Profile()
+    profile.enable()
+    for question in questions:
+        search(access, SearchRequest(query=question, limit=LIMIT))
+    profile.disable()
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(25)
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(40)
+    return out.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--sample", default="conv-26")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--dump", type=Path, help="write each question's results (type, id) here as JSON")
+    parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--compare", type=Path, help="a checkout whose code a second uvicorn serves, interleaved")
+    options = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from bench.locomo import CATEGORIES, ingest_all
+    from config.embedded import ensure_started
+    from memory.access import access_for_user
+
+    ensure_started(settings.EMBEDDED_RUNTIME)
+    call_command("migrate", verbosity=0)
+    samples = {sample["sample_id"]: sample for sample in json.loads(options.data.read_text())}
+    sample = samples[options.sample]
+    user = ingest_all([sample], reuse=True)[options.sample]
+    access = access_for_user(user=user)
+    questions = [qa["question"] for qa in sample["qa"] if qa["category"] in CATEGORIES and qa.get("evidence")]
+    load = [os.getloadavg()[0]]
+    print(f"{options.sample}: {len(questions)} questions; load average {load[0]:.2f}", flush=True)
+    if options.dump:
+        options.dump.write_text(json.dumps(dumped(access, questions), indent=1))
+        print(f"results written to {options.dump}")
+    medians, per_step = in_process(access, questions, options.rounds)
+    load.append(os.getloadavg()[0])
+    embed = embedding_alone(questions)
+    print(f"\nin-process search(), p50 per round (ms): {', '.join(f'{value:.1f}' for value in medians)}")
+    print(f"the query's embedding alone, p50: {embed:.1f} ms")
+    print("\n| step (last round) | p50 | p95 |\n|---|---:|---:|")
+    for step, values in per_step.items():
+        cuts = statistics.quantiles(values, n=20, method="inclusive")
+        print(f"| {step} | {statistics.median(values):.2f} | {cuts[18]:.2f} |")
+    if not options.no_http:
+        http = over_http(user, questions, options.rounds, options.compare)
+        load.append(os.getloadavg()[0])
+        for name, values in http.items():
+            print(f"{name} p50 per round (ms): {', '.join(f'{value:.1f}' for value in values)}; "
+                  f"median {statistics.median(values):.1f}")  # fmt: skip
+        print(f"HTTP minus in-process, p50: {statistics.median(http['REST']) - statistics.median(medians):+.1f} ms")
+    if options.profile:
+        print(profiled(access, questions))
+    print(f"load average: {' -> '.join(f'{value:.2f}' for value in load)}")
+
+
+if __name__ == "__main__":
+    main()

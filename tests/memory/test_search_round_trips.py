@@ -1,0 +1,146 @@
+"""What one search costs in round trips besides its legs' own work: the vector legs of every corpus in one statement
+(settings included), the recall caches read once, and the query embedded while the keyword legs run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memory.access import access_for_user
+from memory.embeddings import get_embedder
+from memory.models import User
+from memory.recall.search import SearchRequest, search
+from tests.factories import ClaimFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def remember(owner: User, statement: str) -> None:
+    embedder = get_embedder()
+    vector = embedder.embed_documents([statement])[0]
+    ClaimFactory.create(owner=owner, statement=statement, embedding=vector, embedding_model=embedder.model_id)
+
+
+def test_the_vector_legs_and_their_settings_are_one_statement(alice: User) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    with CaptureQueriesContext(connection) as captured:
+        results = search(access, SearchRequest(query="What does Marcel drink?"))
+    assert results[0].text == "Marcel drinks green tea every morning."
+    sql = [query["sql"] for query in captured.captured_queries]
+    vector = [text for text in sql if "<=>" in text]
+    assert len(vector) == 1
+    assert "set_config('hnsw.ef_search'" in vector[0] and "set_config('hnsw.iterative_scan'" in vector[0]
+    assert not [text for text in sql if "hnsw" in text and "<=>" not in text]  # no statement of their own
+    assert not [text for text in sql if text.startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_vector_settings_end_with_the_search(alice: User) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    search(access_for_user(user=alice), SearchRequest(query="What does Marcel drink?"))
+    with connection.cursor() as cursor:  # the same connection, after the search (autocommit)
+        cursor.execute("SELECT current_setting('hnsw.ef_search', true), current_setting('hnsw.iterative_scan', true)")
+        ef_search, iterative = cursor.fetchone()
+    assert ef_search in (None, "", "40")  # unset, or pgvector's default once loaded
+    assert iterative in (None, "", "off")
+
+
+def _redis_calls(run: Callable[[], Any]) -> dict[str, int]:
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    redis.config_resetstat()
+    run()
+    calls = {name: stats["calls"] for name, stats in redis.info("commandstats").items()}
+    calls.pop("cmdstat_config", None)
+    return calls
+
+
+def test_a_warmed_search_reads_the_recall_caches_in_one_round_trip(alice: User) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    asked = SearchRequest(query="What does Marcel drink in the morning?")
+    search(access, asked)  # word statistics, the newest source and the speakers named are cached from here on
+    calls = _redis_calls(lambda: search(access, asked))
+    # Word statistics of three corpora, the reference time and the speakers named: one MGET for all of them;
+    # the access bookkeeping of the claims returned is the other round trip (a pipeline of HINCRBY).
+    assert calls.pop("cmdstat_mget") == 1
+    assert set(calls) <= {"cmdstat_hincrby"}
+
+
+def test_a_cold_search_still_computes_and_keeps_what_it_did_not_find(alice: User) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    asked = SearchRequest(query="What does Marcel drink in the morning?")
+    cold = search(access, asked)
+    with CaptureQueriesContext(connection) as warm_queries:
+        warm = search(access, asked)
+    assert [result.candidate.id for result in warm] == [result.candidate.id for result in cold]
+    # Warm: nothing recounted (no count(*) of rows or words, no newest source, no speaker lookup).
+    sql = " ".join(query["sql"] for query in warm_queries.captured_queries)
+    assert "count(*)" not in sql and "max(newest)" not in sql and "split_part" not in sql
+
+
+def test_the_keyword_legs_run_while_the_query_is_embedded(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    embedder = get_embedder()
+    keyword_ran = threading.Event()
+    seen: dict[str, Any] = {}
+    original = embedder.embed_query
+
+    def embed_query(text: str) -> list[float]:
+        # Waits for the claim keyword leg's statement: it can only come while this embedding is under way if the
+        # embedding runs beside the keyword legs (serially this would wait out the timeout and fail below).
+        seen["overlapped"] = keyword_ran.wait(timeout=10)
+        seen["thread"] = threading.current_thread().name
+        return original(text)
+
+    def watch(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+        if "ORDER BY score" in sql:
+            keyword_ran.set()
+        return execute(sql, *args)
+
+    monkeypatch.setattr(embedder, "embed_query", embed_query)
+    with connection.execute_wrapper(watch):
+        results = search(access, SearchRequest(query="What does Marcel drink?"))
+    assert seen == {"overlapped": True, "thread": seen["thread"]}
+    assert seen["thread"] != threading.current_thread().name
+    assert results[0].text == "Marcel drinks green tea every morning."
+    assert "vector" in results[0].candidate.legs
+
+
+def test_a_task_card_shows_its_status(api: Any, owner: Any, alice: User) -> None:
+    body = {"conversation": {"id": "chat", "messages": [
+        {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
+         "timestamp": "2026-04-22T09:00:00Z"},
+    ]}}  # fmt: skip
+    from memory.pipeline.runner import run_operation
+
+    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
+    results = search(access_for_user(user=alice), SearchRequest(query="tea samples", limit=20))
+    cards = [result.text for result in results if result.type == "node" and result.kind == "Task"]
+    assert cards and all(card.startswith("Task: ") and "(pending)" in card for card in cards), cards
+
+
+def test_the_access_count_is_sent_off_the_request_thread_and_flushed_after_it(alice: User) -> None:
+    from memory.recall import bookkeeping
+
+    bookkeeping.flush_access()  # whatever earlier tests left pending
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    held = threading.Event()
+    bookkeeping._sender().submit(held.wait, 30)  # the sender busy: the search must not wait for it
+    try:
+        results = search(access, SearchRequest(query="What does Marcel drink?"))
+        assert results[0].type == "claim"
+        redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+        assert not redis.exists(bookkeeping.PENDING)  # answered before its access was counted
+    finally:
+        held.set()
+    assert bookkeeping.flush_access() == 1  # a flush waits for what this process queued
