@@ -16,11 +16,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max
 from django.utils import timezone
 
 from memory.access import Access
-from memory.models import Chunk, Claim, ClaimStatus, Evidence, Node, NodeType, Scope, SourceScope
+from memory.models import Chunk, Claim, ClaimStatus, Node, NodeType, Scope, SourceScope
 from memory.recall import bookkeeping
 from memory.recall.anchors import first_name, reference_time, speakers_named
 from memory.recall.fusion import (
@@ -134,6 +133,18 @@ _EVIDENCE_ROWS = """
     ORDER BY e.authored_at, e.id
 """
 
+# A node can be the subject of tens of thousands of claims: its newest evidence is looked for among the evidence
+# of its NEWEST_CLAIMS most recently stated active claims (the index claim_subject_recent), not all of them. Only
+# a claim stated earlier and said again since (new evidence on an old claim) can be missed, on such a node.
+NEWEST_CLAIMS = 100
+_NEWEST_SAID = """
+    SELECT n.id, (SELECT max(e.authored_at)
+                  FROM (SELECT c.id FROM memory_claim c WHERE c.subject_id = n.id AND c.status = 'active'
+                        ORDER BY c.stated_at DESC LIMIT %s) recent
+                  JOIN memory_evidence e ON e.claim_id = recent.id) AS newest
+    FROM unnest(%s::text[]) AS n(id)
+"""
+
 
 def _rows(sql: str, ids: list[str]) -> list[dict[str, Any]]:
     with connection.cursor() as cursor:
@@ -216,12 +227,9 @@ def node_results(ids: list[str]) -> dict[str, SearchResult]:
         ).values_list("subject_id", "object_value")
     )
     # A card is as recent as the newest thing said about it, not as the moment it was written down.
-    newest = dict(
-        Evidence.objects.filter(claim__subject_id__in=[node["id"] for node in nodes], claim__status=ClaimStatus.ACTIVE)
-        .values("claim__subject_id")
-        .annotate(newest=Max("authored_at"))
-        .values_list("claim__subject_id", "newest")
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_NEWEST_SAID, [NEWEST_CLAIMS, [node["id"] for node in nodes]])
+        newest = dict(cursor.fetchall())
     found = {}
     for node in nodes:
         status = statuses.get(node["id"])
