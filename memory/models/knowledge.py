@@ -217,6 +217,14 @@ class Claim(models.Model):
         indexes = [
             models.Index(fields=["owner", "partition", "status"], name="claim_owner_status"),
             models.Index(fields=["subject", "predicate", "status"], name="claim_subject_predicate"),
+            # A node card's time: the evidence of its most recently stated claims, not of all of them
+            # (memory.recall.search.node_results); covering, so the claim ids come from the index alone.
+            models.Index(
+                fields=["subject", "-stated_at"],
+                include=["id"],
+                condition=models.Q(status="active"),
+                name="claim_subject_recent",
+            ),
             models.Index(fields=["owner", "partition", "key"], name="claim_owner_key"),
             GinIndex(fields=["search_vector"], name="claim_search_vector"),
         ]

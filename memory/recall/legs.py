@@ -9,6 +9,8 @@ window, node types) and the time a row is "from". The filters are fixed SQL text
   candidates are bounded: only words that tell rows apart pick them, and when those words together hold more
   than CANDIDATE_BUDGET rows, candidates must hold several of them (three, then two), the way a person with
   thousands of memories is found by the other words of the question; single words come last, rarest first.
+  Each level scores at most CANDIDATE_BUDGET of its rows (the first the GIN index gives), so a level that still
+  holds tens of thousands of rows costs the same as one that holds two thousand.
 - Vector: cosine distance on the per-model HNSW expression index `(embedding::vector(D))`, rows of the
   active model only; `hnsw.ef_search` and an iterative scan are set for the transaction.
 """
@@ -34,7 +36,8 @@ STATS_SECONDS = 600
 # A word held by more than this share of the rows (and more than MIN_SELECTIVE_ROWS) does not pick candidates.
 SELECTIVE_SHARE = 0.05
 MIN_SELECTIVE_ROWS = 200
-# Rows the keyword leg is willing to score one by one; past it candidates must hold several query words.
+# Rows the keyword leg is willing to score one by one; past it candidates must hold several query words, and
+# no level scores more: at a million claims three common words together still hold 100,000 rows.
 CANDIDATE_BUDGET = 2_000
 MOST_WORDS_TOGETHER = 3  # the first level: rows holding this many of the selective words (or all, if fewer)
 LEVEL_WORDS = 6  # the rarest selective words combined into levels (6 choose 3 = 20 conjunctions at most)
@@ -203,19 +206,24 @@ def keyword_hits(
     idf = {word: math.log(1 + (max(total, df[word]) - df[word] + 0.5) / (df[word] + 0.5)) for word in present}
     # Candidates come from the words that tell rows apart; a word most rows hold only adds to their score.
     # When every word is common, rows holding several of them come first (the levels below), then the rarest.
+    # A word whose count stopped at DF_CAP is common whatever the share says (N stops counting too): at a
+    # million claims every such word would look alike, and rows holding two of them crowd out the rare one.
     common = max(MIN_SELECTIVE_ROWS, total * SELECTIVE_SHARE)
-    selective = [word for word in present if df[word] <= common] or present
+    selective = [word for word in present if df[word] <= common and df[word] < DF_CAP] or present
     scores: dict[str, float] = {}
     for words, together in _candidate_levels(selective, {word: df[word] for word in selective}):
         sql = f"""
             WITH weighted AS MATERIALIZED (
                 SELECT {WORD_QUERY.format(word="w.word")} AS q, w.idf
                 FROM unnest(%(words)s::text[], %(idfs)s::float8[]) AS w(word, idf)
+            ), candidates AS MATERIALIZED (
+                SELECT c.id, c.search_vector FROM {corpus.table}
+                WHERE {corpus.where(since, until)} AND c.search_vector @@ {_together(len(words), together)}
+                LIMIT {CANDIDATE_BUDGET}
             )
             SELECT c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
                           WHERE c.search_vector @@ w.q) AS score
-            FROM {corpus.table}
-            WHERE {corpus.where(since, until)} AND c.search_vector @@ {_together(len(words), together)}
+            FROM candidates c
             ORDER BY score DESC, c.id
             LIMIT %(limit)s
         """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)

@@ -137,10 +137,15 @@ _EVIDENCE_ROWS = """
     ORDER BY e.authored_at, e.id
 """
 
+# A node can be the subject of tens of thousands of claims: its newest evidence is looked for among the evidence
+# of its NEWEST_CLAIMS most recently stated active claims (the index claim_subject_recent), not all of them. Only
+# a claim stated earlier and said again since (new evidence on an old claim) can be missed, on such a node.
+NEWEST_CLAIMS = 100
 
-def _rows(sql: str, ids: list[str]) -> list[dict[str, Any]]:
+
+def _rows(sql: str, *params: Any) -> list[dict[str, Any]]:
     with connection.cursor() as cursor:
-        cursor.execute(sql, [ids])
+        cursor.execute(sql, list(params))
         names = [column.name for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -206,15 +211,17 @@ def chunk_results(ids: list[str]) -> dict[str, SearchResult]:
 
 
 # A node card with what it shows besides its own fields, in one statement: a task's status (one active
-# HAS_TASK_STATUS claim per task) and the newest evidence of its active claims (a card is as recent as the newest
-# thing said about it, not as the moment it was written down).
+# HAS_TASK_STATUS claim per task) and the newest evidence of its NEWEST_CLAIMS latest active claims (a card is as
+# recent as the newest thing said about it, not as the moment it was written down).
 _NODE_ROWS = """
     SELECT n.id, n.type, n.label, n.summary, n.last_seen_at, n.created_at, p.key AS partition__key,
            (SELECT c.object_value #>> '{}' FROM memory_claim c
             WHERE n.type = 'Task' AND c.subject_id = n.id AND c.predicate = 'HAS_TASK_STATUS' AND c.status = 'active'
             LIMIT 1) AS task_status,
-           (SELECT max(e.authored_at) FROM memory_claim c JOIN memory_evidence e ON e.claim_id = c.id
-            WHERE c.subject_id = n.id AND c.status = 'active') AS newest
+           (SELECT max(e.authored_at)
+            FROM (SELECT c.id FROM memory_claim c WHERE c.subject_id = n.id AND c.status = 'active'
+                  ORDER BY c.stated_at DESC LIMIT %s) recent
+            JOIN memory_evidence e ON e.claim_id = recent.id) AS newest
     FROM memory_node n JOIN memory_partition p ON p.id = n.partition_id
     WHERE n.id = ANY(%s)
 """
@@ -222,7 +229,7 @@ _NODE_ROWS = """
 
 def node_results(ids: list[str]) -> dict[str, SearchResult]:
     found = {}
-    for node in _rows(_NODE_ROWS, ids):
+    for node in _rows(_NODE_ROWS, NEWEST_CLAIMS, ids):
         status = node["task_status"]
         card = f"{node['type']}: {node['label']}" + (f" ({status})" if status else "")
         found[node["id"]] = SearchResult(
