@@ -212,16 +212,17 @@ def chunk_results(ids: list[str]) -> dict[str, SearchResult]:
 
 # A node card with what it shows besides its own fields, in one statement: a task's status (one active
 # HAS_TASK_STATUS claim per task) and the newest evidence of its NEWEST_CLAIMS latest active claims (a card is as
-# recent as the newest thing said about it, not as the moment it was written down).
+# recent as the newest thing said about it, not as the moment it was written down). Each of those claims' evidence
+# is a subquery of its own, so it is read through the claim's index entries whatever the planner thinks of the
+# table's size; a join let a store without statistics hash the whole evidence table.
 _NODE_ROWS = """
     SELECT n.id, n.type, n.label, n.summary, n.last_seen_at, n.created_at, p.key AS partition__key,
            (SELECT c.object_value #>> '{}' FROM memory_claim c
             WHERE n.type = 'Task' AND c.subject_id = n.id AND c.predicate = 'HAS_TASK_STATUS' AND c.status = 'active'
             LIMIT 1) AS task_status,
-           (SELECT max(e.authored_at)
+           (SELECT max((SELECT max(e.authored_at) FROM memory_evidence e WHERE e.claim_id = recent.id))
             FROM (SELECT c.id FROM memory_claim c WHERE c.subject_id = n.id AND c.status = 'active'
-                  ORDER BY c.stated_at DESC LIMIT %s) recent
-            JOIN memory_evidence e ON e.claim_id = recent.id) AS newest
+                  ORDER BY c.stated_at DESC LIMIT %s) recent) AS newest
     FROM memory_node n JOIN memory_partition p ON p.id = n.partition_id
     WHERE n.id = ANY(%s)
 """
