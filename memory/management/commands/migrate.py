@@ -20,6 +20,7 @@ logger = logging.getLogger("memory.migrations")
 
 ADVISORY_LOCK_KEY = 727_100_001  # arbitrary, fixed: one migration run at a time per database
 PROGRESS_INTERVAL_S = 10.0
+LOCK_POLL_S = 0.2
 
 
 class MigrationProgress:
@@ -55,6 +56,22 @@ class MigrationProgress:
         return execute(sql, params, many, context)
 
 
+def migration_lock_taken(connection: Any) -> None:
+    """Returns once this connection holds the migration lock (session level; the caller unlocks).
+
+    Polls rather than blocking in `pg_advisory_lock`: a session blocked there is a transaction in progress, and a
+    migration building an index CONCURRENTLY waits for every such transaction, so the holder would wait for the
+    waiter that waits for it (two web processes started together deadlocked on 0023). Idle between polls, a
+    waiting start holds nothing the holder's statements wait for.
+    """
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
+            if cursor.fetchone()[0]:
+                return
+        time.sleep(LOCK_POLL_S)
+
+
 class Command(migrate.Command):
     progress: MigrationProgress | None = None
 
@@ -65,8 +82,7 @@ class Command(migrate.Command):
         try:
             connection.ensure_connection()
             progress.phase = "waiting_for_lock"
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
+            migration_lock_taken(connection)
             try:
                 progress.phase = "applying"
                 with connection.execute_wrapper(progress.count_statement):
