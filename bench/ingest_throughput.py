@@ -51,16 +51,12 @@ def ingest_timed(
     """`conversations` generated conversations of `messages` messages through the ingestion service and one real
     Celery worker (warmed first, outside the measurement): the accept time of each, the seconds until all were
     accepted and until all were processed, and how many receipts failed."""
+    from bench.serving import embedding_model_built
     from config.celery import app
-    from memory.embeddings.minilm import int8_matmul_pending
     from memory.models import Operation, OperationStatus
     from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
 
-    if int8_matmul_pending():  # as `make run` does: the int8 model is built once, before the worker starts
-        subprocess.run(
-            [sys.executable, "manage.py", "embeddings", "probe"], cwd=ROOT, env=environment, check=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+    embedding_model_built(environment)
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
          "--concurrency", str(concurrency), "--hostname", "bench@%h", "--without-gossip", "--without-mingle"],
