@@ -51,12 +51,12 @@ def ingest_timed(
     """`conversations` generated conversations of `messages` messages through the ingestion service and one real
     Celery worker (warmed first, outside the measurement): the accept time of each, the seconds until all were
     accepted and until all were processed, and how many receipts failed."""
-    from bench.serving import embedding_model_built
     from config.celery import app
+    from memory.embeddings.minilm import int8_model_prepared
     from memory.models import Operation, OperationStatus
     from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
 
-    embedding_model_built(environment)
+    int8_model_prepared()  # as `make run` does: once, before the worker starts
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
          "--concurrency", str(concurrency), "--hostname", "bench@%h", "--without-gossip", "--without-mingle"],

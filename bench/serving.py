@@ -38,18 +38,6 @@ def read_token(user: User, label: str) -> str:
     return issued.secret
 
 
-def embedding_model_built(environment: dict[str, str]) -> None:
-    """As `make run` does: the int8 model is built once per data directory, before the worker and web start, so
-    no measured process (or its peak memory) includes the one-off build."""
-    from memory.embeddings.minilm import int8_matmul_pending
-
-    if int8_matmul_pending():
-        subprocess.run(
-            [sys.executable, "manage.py", "embeddings", "probe"], cwd=ROOT, env=environment, check=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-
-
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 

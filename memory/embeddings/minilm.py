@@ -166,13 +166,28 @@ class MiniLMEmbedder:
 
 def int8_matmul_pending() -> bool:
     """The local model will be rewritten (EMBEDDING_INT8_MATMUL) and this data directory has no copy yet. `make run`
-    then builds it first in a short-lived process (`manage.py embeddings probe`): building holds both models and
-    onnx in memory, which a long-lived process would keep (~200 MB)."""
+    then builds it first in a short-lived process: building holds both models and
+    onnx in memory, which a long-lived process would keep (~200 MB): int8_model_prepared."""
     from memory.embeddings import minilm_rewrite
 
     if settings.EMBEDDER != "minilm" or not settings.EMBEDDING_INT8_MATMUL:
         return False
     return minilm_rewrite.load_cached(Path(settings.DATA_DIR) / "models", MODEL_SHA256) is None
+
+
+def int8_model_prepared() -> None:
+    """Builds the int8 model for this data directory now, in a short-lived child process, if it is still to be built
+    (`make run` and the benchmarks call this before starting the processes that embed). Never raises: a process
+    that then finds no copy builds one itself or runs the pinned model."""
+    from memory.embeddings import minilm_rewrite
+
+    if not int8_matmul_pending():
+        return
+    try:
+        model_path = _packaged_model_path()
+    except EmbedderUnavailable:
+        return  # reported by the first process that embeds
+    minilm_rewrite.build_in_child(model_path, MODEL_SHA256, Path(settings.DATA_DIR))
 
 
 def _packaged_model_path() -> Path:

@@ -22,6 +22,7 @@ from memory.embeddings.minilm import (
     _load_runtime,
     _packaged_model_path,
     int8_matmul_pending,
+    int8_model_prepared,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -120,7 +121,7 @@ def test_make_run_knows_when_the_rewrite_is_still_to_be_built(settings: Any) -> 
     settings.EMBEDDING_INT8_MATMUL = True
     assert int8_matmul_pending() is True
 
-    _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=False)  # as `manage.py embeddings probe` would
+    int8_model_prepared()  # what `make run` calls before starting the web and the worker
 
     assert int8_matmul_pending() is False
     settings.EMBEDDER = "openai"

@@ -29,7 +29,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.embeddings.minilm import int8_matmul_pending
+from memory.embeddings.minilm import int8_model_prepared
 
 logger = logging.getLogger("memory.runall")
 
@@ -259,10 +259,7 @@ class Command(BaseCommand):
             )
         call_command("migrate", interactive=False, verbosity=0)
         call_command("bootstrap_owner")
-        if int8_matmul_pending():  # first start on this data directory: a few seconds, once
-            subprocess.run(
-                [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "embeddings", "probe"], check=False
-            )
+        int8_model_prepared()  # first start on this data directory: a few seconds, once
         logger.info("runall.starting", extra={"host": settings.HOST, "port": settings.PORT})
         supervisor = Supervisor(
             child_commands(),
