@@ -35,7 +35,7 @@ from memory.models import (
     ToolEvent,
     User,
 )
-from memory.services.account_erasure import account_erase, account_inventory
+from memory.services.account_erasure import account_erase, account_inventory, partition_erase
 from memory.services.audit import audit_record
 from memory.services.operations import operation_retry
 from memory.services.partitions import partition_deactivate, partition_reactivate
@@ -121,7 +121,25 @@ class PartitionAdmin(ProductAdmin):
     def deactivate(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
         self._each(request, queryset, partition_deactivate)
 
-    def _each(self, request: HttpRequest, queryset: QuerySet[Partition], service: Callable[..., Partition]) -> None:
+    # A delete, plain or as the list's action, is the partition's erasure: its content, the files no other
+    # partition uses and an audit row go with it; a personal partition is emptied and kept.
+    def delete_model(self, request: HttpRequest, obj: Partition) -> None:
+        self._each(request, Partition.objects.filter(pk=obj.pk), self._erase)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
+        self._each(request, queryset, self._erase)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """The erasure blanks audit rows and removes files itself: the read-only audit admin and a protected
+        blob do not block it."""
+        deleted, model_count, _, _ = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), []
+
+    @staticmethod
+    def _erase(*, access: Any, key: str) -> Any:
+        return partition_erase(access=access, key=key, dry_run=False)
+
+    def _each(self, request: HttpRequest, queryset: QuerySet[Partition], service: Callable[..., Any]) -> None:
         """The service on each selected partition, as the admin acting for its owner; refusals are shown."""
         for partition in queryset.select_related("owner"):
             access = access_for_user(user=partition.owner, acting=Actor.admin(request.user))  # type: ignore[arg-type]

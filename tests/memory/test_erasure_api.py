@@ -241,3 +241,39 @@ def test_the_admin_action_does_not_erase_the_signed_in_admin(staff: Any, alice: 
     done = staff.post("/admin/memory/user/", form, follow=True)
     assert b"Your own account is erased with manage.py erase_user." in done.content
     assert User.objects.filter(pk__in=[admin.pk, alice.pk]).count() == 2
+
+
+def test_the_admins_plain_delete_of_a_partition_erases_it_with_its_files_and_an_audit_row(
+    staff: Any, api: Api, owner: Persona, alice: User, blob_dir: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    from memory.models import MemoryEvent
+    from tests.factories import PartitionFactory
+
+    apollo = PartitionFactory.create(owner=alice, key="project:apollo")
+    put_artifact(api, owner, b"apollo's bytes", key=apollo.key)
+    asked = staff.get(f"/admin/memory/partition/{apollo.pk}/delete/")
+    assert asked.status_code == 200 and b"Are you sure" in asked.content  # not "permission denied"
+    with django_capture_on_commit_callbacks(execute=True):
+        done = staff.post(f"/admin/memory/partition/{apollo.pk}/delete/", {"post": "yes"})
+    assert done.status_code == 302
+    assert not Partition.objects.filter(pk=apollo.pk).exists() and not Blob.objects.exists()
+    assert not [path for path in blob_dir.rglob("*") if path.is_file()]
+    erased = MemoryEvent.objects.get(action="partition.erase", target_id=apollo.pk)
+    assert (erased.surface, erased.actor_user.username) == ("admin", "root")  # the staff member, from the admin
+
+
+def test_the_admins_delete_action_empties_a_personal_partition_and_keeps_it(
+    staff: Any, api: Api, owner: Persona, alice: User, blob_dir: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    from tests.factories import PartitionFactory
+
+    personal = Partition.objects.get(owner=alice, key="memory:personal")
+    apollo = PartitionFactory.create(owner=alice, key="project:apollo")
+    put_artifact(api, owner, b"personal bytes")
+    form = {"action": "delete_selected", ACTION_CHECKBOX_NAME: [personal.pk, apollo.pk], "post": "yes"}
+    with django_capture_on_commit_callbacks(execute=True):
+        done = staff.post("/admin/memory/partition/", form)
+    assert done.status_code == 302
+    assert Partition.objects.filter(pk=personal.pk, is_active=True).exists()  # every user keeps one
+    assert not Partition.objects.filter(pk=apollo.pk).exists()
+    assert not Blob.objects.exists() and not [path for path in blob_dir.rglob("*") if path.is_file()]
