@@ -495,19 +495,25 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
         user = User.objects.get(username=USERNAME)
     access = access_for_user(user=user)
     asked = queries(options.queries, statements(min(size, 10_000)))
-    load = os.getloadavg()[0]
+    load, measured = os.getloadavg()[0], [time.perf_counter()]
     timings = dict(in_process(access, asked, options.rounds, options.variants))
+    measured.append(time.perf_counter())
     parts = breakdown(access, asked)
+    measured.append(time.perf_counter())
     timings["HTTP POST /query/search"] = over_http(user, asked, options.rounds)
+    measured.append(time.perf_counter())
     slowest = max(parts.pop("_keyword_claim").items(), key=lambda item: item[1])
     plans = {query: explain(access, query) for query in (asked[1], slowest[0])}
+    measured.append(time.perf_counter())
+    steps = ("in-process", "breakdown", "HTTP (with uvicorn's start)", "EXPLAIN")
+    spent = {step: end - start for step, start, end in zip(steps, measured[:-1], measured[1:], strict=True)}
     with connection.cursor() as cursor:
         cursor.execute("SELECT version(), (SELECT extversion FROM pg_extension WHERE extname = 'vector')")
         postgres, pgvector = cursor.fetchone() or ("", "")
     return {"size": size, "timings": {name: summary(rounds) for name, rounds in timings.items()}, "parts": parts,
             "plans": plans, "load": [load, os.getloadavg()[0]], "postgres": postgres.split(" on ")[0],
             "pgvector": pgvector, "slowest": slowest, "code": code_version(), "built": built,
-            "real": real}  # fmt: skip
+            "real": real, "measured": spent}  # fmt: skip
 
 
 def code_version() -> str:
@@ -537,7 +543,9 @@ def stored(result: dict[str, Any]) -> str:
     size, real = result["size"], result.get("real", result["size"])
     vectors = "every vector embedded" if real >= size else f"{real:,} vectors embedded, {size - real:,} generated"
     phases = ", ".join(f"{phase} {seconds:.0f} s" for phase, seconds in result.get("built", {}).items())
-    return f"{vectors}; " + (f"built in {sum(result['built'].values()):.0f} s ({phases})" if phases else "reused")
+    measured = ", ".join(f"{step} {seconds:.0f} s" for step, seconds in result.get("measured", {}).items())
+    built = f"built in {sum(result['built'].values()):.0f} s ({phases})" if phases else "reused"
+    return f"{vectors}; {built}; measured in {sum(result.get('measured', {}).values()):.0f} s ({measured})"
 
 
 def report(results: list[dict[str, Any]]) -> None:
