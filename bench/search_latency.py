@@ -1,20 +1,24 @@
 """Search latency at 10,000 and 100,000 claims: in-process (the search service) and over HTTP (/query/search).
 
     .venv/bin/python bench/search_latency.py [--sizes 10000 100000] [--reuse] [--queries 200] [--rounds 3]
+        [--real N] [--variants NAME ...]
 
 Each size lives in a data directory of its own (MEMORY_DATA_DIR, default var/bench-search, then claims-<N>),
 so one size never shares tables or indexes with another. Its one user has one partition holding N generated
 claims: varied statements about a few hundred people and projects, each with a subject node (Person, Project or
 the Self node), a kind, an importance, stated_at spread over two years, one evidence row pointing at a
-conversation source, and a real MiniLM vector. The chunk table stays empty: claims are what is measured.
-Vectors are cached in the base directory (vectors.npy), so a larger size embeds only the statements it adds.
-Without --reuse a size's memory tables are emptied and built again (bulk inserts, indexes rebuilt after).
+conversation source, and a real MiniLM vector (with --real N, only the first N statements' vectors are real and
+the rest generated near them: bench/store_vectors.py; `make bench` passes --real 10000). The chunk table stays
+empty: claims are what is measured. Vectors are cached in the base directory (vectors.npy), so a larger size
+embeds only the statements it adds. Without --reuse a size's memory tables are emptied and built again (COPY with
+the two search indexes dropped, then rebuilt, then one VACUUM ANALYZE), and each phase's seconds printed.
 
 Then ~200 queries (exact words, paraphrased questions, names) are timed for several rounds after a warm-up:
-search() in-process with both legs, keyword only, vector only and both legs excluding Project nodes, then
-POST /query/search against a real uvicorn on a free loopback port. Also printed: where the time of a hybrid
-search goes, per leg, and EXPLAIN (ANALYZE, BUFFERS) of the claim legs, exactly as search() sent them. Ends
-with a Markdown table for docs/benchmarks.md. Percentiles are per round; the table gives the median over rounds.
+search() in-process with both legs, keyword only, vector only, both legs excluding Project nodes and both legs
+with the word statistics not cached (--variants picks some), then POST /query/search against a real uvicorn on a
+free loopback port. Also printed: where the time of a hybrid search goes, per leg, and EXPLAIN (ANALYZE,
+BUFFERS) of the claim legs, exactly as search() sent them. Ends with a Markdown table for docs/benchmarks.md.
+Percentiles are per round; the table gives the median over rounds.
 """
 
 from __future__ import annotations
