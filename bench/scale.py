@@ -41,37 +41,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from bench import search_latency as latency  # noqa: E402
 from bench.report import headline  # noqa: E402
+from bench.store_vectors import vectors_for  # noqa: E402
 
-NOISE_COSINE = 0.9  # generated vectors sit about this close to the real vector they perturb
 MODEL_WHERE = "embedding_model = 'minilm-l6-v2-int8'"
 HALFVEC_INDEX = "bench_claim_embedding_halfvec_hnsw"
-
-
-def generated_vectors(real: Any, count: int, seed: int) -> Any:
-    """`count` unit vectors, each a random row of `real` plus Gaussian noise at cosine ~NOISE_COSINE to it."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    dimensions = real.shape[1]
-    # |noise| = tan(angle) for a unit parent: spread it evenly over the dimensions.
-    scale = np.tan(np.arccos(NOISE_COSINE)) / np.sqrt(dimensions)
-    out = np.empty((count, dimensions), dtype=np.float32)
-    for start in range(0, count, 100_000):
-        stop = min(count, start + 100_000)
-        parents = real[rng.integers(0, len(real), stop - start)]
-        noisy = parents + rng.normal(0.0, scale, (stop - start, dimensions)).astype(np.float32)
-        out[start:stop] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
-    return out
-
-
-def vectors_for(size: int, base: Path, real: int) -> Any:
-    import numpy as np
-
-    texts = [row[0] for row in latency.statements(size)]
-    head = latency.cached_vectors(texts[: min(size, real)], base)
-    if size <= real:
-        return head
-    return np.concatenate([head, generated_vectors(head, size - real, latency.SEED + 3)])
 
 
 def relation_sizes() -> dict[str, int]:
@@ -188,7 +161,8 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
     built: dict[str, float] = {}
     if not (options.reuse and user and Claim.objects.filter(owner=user).count() >= size):
         began = time.perf_counter()
-        vectors = vectors_for(size, base, options.real)
+        texts = [row[0] for row in latency.statements(size)]
+        vectors = vectors_for(texts, base, options.real, latency.SEED + 3)
         built["vectors_seconds"] = time.perf_counter() - began
         began = time.perf_counter()
         latency.build(size, base, vectors)
