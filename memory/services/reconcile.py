@@ -308,6 +308,21 @@ class Reconciler:
             self._open = self._open_tasks()
         return self._open
 
+    def _open_changed(self, task: Node, *, open_now: bool | None, owner: Node | None = None) -> None:
+        """Keep the open tasks read for this job true after this job changed one, instead of reading them all
+        again (a job creating ten tasks read them ten times: docs/benchmarks.md, issue 18). `open_now`: the task
+        is open now (True), closed (False) or as it was (None); `owner`: its new owner, whose name it answers to."""
+        if self._open is None:  # not read yet: the first read sees this job's own changes
+            return
+        words = next((words for candidate, words in self._open if candidate.pk == task.pk), None)
+        rest = [(candidate, words) for candidate, words in self._open if candidate.pk != task.pk]
+        if open_now is False or (words is None and not open_now):
+            self._open = rest
+            return
+        if owner is not None or words is None:
+            words = _tokens(task.label) | (_tokens(owner.label) if owner is not None else set())
+        self._open = [*rest, (task, words)]
+
     def _match(self, candidate: TaskCandidate, minimum: float) -> Node | None:
         """The open task this candidate talks about. A removal sentence is long ("About the spec for Marcel:
         there is no deadline now"), so for it what counts is how much of the task it names."""
@@ -358,8 +373,8 @@ class Reconciler:
             subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=candidate.evidence, predicate=predicate,
             object_value=object_value, origin=candidate.origin,
         )  # fmt: skip
-        if predicate == "OWNED_BY":  # the owner's name is one of the words the task answers to
-            self._open = None
+        if predicate == "OWNED_BY" and object_node is not None:  # the owner's name is a word the task answers to
+            self._open_changed(task, open_now=None, owner=object_node)
         if current is None:
             task_lock(task)
             current = list(Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE))
@@ -401,7 +416,8 @@ class Reconciler:
         self._create(claim_candidate, task, person, ClaimStatus.ACTIVE, None, "")
 
     def _set_status(self, task: Node, candidate: TaskCandidate, *, quarantined: bool = False) -> None:
-        self._open = None  # a new task, or one closed: the open tasks change
+        # A quarantined status supersedes nothing and is never open: the open tasks stay as they are.
+        self._open_changed(task, open_now=None if quarantined else candidate.status in OPEN_STATUSES)
         ref = candidate.evidence
         evidence = {
             "source_id": ref.source_id, "excerpt": sanitize_text(ref.excerpt), "message_id": ref.message_id,
