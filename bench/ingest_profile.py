@@ -35,6 +35,17 @@ os.environ.setdefault("EMBEDDING_THREADS", "1")
 
 from bench.ingest_throughput import _cpu_seconds, sentence  # noqa: E402
 
+shapes: dict[str, Counter[str]] = defaultdict(Counter)
+
+
+def _shape(sql: str) -> str:
+    """A query's kind and table: "SELECT memory_claim", "INSERT memory_evidence", ..."""
+    words = sql.replace('"', "").split()
+    verb = words[0].upper() if words else "?"
+    tables = (word.split(".")[0].strip(",()") for word in words[1:])
+    table = next((word for word in tables if word.startswith(("memory_", "commitments_", "metrics_"))), "")
+    return f"{verb} {table}".strip()
+
 
 @contextmanager
 def counted(tally: dict[str, Counter[str]], current: list[str]) -> Iterator[None]:
@@ -45,6 +56,7 @@ def counted(tally: dict[str, Counter[str]], current: list[str]) -> Iterator[None
 
     def query(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         tally[current[0]]["queries"] += 1
+        shapes[current[0]][_shape(sql)] += 1
         return execute(sql, params, many, context)
 
     documents, batch = minilm.MiniLMEmbedder.embed_documents, minilm._embed_batch
@@ -72,6 +84,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=16)
     parser.add_argument("--messages", type=int, default=25)
     parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N functions")
+    parser.add_argument("--queries", action="store_true", help="print the kinds of queries of each step per job")
     options = parser.parse_args()
 
     import django
@@ -159,6 +172,10 @@ def main() -> None:
         f"CPU per message: this process {cpu * 1000 / total:.2f} ms + its PostgreSQL backend "
         f"{backend_cpu * 1000 / total:.2f} ms = {(cpu + backend_cpu) * 1000 / total:.2f} ms"
     )
+    if options.queries:
+        for name, kinds in shapes.items():
+            listed = ", ".join(f"{kind} {count / jobs:.1f}" for kind, count in kinds.most_common())
+            print(f"{name}: {listed}")
     if profile:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(options.profile)

@@ -109,7 +109,8 @@ class ChunkText(Step):
             # The lock also serialises two receipts of one conversation: the second sees the first's chunks.
             job.lock_source()
             sources, drafts = _drafts(job, planned)
-            Chunk.objects.filter(source__in=sources).delete()
+            if job.source.kind != SourceKind.CONVERSATION:  # messages to chunk have no chunks, by their query
+                Chunk.objects.filter(source__in=sources).delete()
             created = Chunk.objects.bulk_create(
                 _chunk(source, index, draft, vectors, model_id)
                 for source, source_drafts in drafts

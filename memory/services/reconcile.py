@@ -431,6 +431,8 @@ class Reconciler:
     def _set_due(self, task: Node, candidate: TaskCandidate) -> None:
         """New explicit dates replace inferred ones; removal wording clears an inferred date; a date the user
         set by hand (origin manual) is never cleared; no date in the text keeps the current one."""
+        if candidate.due_on is None and not candidate.due_removed:
+            return  # nothing to change: no lock to take, no date to read
         task_lock(task)  # before reading the current date: another job may be changing it
         dues = list(Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).order_by("pk"))
         due = dues[0] if dues else None
