@@ -79,11 +79,38 @@ def counted(tally: dict[str, Counter[str]], current: list[str]) -> Iterator[None
         minilm._embed_batch = batch
 
 
+def locomo_sessions(access: Any, user: Any, path: Path) -> tuple[list[str], int]:
+    """Each session of the file's first conversation posted as bench/locomo.py does (speaker_a is the owner)."""
+    import json
+    from datetime import UTC, timedelta
+
+    from bench.locomo import sessions
+    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
+
+    sample = json.loads(path.read_text())[0]
+    owner = sample["conversation"]["speaker_a"]
+    operation_ids, count = [], 0
+    for number, started, turns in sessions(sample["conversation"]):
+        messages = [
+            MessageIn(
+                id=turn["dia_id"], content=turn["text"], role="user" if turn["speaker"] == owner else "other",
+                speaker=turn["speaker"], timestamp=started.replace(tzinfo=UTC) + timedelta(seconds=30 * index),
+            )
+            for index, turn in enumerate(turns)
+        ]  # fmt: skip
+        conversation = ConversationIn(id=f"session_{number}", messages=messages)
+        operation_ids.append(ingest_conversation(access=access, conversation=conversation).operation.pk)
+        count += len(messages)
+    return operation_ids, count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, default=16)
     parser.add_argument("--messages", type=int, default=25)
     parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N functions")
+    parser.add_argument("--locomo", type=Path, help="instead: the sessions of this LoCoMo file's first conversation")
+    parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative, tottime, ...")
     parser.add_argument("--queries", action="store_true", help="print the kinds of queries of each step per job")
     options = parser.parse_args()
 
@@ -119,7 +146,11 @@ def main() -> None:
 
     stamp = int(time.time())
     runner.run_operation(post(f"warm-{stamp}", 2))  # the model loads outside the measurement
-    operation_ids = [post(f"chat-{stamp}-{index}", options.messages) for index in range(options.conversations)]
+    if options.locomo:
+        operation_ids, messages = locomo_sessions(access, user, options.locomo)
+    else:
+        operation_ids = [post(f"chat-{stamp}-{index}", options.messages) for index in range(options.conversations)]
+        messages = len(operation_ids) * options.messages
 
     tally: dict[str, Counter[str]] = defaultdict(Counter)
     current = ["runner"]
@@ -157,9 +188,9 @@ def main() -> None:
     for step in steps.PIPELINE:
         step.run = originals[step.name]  # type: ignore[method-assign]
 
-    jobs, total = len(operation_ids), len(operation_ids) * options.messages
+    jobs, total = len(operation_ids), messages
     failed = Operation.objects.filter(pk__in=operation_ids).exclude(status="completed").count()
-    print(f"{jobs} jobs x {options.messages} messages, failed {failed}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{jobs} jobs, {total} messages, failed {failed}; load average {os.getloadavg()[0]:.1f}")
     print(f"{'step':<10} {'ms/message':>10} {'queries/job':>12} {'texts/job':>10} {'runs/job':>9}")
     for name in [*originals, "runner"]:
         counts = tally[name]
@@ -178,7 +209,7 @@ def main() -> None:
             print(f"{name}: {listed}")
     if profile:
         out = io.StringIO()
-        pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(options.profile)
+        pstats.Stats(profile, stream=out).sort_stats(options.sort).print_stats(options.profile)
         print(out.getvalue())
 
 

@@ -47,7 +47,7 @@ from memory.moments import moment_after
 from memory.names import normalize_name
 from memory.screening import quarantines, sanitize_text
 from memory.services.audit import audit_record
-from memory.services.graph import node_resolve
+from memory.services.graph import node_find_or_create, nodes_seen, seen_moment
 
 logger = logging.getLogger("memory.reconcile")
 
@@ -96,6 +96,11 @@ class Reconciler:
     # are open or who owns one (a new due date changes neither): a job mentioning twenty tasks read them all
     # twenty times (docs/benchmarks.md, issue 18).
     _open: list[tuple[Node, set[str]]] | None = field(default=None, init=False, repr=False)
+    # The nodes this job named, by type and normalised name, and when each was last mentioned: a chat names its
+    # speakers in nearly every turn, and each mention looked the node up and touched it (issue 18). The touches
+    # are written once, at the end of the job (last_seen_at only moves forward, so the latest mention decides).
+    _nodes: dict[tuple[str, str], Node] = field(default_factory=dict, init=False, repr=False)
+    _seen: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def owner(self) -> Any:
@@ -118,6 +123,7 @@ class Reconciler:
             self.task(task)
         for reading in extraction.readings:
             self.reading(reading)
+        nodes_seen(self._seen)
         return dict(self.counts)
 
     def _said_at(self) -> Any:
@@ -127,7 +133,14 @@ class Reconciler:
 
     def _node(self, ref: NodeRef, seen_at: Any = None) -> Node:
         ref = replace(ref, label=sanitize_text(ref.label))
-        return node_resolve(self.owner, self.partition, ref, seen_at=seen_at or self.seen_at)
+        key = ("", "self") if ref.is_self else (ref.type, normalize_name(ref.label))
+        node = self._nodes.get(key)
+        if node is None:
+            node = self._nodes[key] = node_find_or_create(self.owner, self.partition, ref)
+        if not ref.is_self:
+            moment = seen_moment(seen_at or self.seen_at)
+            self._seen[node.pk] = max(moment, self._seen.get(node.pk, moment))
+        return node
 
     # Claims ---------------------------------------------------------------------------------------
 
