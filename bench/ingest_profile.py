@@ -154,7 +154,7 @@ def main() -> None:
 
     tally: dict[str, Counter[str]] = defaultdict(Counter)
     current = ["runner"]
-    spent: Counter[str] = Counter()
+    spent: dict[str, float] = defaultdict(float)
     originals = {step.name: step.run for step in steps.PIPELINE}
 
     def timed(step: Any) -> Callable[[Any], dict[str, int]]:
@@ -170,7 +170,7 @@ def main() -> None:
         return run
 
     for step in steps.PIPELINE:
-        step.run = timed(step)  # type: ignore[method-assign]
+        step.run = timed(step)  # type: ignore[method-assign,assignment]
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
