@@ -41,6 +41,10 @@ class Job:
     extractor: str = ""
     pending: list[Source] = field(default_factory=list)
     vectors: Vectors | None = None  # embedded before the caller took its locks (curation)
+    # Handed from ChunkText to Embed: chunk vectors written with the chunks, and whether the embedder failed then
+    # (Embed then does not ask it again: a down embedder costs one call per step that needs it, not two).
+    chunks_embedded: int = 0
+    embedder_failed: bool = False
 
     def lock_source(self) -> None:
         """Inside a transaction: lock the source row and make sure it is still this receipt's version, so
@@ -89,40 +93,90 @@ class Convert(Step):
 
 
 class ChunkText(Step):
-    """Split each text source into chunks (replacing earlier chunks of the same source)."""
+    """Split each text source into chunks (replacing earlier chunks of the same source), each inserted with its
+    vector of the active model: a vector written by a later UPDATE cost a second row version and a second entry in
+    every index of the row, the HNSW one the dearest (docs/benchmarks.md, issue 18). The vectors are embedded
+    before the source lock (the embedder may be slow or down) from the drafts as they were then; under the lock
+    the drafts are made again if the sources to chunk changed meanwhile, and a vector is used only for the very
+    text it was made from. Without the embedder the chunks are stored without vectors (Embed's contract)."""
 
     name = "chunk"
 
     def run(self, job: Job) -> dict[str, int]:
+        planned = _drafts(job)
+        vectors, model_id = _chunk_vectors(job, planned)
         with transaction.atomic():
             # The lock also serialises two receipts of one conversation: the second sees the first's chunks.
             job.lock_source()
-            if job.source.kind == SourceKind.CONVERSATION:
-                # Messages are immutable: each is chunked once and kept across later turns.
-                sources = list(job.source.children.live().filter(chunks__isnull=True).order_by("ordinal"))
-                drafts = _message_drafts(job.source, sources)
-            else:
-                sources = job.text_sources()
-                drafts = [(source, chunks_for_source(source, target=settings.CHUNK_TARGET_CHARS)) for source in sources]
-            Chunk.objects.filter(source__in=sources).delete()
+            sources, drafts = _drafts(job, planned)
+            if job.source.kind != SourceKind.CONVERSATION:  # messages to chunk have no chunks, by their query
+                Chunk.objects.filter(source__in=sources).delete()
             created = Chunk.objects.bulk_create(
-                Chunk(
-                    owner_id=source.owner_id,
-                    partition_id=source.partition_id,
-                    source=source,
-                    ordinal=index,
-                    text=draft.text,
-                    char_start=draft.start,
-                    char_end=draft.end,
-                    message_id=draft.message_id,
-                    speaker=draft.speaker,
-                    authored_at=draft.authored_at,
-                    context=draft.context,
-                )
+                _chunk(source, index, draft, vectors, model_id)
                 for source, source_drafts in drafts
                 for index, draft in enumerate(source_drafts)
             )
+        job.chunks_embedded = sum(chunk.embedding is not None for chunk in created)
         return {"chunks": len(created)}
+
+
+Drafts = tuple[list[Source], list[tuple[Source, list[ChunkDraft]]]]
+
+
+def _drafts(job: Job, planned: Drafts | None = None) -> Drafts:
+    """The sources to chunk and their drafts; `planned` (made earlier in this step) is kept when the sources to
+    chunk are still the same ones (their text never changes within a source version)."""
+    if job.source.kind == SourceKind.CONVERSATION:
+        # Messages are immutable: each is chunked once and kept across later turns.
+        sources = list(job.source.children.live().filter(chunks__isnull=True).order_by("ordinal"))
+    else:
+        sources = job.text_sources()
+    if planned is not None and [source.pk for source in planned[0]] == [source.pk for source in sources]:
+        return planned
+    if job.source.kind == SourceKind.CONVERSATION:
+        return sources, _message_drafts(job.source, sources)
+    target = settings.CHUNK_TARGET_CHARS
+    return sources, [(source, chunks_for_source(source, target=target)) for source in sources]
+
+
+def _chunk_vectors(job: Job, planned: Drafts) -> tuple[dict[str, list[float]], str]:
+    """The vectors of the drafts' texts (as `Chunk.embedding_text` makes them) by text, and the model's id."""
+    from memory.embeddings import EmbedderUnavailable, get_embedder
+    from memory.services.embeddings import texts_embed
+
+    texts = [
+        Chunk(text=draft.text, context=draft.context).embedding_text for _, drafts in planned[1] for draft in drafts
+    ]
+    if not texts:
+        return {}, ""
+    try:
+        embedder = get_embedder()
+    except EmbedderUnavailable as exc:
+        logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
+        job.embedder_failed = True
+        return {}, ""
+    vectors, job.embedder_failed = texts_embed(texts, embedder)
+    return vectors, embedder.model_id
+
+
+def _chunk(source: Source, index: int, draft: ChunkDraft, vectors: dict[str, list[float]], model_id: str) -> Chunk:
+    chunk = Chunk(
+        owner_id=source.owner_id,
+        partition_id=source.partition_id,
+        source=source,
+        ordinal=index,
+        text=draft.text,
+        char_start=draft.start,
+        char_end=draft.end,
+        message_id=draft.message_id,
+        speaker=draft.speaker,
+        authored_at=draft.authored_at,
+        context=draft.context,
+    )
+    vector = vectors.get(chunk.embedding_text)
+    if vector is not None:
+        chunk.embedding, chunk.embedding_model = vector, model_id
+    return chunk
 
 
 def _message_drafts(conversation: Source, messages: list[Source]) -> list[tuple[Source, list[ChunkDraft]]]:
@@ -150,19 +204,21 @@ class Embed(Step):
         from memory.services.embeddings import chunks_embed, stale_vectors
 
         chunks = Chunk.objects.filter(source__in=job.text_sources())
+        if job.embedder_failed:  # it failed moments ago in ChunkText: not asked again within this job
+            return {"embedded": job.chunks_embedded, "embeddingsSkipped": chunks.filter(embedding__isnull=True).count()}
         try:
             embedder = get_embedder()
             pending = list(chunks.filter(stale_vectors(embedder.model_id)).only("id", "text", "context"))
         except EmbedderUnavailable as exc:
             logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
             return {"embeddingsSkipped": chunks.count()}
-        batch, done = settings.EMBEDDING_BATCH_SIZE, 0
+        batch, done = settings.EMBEDDING_BATCH_SIZE, job.chunks_embedded
         for offset in range(0, len(pending), batch):
             try:
                 done += chunks_embed(pending[offset : offset + batch], embedder)
             except EmbedderUnavailable as exc:
                 logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
-                return {"embedded": done, "embeddingsSkipped": len(pending) - done}
+                return {"embedded": done, "embeddingsSkipped": len(pending) - (done - job.chunks_embedded)}
         return {"embedded": done}
 
 

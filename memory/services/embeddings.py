@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Model, Q
 
-from memory.embeddings import Embedder
+from memory.embeddings import Embedder, EmbedderUnavailable
 from memory.models import Chunk, Claim, Node
 
 logger = logging.getLogger("memory.embeddings")
@@ -35,6 +35,25 @@ def vectors_store(model: type[Model], rows: Sequence[Model], texts: list[str], e
     for row, vector in zip(rows, vectors, strict=True):
         row.embedding, row.embedding_model = vector, embedder.model_id  # type: ignore[attr-defined]
     return len(rows)
+
+
+def texts_embed(texts: list[str], embedder: Embedder) -> tuple[dict[str, list[float]], bool]:
+    """Vectors for these texts (each distinct text once), in batches of EMBEDDING_BATCH_SIZE, and whether the
+    embedder failed on the way (the vectors of the batches before the failure are kept)."""
+    distinct = list(dict.fromkeys(texts))
+    vectors: dict[str, list[float]] = {}
+    size = max(1, settings.EMBEDDING_BATCH_SIZE)
+    for start in range(0, len(distinct), size):
+        batch = distinct[start : start + size]
+        try:
+            embedded = embedder.embed_documents(batch)
+        except EmbedderUnavailable as exc:
+            logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
+            return vectors, True
+        if len(embedded) != len(batch):
+            raise ValueError("the embedder returned a different number of vectors")
+        vectors.update(zip(batch, embedded, strict=True))
+    return vectors, False
 
 
 def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import DateTimeField, F, Value
+from django.db.models import Case, DateTimeField, F, Value, When
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -33,6 +33,14 @@ def node_resolve(owner: User, partition: Partition, ref: NodeRef, seen_at: datet
     """The node named `ref.label` (by label or alias, of the same type), created with an alias if new.
     `seen_at` is when it was mentioned (the message's time; now if unknown or in the future): last_seen_at
     only moves forward, so importing old chats does not make their people look recently seen."""
+    node = node_find_or_create(owner, partition, ref)
+    if not ref.is_self:
+        nodes_seen({node.pk: seen_moment(seen_at)})
+    return node
+
+
+def node_find_or_create(owner: User, partition: Partition, ref: NodeRef) -> Node:
+    """`node_resolve` without touching last_seen_at (a caller naming the node many times touches it once)."""
     if ref.is_self:
         return self_node(owner, partition)
     normalized = normalize_name(ref.label)
@@ -47,10 +55,19 @@ def node_resolve(owner: User, partition: Partition, ref: NodeRef, seen_at: datet
         Alias.objects.create(
             owner=owner, partition=partition, node=match, name=ref.label.strip(), normalized=normalized
         )
-    now = timezone.now()
-    moment = min(seen_at, now) if seen_at is not None else now
-    # GREATEST skips NULL in PostgreSQL: a node never seen takes the moment as it is.
-    Node.objects.filter(pk=match.pk).update(
-        last_seen_at=Greatest(F("last_seen_at"), Value(moment, output_field=DateTimeField()))
-    )
     return match
+
+
+def seen_moment(seen_at: datetime | None) -> datetime:
+    """When a mention counts as seen: its time, or now if unknown or in the future."""
+    now = timezone.now()
+    return min(seen_at, now) if seen_at is not None else now
+
+
+def nodes_seen(seen: dict[str, datetime]) -> None:
+    """Move each node's last_seen_at forward to its moment (never back), in one query."""
+    if not seen:
+        return
+    # GREATEST skips NULL in PostgreSQL: a node never seen takes the moment as it is.
+    moment = Case(*(When(pk=pk, then=Value(at)) for pk, at in seen.items()), output_field=DateTimeField())
+    Node.objects.filter(pk__in=list(seen)).update(last_seen_at=Greatest(F("last_seen_at"), moment))

@@ -47,7 +47,7 @@ from memory.moments import moment_after
 from memory.names import normalize_name
 from memory.screening import quarantines, sanitize_text
 from memory.services.audit import audit_record
-from memory.services.graph import node_resolve
+from memory.services.graph import node_find_or_create, nodes_seen, seen_moment
 
 logger = logging.getLogger("memory.reconcile")
 
@@ -96,6 +96,11 @@ class Reconciler:
     # are open or who owns one (a new due date changes neither): a job mentioning twenty tasks read them all
     # twenty times (docs/benchmarks.md, issue 18).
     _open: list[tuple[Node, set[str]]] | None = field(default=None, init=False, repr=False)
+    # The nodes this job named, by type and normalised name, and when each was last mentioned: a chat names its
+    # speakers in nearly every turn, and each mention looked the node up and touched it (issue 18). The touches
+    # are written once, at the end of the job (last_seen_at only moves forward, so the latest mention decides).
+    _nodes: dict[tuple[str, str], Node] = field(default_factory=dict, init=False, repr=False)
+    _seen: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def owner(self) -> Any:
@@ -118,6 +123,7 @@ class Reconciler:
             self.task(task)
         for reading in extraction.readings:
             self.reading(reading)
+        nodes_seen(self._seen)
         return dict(self.counts)
 
     def _said_at(self) -> Any:
@@ -127,7 +133,14 @@ class Reconciler:
 
     def _node(self, ref: NodeRef, seen_at: Any = None) -> Node:
         ref = replace(ref, label=sanitize_text(ref.label))
-        return node_resolve(self.owner, self.partition, ref, seen_at=seen_at or self.seen_at)
+        key = ("", "self") if ref.is_self else (ref.type, normalize_name(ref.label))
+        node = self._nodes.get(key)
+        if node is None:
+            node = self._nodes[key] = node_find_or_create(self.owner, self.partition, ref)
+        if not ref.is_self:
+            moment = seen_moment(seen_at or self.seen_at)
+            self._seen[node.pk] = max(moment, self._seen.get(node.pk, moment))
+        return node
 
     # Claims ---------------------------------------------------------------------------------------
 
@@ -308,6 +321,21 @@ class Reconciler:
             self._open = self._open_tasks()
         return self._open
 
+    def _open_changed(self, task: Node, *, open_now: bool | None, owner: Node | None = None) -> None:
+        """Keep the open tasks read for this job true after this job changed one, instead of reading them all
+        again (a job creating ten tasks read them ten times: docs/benchmarks.md, issue 18). `open_now`: the task
+        is open now (True), closed (False) or as it was (None); `owner`: its new owner, whose name it answers to."""
+        if self._open is None:  # not read yet: the first read sees this job's own changes
+            return
+        words = next((words for candidate, words in self._open if candidate.pk == task.pk), None)
+        rest = [(candidate, words) for candidate, words in self._open if candidate.pk != task.pk]
+        if open_now is False or (words is None and not open_now):
+            self._open = rest
+            return
+        if owner is not None or words is None:
+            words = _tokens(task.label) | (_tokens(owner.label) if owner is not None else set())
+        self._open = [*rest, (task, words)]
+
     def _match(self, candidate: TaskCandidate, minimum: float) -> Node | None:
         """The open task this candidate talks about. A removal sentence is long ("About the spec for Marcel:
         there is no deadline now"), so for it what counts is how much of the task it names."""
@@ -358,8 +386,8 @@ class Reconciler:
             subject=NodeRef(type=NodeType.TASK, label=task.label), evidence=candidate.evidence, predicate=predicate,
             object_value=object_value, origin=candidate.origin,
         )  # fmt: skip
-        if predicate == "OWNED_BY":  # the owner's name is one of the words the task answers to
-            self._open = None
+        if predicate == "OWNED_BY" and object_node is not None:  # the owner's name is a word the task answers to
+            self._open_changed(task, open_now=None, owner=object_node)
         if current is None:
             task_lock(task)
             current = list(Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE))
@@ -401,7 +429,8 @@ class Reconciler:
         self._create(claim_candidate, task, person, ClaimStatus.ACTIVE, None, "")
 
     def _set_status(self, task: Node, candidate: TaskCandidate, *, quarantined: bool = False) -> None:
-        self._open = None  # a new task, or one closed: the open tasks change
+        # A quarantined status supersedes nothing and is never open: the open tasks stay as they are.
+        self._open_changed(task, open_now=None if quarantined else candidate.status in OPEN_STATUSES)
         ref = candidate.evidence
         evidence = {
             "source_id": ref.source_id, "excerpt": sanitize_text(ref.excerpt), "message_id": ref.message_id,
@@ -415,6 +444,8 @@ class Reconciler:
     def _set_due(self, task: Node, candidate: TaskCandidate) -> None:
         """New explicit dates replace inferred ones; removal wording clears an inferred date; a date the user
         set by hand (origin manual) is never cleared; no date in the text keeps the current one."""
+        if candidate.due_on is None and not candidate.due_removed:
+            return  # nothing to change: no lock to take, no date to read
         task_lock(task)  # before reading the current date: another job may be changing it
         dues = list(Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).order_by("pk"))
         due = dues[0] if dues else None

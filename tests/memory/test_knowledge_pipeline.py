@@ -218,6 +218,49 @@ def test_a_job_reads_the_open_tasks_once_however_many_of_them_it_mentions(api: A
     assert task_state("Book the room")["due"] == "2026-05-02"
 
 
+def test_a_job_that_creates_and_closes_tasks_still_reads_the_open_tasks_once(api: Api, owner: Persona) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    text = (
+        "I'll finish the spec. Marcel will review the budget. I'll plan the garden. I'll book the room. "
+        "I'll finish the spec by Friday. Marcel will review the budget by 2026-05-01. I finished the spec."
+    )
+    message = {"id": "m1", "role": "user", "timestamp": "2026-04-22T10:00:00Z", "content": text}
+    receipt = api.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": [message]}}).json()
+    with CaptureQueriesContext(connection) as queries:
+        run_operation(receipt["operationId"])
+    # Creating a task, giving it an owner or closing one changes the open tasks this job knows of in place; they
+    # were read again after every such change (issue 18: a re-read per new task in every job).
+    # (the read of the open tasks: active statuses joined to their Task nodes)
+    reads = [query["sql"] for query in queries.captured_queries if query["sql"].startswith("SELECT")]
+    assert sum("HAS_TASK_STATUS" in sql and '"memory_node"."type" = \'Task\'' in sql for sql in reads) == 1
+    assert Node.objects.filter(type="Task").count() == 4
+    assert task_state("Finish the spec") == {"status": "completed", "owner": None, "due": "2026-04-24"}
+    assert task_state("Review the budget") == {"status": "pending", "owner": "Marcel", "due": "2026-05-01"}
+    assert task_state("Plan the garden")["status"] == "pending"
+
+
+def test_mentioning_open_tasks_without_a_date_locks_and_changes_none_of_them(api: Api, owner: Persona) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    say(api, owner, "I'll finish the spec by Friday. I'll review the budget. I'll plan the garden by 2026-05-01.")
+    text = "I'll finish the spec. I'll review the budget. I'll plan the garden."
+    message = {"id": "again", "role": "user", "timestamp": "2026-04-22T11:00:00Z", "content": text}
+    receipt = api.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": [message]}}).json()
+    with CaptureQueriesContext(connection) as queries:
+        run_operation(receipt["operationId"])
+    # Without a date or removal wording a mention changes no due date: it took each task's lock and read its due
+    # date for nothing (issue 18).
+    locks = [query["sql"] for query in queries.captured_queries if 'FROM "memory_node"' in query["sql"]]
+    assert [sql for sql in locks if sql.endswith("FOR UPDATE")] == []
+    assert Node.objects.filter(type="Task").count() == 3
+    assert task_state("Finish the spec")["due"] == "2026-04-24"
+    assert task_state("Review the budget")["due"] is None
+    assert task_state("Plan the garden")["due"] == "2026-05-01"
+
+
 def test_a_task_created_earlier_in_a_job_is_matched_by_a_later_mention_in_the_same_job(
     api: Api, owner: Persona
 ) -> None:
