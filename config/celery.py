@@ -27,10 +27,12 @@ def start_embedded_runtime(**_: Any) -> None:
 
 @worker_process_init.connect
 def embed_compactly(**_: Any) -> None:
-    """Pool processes embed batches: the compact model session is as fast there and ~45 MB smaller."""
-    from memory.embeddings import prefer_compact_sessions
+    """Pool processes embed batches: the compact model session is as fast there and ~45 MB smaller (the pinned
+    model's; the int8 rewrite has one kind). Each loads its model as it starts, in a thread, not on its first job."""
+    from memory.embeddings import embedder_preload, prefer_compact_sessions
 
     prefer_compact_sessions()
+    embedder_preload()
 
 
 @task_postrun.connect

@@ -47,3 +47,45 @@ def test_a_finished_job_gives_the_heap_it_freed_back_to_the_system() -> None:
 
     assert sizes["before"] - sizes["freed"] < 50, sizes  # free() alone kept the holes (what glibc does)
     assert sizes["freed"] - sizes["afterJob"] > 100, sizes  # the end of the job returned them
+
+
+POOL_PROCESS_START = """
+import json, threading, django
+django.setup()
+from celery.signals import worker_process_init
+import config.celery  # noqa: F401
+from memory.embeddings import get_embedder
+
+worker_process_init.send(sender=None)  # what Celery sends in a new pool process
+for thread in threading.enumerate():
+    if thread.name == "embedder-preload":
+        thread.join(120)
+embedder = get_embedder()
+print(json.dumps({"loaded": getattr(embedder, "loaded", None), "compact": getattr(embedder, "compact", None)}))
+"""
+
+
+def test_a_pool_process_loads_the_embedding_model_when_it_starts(tmp_path: Path) -> None:
+    # Its first job then does not wait for the model, and its idle size is the size it works at (bench/footprint.py).
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "MEMORY_DATA_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", POOL_PROCESS_START], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+        check=True,
+    )  # fmt: skip
+
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"loaded": True, "compact": True}
+
+
+def test_a_pool_process_of_a_remote_embedder_loads_nothing(tmp_path: Path) -> None:
+    env = {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "MEMORY_DATA_DIR": str(tmp_path),
+        "EMBEDDER": "openai", "EMBEDDING_URL": "http://127.0.0.1:9/v1",
+    }  # fmt: skip
+    code = POOL_PROCESS_START.replace(
+        'print(json.dumps({"loaded"', 'import sys; print(json.dumps({"ort": "onnxruntime" in sys.modules, "loaded"'
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=True
+    )
+
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"ort": False, "loaded": None, "compact": None}

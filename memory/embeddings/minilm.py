@@ -7,6 +7,7 @@ first use, and the session loads once per process, so importing this module cost
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -119,6 +120,16 @@ class MiniLMEmbedder:
     @property
     def dimensions(self) -> int:
         return DIMENSIONS
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded in this process (without loading it)."""
+        return self._runtime is not None
+
+    def preload(self) -> None:
+        """Loads the model now rather than on first use; a failure is kept and reported by that use."""
+        with contextlib.suppress(EmbedderUnavailable):
+            self._load()
 
     @property
     def variant(self) -> str:
