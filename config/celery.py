@@ -38,7 +38,7 @@ def embed_compactly(**_: Any) -> None:
 @task_postrun.connect
 def release_freed_heap(**_: Any) -> None:
     """A job's rows, texts and embedding buffers are freed when it ends, but glibc keeps them in the process: give
-    the whole free pages back, so a pool process returns to its size between jobs (a few ms; docs/benchmarks.md)."""
-    from config.heap import heap_release
+    the free pages back once the process has grown (config.heap), so a large file's memory does not stay."""
+    from config.heap import heap_release_if_grown
 
-    heap_release()
+    heap_release_if_grown()
