@@ -3,8 +3,9 @@
 Channels' ProtocolTypeRouter does not route `lifespan`; `LifespanApp` answers it, and runs the startup and
 shutdown hooks that need the event loop (the MCP session manager). The MCP paths (/mcp, /sse, /messages/) go
 to the MCP transports before Django: they have their own token gate and stream their answers. The transports
-are built in a thread once the server is up (`LazyMcpTransports`), so the MCP SDK's import does not delay
-/healthz, REST or the web UI on start.
+are built in a thread once the server is up where this service has served MCP before, else on the first MCP
+request (`LazyMcpTransports`), so the MCP SDK's import does not delay /healthz, REST or the web UI on start, and
+costs no memory where MCP is not used.
 """
 
 from __future__ import annotations
@@ -69,12 +70,20 @@ class LifespanApp:
 
 class LazyMcpTransports:
     """The MCP transports, built on first need. The SDK (pydantic models of every protocol version) was half of
-    the web process's import time; the lifespan builds them in a thread right after start-up instead, and a /mcp
-    call that comes earlier waits for that build."""
+    the web process's import time and is ~30 MB of its memory. Where this service has served MCP before
+    (mcp_bridge.served), the lifespan builds them in a thread right after start-up; elsewhere the first MCP request
+    builds them (1-2 s, once per process) and notes that MCP is used, so later starts build them at once. A /mcp call
+    that comes during a build waits for it."""
 
     def __init__(self) -> None:
         self._built: asyncio.Future[McpTransports] | None = None
-        self._warming: asyncio.Task[None] | None = None
+        self._warming: asyncio.Task[bool] | None = None
+        self._noted = False
+
+    @property
+    def built(self) -> bool:
+        """Whether the transports were built (or are being built) in this process."""
+        return self._built is not None
 
     async def get(self) -> McpTransports:
         if self._built is None:
@@ -83,15 +92,24 @@ class LazyMcpTransports:
         return await asyncio.shield(self._built)
 
     async def warm_up(self) -> None:
-        """Lifespan start-up: build and start in the background, so the server answers at once."""
-        self._warming = asyncio.create_task(self._start())
+        """Lifespan start-up: decide and build in the background, so the server answers at once."""
+        self._warming = asyncio.create_task(self._warm_up_later())
 
-    async def _start(self) -> None:
+    async def _warm_up_later(self) -> bool:
         # A moment after start-up: the build holds the interpreter lock most of the time it takes, and the first
         # requests (a health check, the URL configuration's imports) should not wait for it. /mcp never waits for
         # this delay: an early call builds at once.
         await asyncio.sleep(MCP_WARM_UP_AFTER_S)
+        return await self.warm_up_if_served()
+
+    async def warm_up_if_served(self) -> bool:
+        """Build and start the transports if this service has served MCP before; whether it did."""
+        from mcp_bridge.served import mcp_served_before
+
+        if not await asyncio.to_thread(mcp_served_before):
+            return False
         await (await self.get()).start()
+        return True
 
     async def stop(self) -> None:
         if self._warming is not None:
@@ -102,6 +120,11 @@ class LazyMcpTransports:
             await self._built.result().stop()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if not self._noted:
+            from mcp_bridge.served import mcp_served_note
+
+            self._noted = True  # once per process: one Redis write, before its first MCP answer
+            await asyncio.to_thread(mcp_served_note)
         await (await self.get())(scope, receive, send)
 
 

@@ -69,6 +69,20 @@ def get_embedder() -> Embedder:
         return _embedder
 
 
+def embedder_preload() -> None:
+    """Loads this process's local model now, in a thread of its own (a Celery pool process at start: its first job
+    then does not wait for the model, and its idle size is the size it works at). Remote embedders load nothing."""
+    if settings.EMBEDDER != "minilm":
+        return
+
+    def preload() -> None:
+        embedder = get_embedder()
+        if hasattr(embedder, "preload"):
+            embedder.preload()
+
+    threading.Thread(target=preload, name="embedder-preload", daemon=True).start()
+
+
 def reset_embedder_cache() -> None:
     """Forget the process-wide embedder, so the next `get_embedder()` reads settings again (tests)."""
     global _embedder
@@ -96,4 +110,4 @@ def _build_from_settings() -> Embedder:
     raise EmbedderUnavailable(f"Unknown EMBEDDER {backend!r}: use 'minilm' or 'openai'.")
 
 
-__all__ = ["Embedder", "EmbedderUnavailable", "get_embedder", "reset_embedder_cache"]
+__all__ = ["Embedder", "EmbedderUnavailable", "embedder_preload", "get_embedder", "reset_embedder_cache"]

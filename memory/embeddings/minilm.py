@@ -7,7 +7,7 @@ first use, and the session loads once per process, so importing this module cost
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import importlib.util
 import logging
 import os
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from memory.embeddings import EmbedderUnavailable
+from memory.embeddings.minilm_files import check_file, checked_bytes, loaded_tokenizer
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -121,6 +122,16 @@ class MiniLMEmbedder:
         return DIMENSIONS
 
     @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded in this process (without loading it)."""
+        return self._runtime is not None
+
+    def preload(self) -> None:
+        """Loads the model now rather than on first use; a failure is kept and reported by that use."""
+        with contextlib.suppress(EmbedderUnavailable):
+            self._load()
+
+    @property
     def variant(self) -> str:
         """Which model runs: "int8-matmul" (the local rewrite, EMBEDDING_INT8_MATMUL) or "pinned". Loads it."""
         return self._load().variant
@@ -172,7 +183,7 @@ def int8_matmul_pending() -> bool:
 
     if settings.EMBEDDER != "minilm" or not settings.EMBEDDING_INT8_MATMUL:
         return False
-    return minilm_rewrite.load_cached(Path(settings.DATA_DIR) / "models", MODEL_SHA256) is None
+    return minilm_rewrite.cached_file(Path(settings.DATA_DIR) / "models", MODEL_SHA256) is None
 
 
 def int8_model_prepared() -> None:
@@ -209,44 +220,31 @@ def _shared_runtime(model_path: Path, expected_sha256: str, *, compact: bool) ->
 
 
 def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
-    # Hash and load the same bytes, so the file cannot change between the check and the load.
-    try:
-        model_bytes = model_path.read_bytes()
-    except OSError as exc:
-        raise EmbedderUnavailable(
-            f"Cannot read the embedding model {model_path}: {exc.strerror or exc}. Reinstall {MODEL_DISTRIBUTION}."
-        ) from exc
-    actual_sha256 = hashlib.sha256(model_bytes).hexdigest()
-    if actual_sha256 != expected_sha256:
-        raise EmbedderUnavailable(
-            f"The embedding model {model_path} has sha256 {actual_sha256}, expected {expected_sha256}: "
-            f"the file is corrupt or not the pinned one. Reinstall {MODEL_DISTRIBUTION}."
+    if not settings.EMBEDDING_INT8_MATMUL:
+        # Hash and load the same bytes, so the file cannot change between the check and the load.
+        model_bytes = checked_bytes(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
+        return _runtime(
+            model_bytes,
+            loaded_tokenizer(TOKENIZER_PATH, max_tokens=MAX_TOKENS),
+            variant="pinned",
+            compact=compact,
+            origin=model_path,
         )
-    try:
-        import onnxruntime  # noqa: F401 (imported here to report a missing runtime early; used by _runtime)
-        from tokenizers import Tokenizer
-    except ImportError as exc:
-        raise EmbedderUnavailable(f"The embedding runtime is not installed ({exc.name}).") from exc
-
-    try:
-        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
-    except Exception as exc:  # tokenizers raises a bare Exception for unreadable or invalid files
-        raise EmbedderUnavailable(f"Cannot load the tokenizer {TOKENIZER_PATH}: {exc}") from exc
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    pad_id = tokenizer.token_to_id("[PAD]")
-    if pad_id is None:
-        raise EmbedderUnavailable(f"The tokenizer {TOKENIZER_PATH} has no [PAD] token.")
-    # No padding here (the file asks for a fixed 128): each batch is padded to its own longest text (_embed_batch).
-    tokenizer.no_padding()
-
-    if settings.EMBEDDING_INT8_MATMUL:
-        rewritten = _rewritten_runtime(model_path, model_bytes, expected_sha256, tokenizer)
-        if rewritten is not None:
-            return rewritten
-    return _runtime(model_bytes, tokenizer, variant="pinned", compact=compact, origin=model_path)
+    # The pinned file is only checked here (a block at a time): the session loads the cached rewrite from its own file,
+    # so neither model's ~24 MB is held in this process meanwhile (it was the peak of a model load).
+    check_file(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
+    tokenizer = loaded_tokenizer(TOKENIZER_PATH, max_tokens=MAX_TOKENS)
+    rewritten = _cached_rewrite_runtime(model_path, expected_sha256, tokenizer)
+    if rewritten is None:
+        model_bytes = checked_bytes(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
+        rewritten = _rewrite_here(model_bytes, expected_sha256, tokenizer)
+        if rewritten is None:
+            return _runtime(model_bytes, tokenizer, variant="pinned", compact=compact, origin=model_path)
+    return rewritten
 
 
-def _runtime(model_bytes: bytes, tokenizer: Tokenizer, *, variant: str, compact: bool, origin: Path) -> _Runtime:
+def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact: bool, origin: Path) -> _Runtime:
+    """A session of the model in `model`: its serialised bytes, or a file onnxruntime reads itself."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -263,10 +261,15 @@ def _runtime(model_bytes: bytes, tokenizer: Tokenizer, *, variant: str, compact:
         # The int8 products' buffers outlive the arena's shrinking (a batch of 64 long texts left ~100 MB behind);
         # without the arena each goes back on free, for ~2 % more CPU per batch.
         options.enable_cpu_mem_arena = False
+    source = str(model) if isinstance(model, Path) else model
     try:
-        session = onnxruntime.InferenceSession(model_bytes, sess_options=options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's own error types do not share a useful base class
         raise EmbedderUnavailable(f"onnxruntime cannot load the embedding model {origin}: {exc}") from exc
+    if getattr(session, "_model_bytes", None) is not None:
+        # onnxruntime's Python wrapper keeps the bytes a session was built from for the life of the session, only to
+        # build it again when its providers change, which this code never asks: ~24 MB per process for nothing.
+        session._model_bytes = None
     return _Runtime(
         session=session,
         tokenizer=tokenizer,
@@ -277,27 +280,34 @@ def _runtime(model_bytes: bytes, tokenizer: Tokenizer, *, variant: str, compact:
     )
 
 
-def _rewritten_runtime(
-    model_path: Path, model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer
-) -> _Runtime | None:
-    """The pinned model with int8 matrix products (minilm_rewrite.py), from the data directory's cache or built
-    and checked against the pinned model (about 2 s, once per data directory): by a child process, so that this
-    one never holds onnx and both models (~200 MB it would keep), else here. None when it cannot be built or does
-    not agree: the caller runs the pinned model, which is slower but the same vectors."""
+def _cached_rewrite_runtime(model_path: Path, model_sha256: str, tokenizer: Tokenizer) -> _Runtime | None:
+    """The pinned model with int8 matrix products (minilm_rewrite.py) from the data directory's cache, built there
+    first by a child process when missing (about 2 s, once per data directory), so that this one never holds onnx
+    and both models (~200 MB it would keep). None when there is still no usable copy."""
     from memory.embeddings import minilm_rewrite
 
     cache_dir = Path(settings.DATA_DIR) / "models"
-    cached = minilm_rewrite.load_cached(cache_dir, model_sha256)
+    cached = minilm_rewrite.cached_file(cache_dir, model_sha256)
     if cached is None and not minilm_rewrite.building_here():
         minilm_rewrite.build_in_child(model_path, model_sha256, Path(settings.DATA_DIR))
-        cached = minilm_rewrite.load_cached(cache_dir, model_sha256)
-    path = minilm_rewrite.cache_path(cache_dir, model_sha256)
+        cached = minilm_rewrite.cached_file(cache_dir, model_sha256)
+    if cached is None:
+        return None
     # Its weights are int8 already, so the fully optimised session holds no float32 copies: `compact` is moot.
-    if cached is not None:
-        try:
-            return _runtime(cached, tokenizer, variant="int8-matmul", compact=False, origin=path)
-        except EmbedderUnavailable as exc:  # e.g. written by another onnxruntime: build it again
-            logger.warning("embeddings.rewrite_unreadable", extra={"reason": str(exc)})
+    try:
+        return _runtime(cached, tokenizer, variant="int8-matmul", compact=False, origin=cached)
+    except EmbedderUnavailable as exc:  # e.g. written by another onnxruntime: build it again
+        logger.warning("embeddings.rewrite_unreadable", extra={"reason": str(exc)})
+        return None
+
+
+def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer) -> _Runtime | None:
+    """Builds the rewrite in this process, checks it against the pinned model and caches it. None when it cannot be
+    built or does not agree: the caller runs the pinned model, which is slower but the same vectors."""
+    from memory.embeddings import minilm_rewrite
+
+    cache_dir = Path(settings.DATA_DIR) / "models"
+    path = minilm_rewrite.cache_path(cache_dir, model_sha256)
     try:
         rewritten_bytes = minilm_rewrite.rewrite(model_bytes)
         rewritten = _runtime(rewritten_bytes, tokenizer, variant="int8-matmul", compact=False, origin=path)

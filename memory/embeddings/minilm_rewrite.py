@@ -74,15 +74,18 @@ def cache_path(cache_dir: Path, model_sha256: str) -> Path:
     return cache_dir / f"minilm-{model_sha256[:16]}-{REWRITE_VERSION}.onnx"
 
 
-def load_cached(cache_dir: Path, model_sha256: str) -> bytes | None:
-    """The cached rewrite of the model with this checksum, if it is there and whole (its digest matches)."""
+def cached_file(cache_dir: Path, model_sha256: str) -> Path | None:
+    """The file of the cached rewrite of the model with this checksum, if it is there and whole (its digest matches).
+    Checked a block at a time; the session then reads the file itself. Files are only ever replaced whole (store),
+    so the path still names a whole rewrite when the session opens it."""
     path = cache_path(cache_dir, model_sha256)
     try:
-        data = path.read_bytes()
         expected = path.with_suffix(".sha256").read_text().strip()
+        with path.open("rb") as file:
+            actual = hashlib.file_digest(file, "sha256").hexdigest()
     except OSError:
         return None
-    return data if hashlib.sha256(data).hexdigest() == expected else None
+    return path if actual == expected else None
 
 
 def store(cache_dir: Path, model_sha256: str, data: bytes) -> None:

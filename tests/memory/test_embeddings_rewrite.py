@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,14 +82,15 @@ def test_the_rewrite_is_cached_in_the_data_directory_and_rebuilt_when_damaged(da
     cache_dir = data_dir / "models"
 
     first = _load_runtime(model_path, MODEL_SHA256, compact=True)
-    cached = minilm_rewrite.load_cached(cache_dir, MODEL_SHA256)
+    cached_path = minilm_rewrite.cached_file(cache_dir, MODEL_SHA256)
     assert first.variant == "int8-matmul"
-    assert cached is not None
+    assert cached_path is not None
+    cached = cached_path.read_bytes()
     assert list(cache_dir.glob("*.onnx")) == [minilm_rewrite.cache_path(cache_dir, MODEL_SHA256)]
 
     path = minilm_rewrite.cache_path(cache_dir, MODEL_SHA256)
     path.write_bytes(cached[: len(cached) // 2])  # a write cut short
-    assert minilm_rewrite.load_cached(cache_dir, MODEL_SHA256) is None
+    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256) is None
 
     again = _load_runtime(model_path, MODEL_SHA256, compact=True)
     assert again.variant == "int8-matmul"
@@ -99,8 +101,9 @@ def test_the_cache_is_keyed_by_the_pinned_models_checksum(data_dir: Path) -> Non
     cache_dir = data_dir / "models"
     minilm_rewrite.store(cache_dir, MODEL_SHA256, b"rewritten bytes")
 
-    assert minilm_rewrite.load_cached(cache_dir, MODEL_SHA256) == b"rewritten bytes"
-    assert minilm_rewrite.load_cached(cache_dir, "0" * 64) is None
+    cached = minilm_rewrite.cached_file(cache_dir, MODEL_SHA256)
+    assert cached is not None and cached.read_bytes() == b"rewritten bytes"
+    assert minilm_rewrite.cached_file(cache_dir, "0" * 64) is None
 
 
 def test_with_the_setting_off_the_pinned_model_runs_and_nothing_is_written(data_dir: Path, settings: Any) -> None:
@@ -150,4 +153,43 @@ def test_a_process_without_a_cached_copy_has_a_child_process_build_it(data_dir: 
     )  # fmt: skip
 
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"variant": "int8-matmul", "onnxImported": False}
-    assert minilm_rewrite.load_cached(data_dir / "models", MODEL_SHA256) is not None
+    assert minilm_rewrite.cached_file(data_dir / "models", MODEL_SHA256) is not None
+
+
+def test_loading_the_cached_int8_model_reads_neither_model_file_whole(settings: Any) -> None:
+    # Both files are ~24 MB: a copy of either held while onnxruntime builds the session was the largest part of a
+    # process's peak when its model loaded (docs/benchmarks.md, Footprint). The session reads the cached file itself.
+    settings.EMBEDDING_INT8_MATMUL = True
+    model_path = _packaged_model_path()
+    _load_runtime(model_path, MODEL_SHA256, compact=True)  # builds and caches the rewrite
+    smallest = min(
+        model_path.stat().st_size, minilm_rewrite.cache_path(settings.DATA_DIR / "models", MODEL_SHA256).stat().st_size
+    )
+
+    tracemalloc.start()
+    try:
+        runtime = _load_runtime(model_path, MODEL_SHA256, compact=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert runtime.variant == "int8-matmul"
+    assert peak < smallest // 4, (peak, smallest)
+
+
+def test_a_session_keeps_no_copy_of_the_model_file(settings: Any) -> None:
+    # onnxruntime's Python wrapper keeps the bytes a session was built from, only to build it again on a change of
+    # providers (never done here): the pinned model's 23 MB for the life of the process.
+    settings.EMBEDDING_INT8_MATMUL = False
+    model_path = _packaged_model_path()
+
+    tracemalloc.start()
+    try:
+        runtime = _load_runtime(model_path, MODEL_SHA256, compact=True)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert runtime.variant == "pinned"
+    assert held < model_path.stat().st_size // 4, held
+    assert len(MiniLMEmbedder().embed_query("still runs")) == 384
