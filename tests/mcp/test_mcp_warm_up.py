@@ -4,7 +4,10 @@ has served MCP before; where it never has, the first MCP call builds them (confi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -15,12 +18,24 @@ from tests.conftest import Persona
 from tests.mcp.conftest import McpService, rpc
 from tests.process import child_env, free_port
 
+T = TypeVar("T")
+
+
+def run_on_a_fresh_loop(coroutine: Callable[[], Awaitable[T]]) -> T:
+    """Run on a thread of its own: an earlier test of the session may leave an event loop running on this one."""
+
+    async def awaited() -> T:
+        return await coroutine()
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, awaited()).result()
+
 
 def test_a_service_that_never_served_mcp_leaves_the_transports_unbuilt_at_start() -> None:
     cache.delete(SERVED_KEY)
     transports = LazyMcpTransports()
 
-    assert asyncio.run(transports.warm_up_if_served()) is False
+    assert run_on_a_fresh_loop(transports.warm_up_if_served) is False
     assert transports.built is False
 
 
@@ -34,7 +49,7 @@ def test_a_service_that_served_mcp_before_builds_and_starts_them_at_start() -> N
         finally:
             await transports.stop()
 
-    assert asyncio.run(warmed_and_stopped()) is True
+    assert run_on_a_fresh_loop(warmed_and_stopped) is True
     assert transports.built is True
 
 
