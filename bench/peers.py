@@ -259,7 +259,8 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
         with served() as url, PeakMemory(lambda: service_pids(data_dir)) as peak:
             clients = {name: httpx.Client(base_url=url, headers=bearer(secret), timeout=120)
                        for name, secret in secrets.items()}  # fmt: skip
-            # Warm the worker (model load) and the web process outside the measurement, in another memory.
+            # Warm the worker (model load) and the web process before the timed part, in another memory. Inside the
+            # peak-memory window: the loaded models are part of what the service holds while it works.
             warm = [{"id": "w1", "role": "user", "content": "Hello, I like tea.", "speaker": "Warm"}]
             post(clients["peers-warm-up"], "/ingest/conversation", {"conversation": {"id": "w", "messages": warm}})
             wait_completed(Operation.objects.filter(owner__username="peers-warm-up"))

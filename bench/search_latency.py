@@ -468,6 +468,15 @@ def over_http(user: Any, asked: list[str], rounds: int) -> list[list[float]]:
     return timings
 
 
+def reused_real(kept: Path, *, claims: int, size: int, real: int) -> int | None:
+    """How many of a kept store's vectors are embedded, if it can be measured as asked; None: build it again.
+
+    What the store holds is in `kept` (store.json). One with fewer claims than `size`, or fewer embedded vectors
+    than `real`, is built again; one with more embedded vectors is measured as it is (and reported so)."""
+    holds = json.loads(kept.read_text())["real"] if kept.exists() else size  # stores of older runs: all real
+    return holds if claims == size and holds >= real else None
+
+
 def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, Any]:
     import django
 
