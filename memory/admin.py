@@ -4,6 +4,7 @@ records of memory (memory/admin_catalogue.py has the rest). Lists never load hea
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django import forms
@@ -124,20 +125,16 @@ class PartitionAdmin(ProductAdmin):
     # A delete, plain or as the list's action, is the partition's erasure: its content, the files no other
     # partition uses and an audit row go with it; a personal partition is emptied and kept.
     def delete_model(self, request: HttpRequest, obj: Partition) -> None:
-        self._each(request, Partition.objects.filter(pk=obj.pk), self._erase)
+        self._each(request, Partition.objects.filter(pk=obj.pk), partial(partition_erase, dry_run=False))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Partition]) -> None:
-        self._each(request, queryset, self._erase)
+        self._each(request, queryset, partial(partition_erase, dry_run=False))
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         """The erasure blanks audit rows and removes files itself: the read-only audit admin and a protected
         blob do not block it."""
         deleted, model_count, _, _ = super().get_deleted_objects(objs, request)
         return deleted, model_count, set(), []
-
-    @staticmethod
-    def _erase(*, access: Any, key: str) -> Any:
-        return partition_erase(access=access, key=key, dry_run=False)
 
     def _each(self, request: HttpRequest, queryset: QuerySet[Partition], service: Callable[..., Any]) -> None:
         """The service on each selected partition, as the admin acting for its owner; refusals are shown."""

@@ -20,7 +20,7 @@ from memory.models import Chunk, Operation, Source, SourceKind
 from memory.pipeline.chunking import CONTEXT_TURNS, ChunkDraft, chunks_for_source, message_context
 
 if TYPE_CHECKING:
-    from memory.services.reconcile import Vectors
+    from memory.services.embeddings import Vectors
 
 logger = logging.getLogger("memory.pipeline")
 
@@ -104,7 +104,7 @@ class ChunkText(Step):
 
     def run(self, job: Job) -> dict[str, int]:
         planned = _drafts(job)
-        vectors, model_id = _chunk_vectors(job, planned)
+        vectors = _chunk_vectors(job, planned)
         with transaction.atomic():
             # The lock also serialises two receipts of one conversation: the second sees the first's chunks.
             job.lock_source()
@@ -112,7 +112,7 @@ class ChunkText(Step):
             if job.source.kind != SourceKind.CONVERSATION:  # messages to chunk have no chunks, by their query
                 Chunk.objects.filter(source__in=sources).delete()
             created = Chunk.objects.bulk_create(
-                _chunk(source, index, draft, vectors, model_id)
+                _chunk(source, index, draft, vectors)
                 for source, source_drafts in drafts
                 for index, draft in enumerate(source_drafts)
             )
@@ -139,27 +139,17 @@ def _drafts(job: Job, planned: Drafts | None = None) -> Drafts:
     return sources, [(source, chunks_for_source(source, target=target)) for source in sources]
 
 
-def _chunk_vectors(job: Job, planned: Drafts) -> tuple[dict[str, list[float]], str]:
-    """The vectors of the drafts' texts (as `Chunk.embedding_text` makes them) by text, and the model's id."""
-    from memory.embeddings import EmbedderUnavailable, get_embedder
+def _chunk_vectors(job: Job, planned: Drafts) -> Vectors:
+    """The vectors of the drafts' texts (as `Chunk.embedding_text` makes them), by text."""
     from memory.services.embeddings import texts_embed
 
-    texts = [
-        Chunk(text=draft.text, context=draft.context).embedding_text for _, drafts in planned[1] for draft in drafts
-    ]
-    if not texts:
-        return {}, ""
-    try:
-        embedder = get_embedder()
-    except EmbedderUnavailable as exc:
-        logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
-        job.embedder_failed = True
-        return {}, ""
-    vectors, job.embedder_failed = texts_embed(texts, embedder)
-    return vectors, embedder.model_id
+    drafted = (Chunk(text=draft.text, context=draft.context) for _, drafts in planned[1] for draft in drafts)
+    vectors = texts_embed([chunk.embedding_text for chunk in drafted], event="pipeline.embedder_unavailable")
+    job.embedder_failed = vectors.failed
+    return vectors
 
 
-def _chunk(source: Source, index: int, draft: ChunkDraft, vectors: dict[str, list[float]], model_id: str) -> Chunk:
+def _chunk(source: Source, index: int, draft: ChunkDraft, vectors: Vectors) -> Chunk:
     chunk = Chunk(
         owner_id=source.owner_id,
         partition_id=source.partition_id,
@@ -173,9 +163,9 @@ def _chunk(source: Source, index: int, draft: ChunkDraft, vectors: dict[str, lis
         authored_at=draft.authored_at,
         context=draft.context,
     )
-    vector = vectors.get(chunk.embedding_text)
+    vector = vectors.by_text.get(chunk.embedding_text)
     if vector is not None:
-        chunk.embedding, chunk.embedding_model = vector, model_id
+        chunk.embedding, chunk.embedding_model = vector, vectors.model_id
     return chunk
 
 

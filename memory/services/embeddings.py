@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from django.conf import settings
@@ -37,23 +38,30 @@ def vectors_store(model: type[Model], rows: Sequence[Model], texts: list[str], e
     return len(rows)
 
 
-def texts_embed(texts: list[str], embedder: Embedder) -> tuple[dict[str, list[float]], bool]:
-    """Vectors for these texts (each distinct text once), in batches of EMBEDDING_BATCH_SIZE, and whether the
-    embedder failed on the way (the vectors of the batches before the failure are kept)."""
+@dataclass(frozen=True)
+class Vectors:
+    """Vectors embedded before the caller took its locks, by text, and the model that made them. `failed`: the
+    embedder was unavailable, so no text has one (the sweep and `embeddings reindex` fill them later)."""
+
+    by_text: dict[str, list[float]]
+    model_id: str
+    failed: bool = False
+
+
+def texts_embed(texts: list[str], *, event: str) -> Vectors:
+    """The vectors of these texts (each distinct text once; the embedder batches them itself). Call it before
+    taking a lock: a slow or down embedder then holds none. Unavailable: logged as `event`, and `failed`."""
+    from memory.embeddings import get_embedder
+
     distinct = list(dict.fromkeys(texts))
-    vectors: dict[str, list[float]] = {}
-    size = max(1, settings.EMBEDDING_BATCH_SIZE)
-    for start in range(0, len(distinct), size):
-        batch = distinct[start : start + size]
-        try:
-            embedded = embedder.embed_documents(batch)
-        except EmbedderUnavailable as exc:
-            logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
-            return vectors, True
-        if len(embedded) != len(batch):
-            raise ValueError("the embedder returned a different number of vectors")
-        vectors.update(zip(batch, embedded, strict=True))
-    return vectors, False
+    if not distinct:
+        return Vectors({}, "")
+    try:
+        embedder = get_embedder()
+        return Vectors(dict(zip(distinct, embedder.embed_documents(distinct), strict=True)), embedder.model_id)
+    except EmbedderUnavailable as exc:
+        logger.warning(event, extra={"reason": str(exc), "texts": len(distinct)})
+        return Vectors({}, "", failed=True)
 
 
 def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:

@@ -47,6 +47,7 @@ from memory.moments import moment_after
 from memory.names import normalize_name
 from memory.screening import quarantines, sanitize_text
 from memory.services.audit import audit_record
+from memory.services.embeddings import Vectors, texts_embed
 from memory.services.graph import node_find_or_create, nodes_seen, seen_moment
 
 logger = logging.getLogger("memory.reconcile")
@@ -471,32 +472,17 @@ def _reading_statement(candidate: ReadingCandidate) -> str:
     return sanitize_text(f"{name}: {candidate.value:g} {candidate.unit} on {day}.")
 
 
-@dataclass(frozen=True)
-class Vectors:
-    by_text: dict[str, list[float]]
-    model_id: str
-
-
 def reconcile_vectors(extraction: Extraction) -> Vectors:
     """Every vector reconcile will want (claim statements, reading statements, the cards of metrics a reading
     may create), embedded in one batch. Call it before taking the source lock: a slow or down embedder then
     holds no lock, and costs one call per job, not one per claim. Unavailable: logged, and claims are stored
     without vectors (the sweep and `embeddings reindex` fill them later)."""
-    from memory.embeddings import EmbedderUnavailable, get_embedder
     from metrics.services import definition_card
 
     texts = [sanitize_text(candidate.statement) for candidate in extraction.claims]
     texts += [_reading_statement(reading) for reading in extraction.readings]
     texts += [definition_card(slug=reading.metric, unit=reading.unit) for reading in extraction.readings]
-    texts = list(dict.fromkeys(texts))
-    if not texts:
-        return Vectors({}, "")
-    try:
-        embedder = get_embedder()
-        return Vectors(dict(zip(texts, embedder.embed_documents(texts), strict=True)), embedder.model_id)
-    except EmbedderUnavailable as exc:
-        logger.warning("reconcile.embedder_unavailable", extra={"reason": str(exc), "texts": len(texts)})
-        return Vectors({}, "")
+    return texts_embed(texts, event="reconcile.embedder_unavailable")
 
 
 @transaction.atomic
