@@ -1,0 +1,22 @@
+"""The embedded PostgreSQL runs with the settings config.embedded gives it (issue 18's footprint and latency)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("io_method", "sync"),  # reads in the backend that needs them: no I/O worker processes (~8 MB)
+        ("jit", "off"),  # a search never spends milliseconds compiling a query
+        ("shared_buffers", "1GB"),  # the HNSW index of 100,000 claims stays in memory
+    ],
+)
+def test_the_embedded_database_runs_with_its_settings(name: str, value: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SHOW {name}")
+        assert cursor.fetchone()[0] == value
