@@ -14,9 +14,16 @@ from memory.models.accounts import Partition, User
 from memory.models.search import searchable
 
 BLOB_MAX_BYTES = 50 * 1024 * 1024
-# How much of a chunk's context goes into its vector: the end of it (the turn just before and the speaker's
-# name come last). Longer costs embedding time for little recall (docs/benchmarks.md).
+# How much of a chunk's context goes into its vector: the end of a document chunk's (its title), or of the turns
+# before a turn when their own vector is not at hand (memory.services.embeddings.chunk_recipes).
 EMBEDDED_CONTEXT_CHARS = 48
+# What a message's speaker is when a client sends no name: a role, which names no one.
+ROLE_SPEAKERS = {"", "user", "assistant", "system", "tool", "other"}
+
+
+def speaker_name(speaker: str) -> str:
+    """The person who spoke, or "" when `speaker` is only a role."""
+    return "" if speaker.lower() in ROLE_SPEAKERS else speaker
 
 
 class Blob(models.Model):
@@ -192,8 +199,23 @@ class Chunk(models.Model):
 
     @property
     def embedding_text(self) -> str:
-        """What the chunk's vector is made from: its context (speaker, the turns before, a title), then it."""
+        """The chunk's own text as it is embedded. A turn (one speaker's words): the speaker's name, if a person's,
+        then the text; the turns before it are not embedded with it (memory.services.embeddings blends in their
+        vector instead). Anything else: the end of its context (a title), then the text."""
+        if self.speaker:
+            name = speaker_name(self.speaker)
+            return f"{name}:\n{self.text}" if name else self.text
         return f"{self.context[-EMBEDDED_CONTEXT_CHARS:]}\n{self.text}" if self.context else self.text
+
+    @property
+    def turn_before(self) -> str:
+        """For a turn, the end of what it follows (its context without the speaker's name: the turns before it, or
+        a transcript's title); "" for anything else."""
+        if not self.speaker:
+            return ""
+        name = speaker_name(self.speaker)
+        before = self.context.removesuffix(f"{name}:").rstrip() if name else self.context
+        return before[-EMBEDDED_CONTEXT_CHARS:]
 
 
 class OperationStatus(models.TextChoices):

@@ -111,11 +111,7 @@ class ChunkText(Step):
             sources, drafts = _drafts(job, planned)
             if job.source.kind != SourceKind.CONVERSATION:  # messages to chunk have no chunks, by their query
                 Chunk.objects.filter(source__in=sources).delete()
-            created = Chunk.objects.bulk_create(
-                _chunk(source, index, draft, vectors)
-                for source, source_drafts in drafts
-                for index, draft in enumerate(source_drafts)
-            )
+            created = Chunk.objects.bulk_create(_with_vectors(_chunks(drafts), vectors))
         job.chunks_embedded = sum(chunk.embedding is not None for chunk in created)
         return {"chunks": len(created)}
 
@@ -140,17 +136,22 @@ def _drafts(job: Job, planned: Drafts | None = None) -> Drafts:
 
 
 def _chunk_vectors(job: Job, planned: Drafts) -> Vectors:
-    """The vectors of the drafts' texts (as `Chunk.embedding_text` makes them), by text."""
-    from memory.services.embeddings import texts_embed
+    """The vectors of every text the drafts' chunk vectors are made from (their recipes), by text."""
+    from memory.services.embeddings import chunk_recipes, recipe_texts, texts_embed
 
-    drafted = (Chunk(text=draft.text, context=draft.context) for _, drafts in planned[1] for draft in drafts)
-    vectors = texts_embed([chunk.embedding_text for chunk in drafted], event="pipeline.embedder_unavailable")
+    texts = recipe_texts(chunk_recipes(_chunks(planned[1]), in_order=True))
+    vectors = texts_embed(texts, event="pipeline.embedder_unavailable")
     job.embedder_failed = vectors.failed
     return vectors
 
 
-def _chunk(source: Source, index: int, draft: ChunkDraft, vectors: Vectors) -> Chunk:
-    chunk = Chunk(
+def _chunks(drafts: list[tuple[Source, list[ChunkDraft]]]) -> list[Chunk]:
+    """The (unsaved) chunks of these drafts, in order."""
+    return [_chunk(source, index, draft) for source, in_source in drafts for index, draft in enumerate(in_source)]
+
+
+def _chunk(source: Source, index: int, draft: ChunkDraft) -> Chunk:
+    return Chunk(
         owner_id=source.owner_id,
         partition_id=source.partition_id,
         source=source,
@@ -163,10 +164,18 @@ def _chunk(source: Source, index: int, draft: ChunkDraft, vectors: Vectors) -> C
         authored_at=draft.authored_at,
         context=draft.context,
     )
-    vector = vectors.by_text.get(chunk.embedding_text)
-    if vector is not None:
-        chunk.embedding, chunk.embedding_model = vector, vectors.model_id
-    return chunk
+
+
+def _with_vectors(chunks: list[Chunk], vectors: Vectors) -> list[Chunk]:
+    """The job's chunks (its turns in order), each with its vector when every text its recipe needs was embedded
+    (the drafts may have been made again under the lock: a vector is used only for the very texts it came from)."""
+    from memory.services.embeddings import blended, chunk_recipes
+
+    for chunk, recipe in zip(chunks, chunk_recipes(chunks, in_order=True), strict=True):
+        vector = blended(recipe, vectors.by_text)
+        if vector is not None:
+            chunk.embedding, chunk.embedding_model = vector, vectors.model_id
+    return chunks
 
 
 def _message_drafts(conversation: Source, messages: list[Source]) -> list[tuple[Source, list[ChunkDraft]]]:
@@ -198,7 +207,7 @@ class Embed(Step):
             return {"embedded": job.chunks_embedded, "embeddingsSkipped": chunks.filter(embedding__isnull=True).count()}
         try:
             embedder = get_embedder()
-            pending = list(chunks.filter(stale_vectors(embedder.model_id)).only("id", "text", "context"))
+            pending = list(chunks.filter(stale_vectors(embedder.model_id)).only("id", "text", "context", "speaker"))
         except EmbedderUnavailable as exc:
             logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
             return {"embeddingsSkipped": chunks.count()}

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from memory.pipeline.chunking import ROLE_SPEAKERS
+from memory.models.sources import ROLE_SPEAKERS
 from memory.recall.caching import cached_many, keep_many, reach_key
 
 CACHE_SECONDS = 60

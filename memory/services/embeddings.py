@@ -4,6 +4,7 @@ Status and reindex over every vector kind are maintenance/vectors.py."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,6 +18,49 @@ from memory.models import Chunk, Claim, Node
 
 logger = logging.getLogger("memory.embeddings")
 RowT = TypeVar("RowT", Chunk, Claim, Node)
+# A turn's vector leans towards what it follows: its own vector plus this share of the turn before's, normalised.
+# A short answer ("Yes, twice!") is about the turn before it. Embedding the end of that turn with every turn
+# cost a fifth of the embedding time per message; reusing the turn before's own vector costs nothing, and found
+# as much on LoCoMo (docs/benchmarks.md, issue 18).
+TURN_BEFORE_WEIGHT = 0.5
+
+# What one chunk's vector is made from: its own text, and the text of what it leans towards ("" for nothing).
+Recipe = tuple[str, str]
+
+
+def chunk_recipes(chunks: Sequence[Chunk], *, in_order: bool) -> list[Recipe]:
+    """The recipe of each chunk's vector. A turn leans towards the chunk before it when `in_order` says the chunks
+    are one job's turns in order (that chunk's own text is embedded anyway), else towards the end of the turns
+    before it, kept in its context. Anything else (a document's chunks) is its own text alone."""
+    recipes = []
+    for index, chunk in enumerate(chunks):
+        if not chunk.speaker:
+            before = ""
+        elif in_order and index > 0:
+            before = chunks[index - 1].embedding_text
+        else:
+            before = chunk.turn_before
+        recipes.append((chunk.embedding_text, before))
+    return recipes
+
+
+def recipe_texts(recipes: list[Recipe]) -> list[str]:
+    """Every text the recipes need embedded, each once."""
+    return list(dict.fromkeys(text for recipe in recipes for text in recipe if text))
+
+
+def blended(recipe: Recipe, by_text: dict[str, list[float]]) -> list[float] | None:
+    """The vector a recipe makes from the vectors of its texts; None if one of them has none."""
+    own_text, before_text = recipe
+    own = by_text.get(own_text)
+    if own is None or not before_text:
+        return own
+    before = by_text.get(before_text)
+    if before is None:
+        return None
+    mixed = [a + TURN_BEFORE_WEIGHT * b for a, b in zip(own, before, strict=True)]
+    norm = math.sqrt(sum(value * value for value in mixed)) or 1.0
+    return [value / norm for value in mixed]
 
 
 def vectors_store(model: type[Model], rows: Sequence[Model], texts: list[str], embedder: Embedder) -> int:
@@ -26,15 +70,20 @@ def vectors_store(model: type[Model], rows: Sequence[Model], texts: list[str], e
     vectors = embedder.embed_documents(texts)
     if len(vectors) != len(rows):
         raise ValueError("the embedder returned a different number of vectors")
+    return vectors_write(model, rows, vectors, embedder.model_id)
+
+
+def vectors_write(model: type[Model], rows: Sequence[Model], vectors: list[list[float]], model_id: str) -> int:
+    """Store these vectors, made by `model_id`, on their rows."""
     # One UPDATE for the batch: Django's bulk_update builds a CASE per row, several times slower for vectors.
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {model._meta.db_table} AS row SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
             "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE row.id = batch.id",
-            [embedder.model_id, [row.pk for row in rows], [_literal(vector) for vector in vectors]],
+            [model_id, [row.pk for row in rows], [_literal(vector) for vector in vectors]],
         )
     for row, vector in zip(rows, vectors, strict=True):
-        row.embedding, row.embedding_model = vector, embedder.model_id  # type: ignore[attr-defined]
+        row.embedding, row.embedding_model = vector, model_id  # type: ignore[attr-defined]
     return len(rows)
 
 
@@ -65,8 +114,15 @@ def texts_embed(texts: list[str], *, event: str) -> Vectors:
 
 
 def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
-    """Vectors for chunks, made from their context and text (one batch)."""
-    return vectors_store(Chunk, chunks, [chunk.embedding_text for chunk in chunks], embedder)
+    """Vectors for chunks found without one (one batch): each turn leans towards the end of the turns before it."""
+    if not chunks:
+        return 0
+    recipes = chunk_recipes(chunks, in_order=False)
+    texts = recipe_texts(recipes)
+    by_text = dict(zip(texts, embedder.embed_documents(texts), strict=True))
+    made = [(chunk, blended(recipe, by_text)) for chunk, recipe in zip(chunks, recipes, strict=True)]
+    kept = [(chunk, vector) for chunk, vector in made if vector is not None]  # all of them: every text is embedded
+    return vectors_write(Chunk, [chunk for chunk, _ in kept], [vector for _, vector in kept], embedder.model_id)
 
 
 def nodes_embed(nodes: list[Node], embedder: Embedder) -> int:
@@ -103,7 +159,7 @@ def vectors_sweep(embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
     stale = stale_vectors(embedder.model_id)
     claims = Claim.objects.filter(stale, status__in=["active", "suggested", "quarantined"]).only("id", "statement")
     nodes = Node.objects.filter(stale, merged_into__isnull=True).only("id", "type", "label", "summary")
-    chunks = Chunk.objects.filter(stale, source__tombstoned_at__isnull=True).only("id", "text", "context")
+    chunks = Chunk.objects.filter(stale, source__tombstoned_at__isnull=True).only("id", "text", "context", "speaker")
     done = {
         "claims": _in_batches(list(claims.order_by("id")[:limit]), claims_embed, embedder),
         "nodes": _in_batches(list(nodes.order_by("id")[:limit]), nodes_embed, embedder),
