@@ -1,7 +1,7 @@
 """LoCoMo evidence recall: do the turns that answer a question come back in the top k?
 
     .venv/bin/python bench/locomo.py ../shared/bench/locomo-dev.json [--reuse] [--variant hybrid keyword vector]
-        [--protocol results evidence] [--path inprocess rest]
+        [--protocol results evidence] [--path inprocess rest] [--roles-only]
 
 The data file is read from where it lies (its licence allows evaluation only; it is never copied here).
 Each conversation goes into its own user's memory through the real ingestion service and pipeline (one
@@ -27,6 +27,8 @@ summary row per run, and the questions whose in-process and REST rankings differ
 Beside it, the same script computes two baselines over single turns: plain BM25 (Okapi, k1 1.5, b 0.75,
 lower-cased words) and the same with the stop words of our keyword leg removed (the stronger of the two).
 Uses its own embedded data directory (var/bench-locomo); `--reuse` asks again without ingesting again.
+`--roles-only` sends the turns without speaker names, as a chat host that knows only roles would (in a store of
+its own: MEMORY_DATA_DIR=var/bench-locomo-roles).
 """
 
 from __future__ import annotations
@@ -122,7 +124,9 @@ def score(found: list[str], evidence: list[str]) -> tuple[float, float, float]:
     return float(hits == len(evidence)), float(hits > 0), hits / len(evidence)
 
 
-def ingest(sample: dict[str, Any]) -> Any:
+def ingest(sample: dict[str, Any], *, roles_only: bool = False) -> Any:
+    """One sample's conversation in a new user's memory, processed; `roles_only` sends no speaker names (a chat
+    host that knows only "user" and "other"), which takes the names the questions use away from the memory."""
 
     from memory.access import access_for_user
     from memory.models import Operation, User
@@ -141,7 +145,7 @@ def ingest(sample: dict[str, Any]) -> Any:
                 id=turn["dia_id"],
                 content=turn["text"],
                 role="user" if turn["speaker"] == owner else "other",
-                speaker=turn["speaker"],
+                speaker="" if roles_only else turn["speaker"],
                 timestamp=start + timedelta(seconds=30 * index),
             )
             for index, turn in enumerate(turns)
@@ -239,7 +243,7 @@ class Run:
                 self.rows[group][k].append(score(found[k], evidence))
 
 
-def ingest_all(samples: list[dict[str, Any]], reuse: bool) -> dict[str, Any]:
+def ingest_all(samples: list[dict[str, Any]], reuse: bool, *, roles_only: bool = False) -> dict[str, Any]:
     """Each sample's user, ingested again unless `reuse` finds it."""
     from memory.models import Claim, User
 
@@ -251,7 +255,7 @@ def ingest_all(samples: list[dict[str, Any]], reuse: bool) -> dict[str, Any]:
         if reuse and existing:
             users[sample["sample_id"]] = existing
             continue
-        users[sample["sample_id"]] = ingest(sample)
+        users[sample["sample_id"]] = ingest(sample, roles_only=roles_only)
         ingested += sum(len(turns) for _, _, turns in sessions(sample["conversation"]))
     claims = Claim.objects.filter(owner__username__startswith="locomo-").count()
     print(f"ingested {ingested} turns in {time.perf_counter() - begun:.1f} s; {claims} claims in these memories")
@@ -278,6 +282,7 @@ def main() -> None:
     parser.add_argument("--variant", nargs="+", default=["hybrid"], choices=["hybrid", "keyword", "vector"])
     parser.add_argument("--protocol", nargs="+", default=["results", "evidence"], choices=["results", "evidence"])
     parser.add_argument("--path", nargs="+", default=["inprocess", "rest"], choices=["inprocess", "rest"])
+    parser.add_argument("--roles-only", action="store_true", help="ingest without speaker names (use a new store)")
     options = parser.parse_args()
     os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))
 
@@ -292,7 +297,7 @@ def main() -> None:
     ensure_started(settings.EMBEDDED_RUNTIME)
     call_command("migrate", verbosity=0)
     samples = json.loads(options.data.read_text())
-    users = ingest_all(samples, options.reuse)
+    users = ingest_all(samples, options.reuse, roles_only=options.roles_only)
     if "rest" in options.path and set(options.variant) - {"hybrid"}:
         print("REST searches with both legs: the keyword and vector variants are measured in-process only")
     load = os.getloadavg()[0]
