@@ -27,7 +27,14 @@ from memory.access import Access
 from memory.embeddings import Embedder, EmbedderUnavailable, get_embedder
 from memory.errors import ServiceError
 from memory.models import Chunk, Claim, Node, Scope
-from memory.services.embeddings import chunks_embed, claims_embed, nodes_embed, stale_vectors, vectors_store
+from memory.services.embeddings import (
+    CHUNK_VECTOR_FIELDS,
+    chunks_embed,
+    claims_embed,
+    nodes_embed,
+    stale_vectors,
+    vectors_store,
+)
 from metrics.models import MetricDefinition
 
 logger = logging.getLogger("maintenance.vectors")
@@ -55,7 +62,7 @@ KINDS: tuple[VectorKind, ...] = (
     ),
     VectorKind("nodes", Node, Q(merged_into__isnull=True), ("id", "type", "label", "summary"), nodes_embed),
     VectorKind("metrics", MetricDefinition, Q(), ("id", "label", "unit", "description"), metrics_embed),
-    VectorKind("chunks", Chunk, Q(source__tombstoned_at__isnull=True), ("id", "text", "context"), chunks_embed),
+    VectorKind("chunks", Chunk, Q(source__tombstoned_at__isnull=True), CHUNK_VECTOR_FIELDS, chunks_embed),
 )
 KIND_NAMES = tuple(kind.name for kind in KINDS)
 

@@ -98,7 +98,8 @@ class ChunkText(Step):
     every index of the row, the HNSW one the dearest (docs/benchmarks.md, issue 18). The vectors are embedded
     before the source lock (the embedder may be slow or down) from the drafts as they were then; under the lock
     the drafts are made again if the sources to chunk changed meanwhile, and a vector is used only for the very
-    text it was made from. Without the embedder the chunks are stored without vectors (Embed's contract)."""
+    texts it was made from (a turn's own and the turn before's). Without the embedder the chunks are stored
+    without vectors (Embed's contract)."""
 
     name = "chunk"
 
@@ -200,14 +201,14 @@ class Embed(Step):
 
     def run(self, job: Job) -> dict[str, int]:
         from memory.embeddings import EmbedderUnavailable, get_embedder
-        from memory.services.embeddings import chunks_embed, stale_vectors
+        from memory.services.embeddings import CHUNK_VECTOR_FIELDS, chunks_embed, stale_vectors
 
         chunks = Chunk.objects.filter(source__in=job.text_sources())
         if job.embedder_failed:  # it failed moments ago in ChunkText: not asked again within this job
             return {"embedded": job.chunks_embedded, "embeddingsSkipped": chunks.filter(embedding__isnull=True).count()}
         try:
             embedder = get_embedder()
-            pending = list(chunks.filter(stale_vectors(embedder.model_id)).only("id", "text", "context", "speaker"))
+            pending = list(chunks.filter(stale_vectors(embedder.model_id)).only(*CHUNK_VECTOR_FIELDS))
         except EmbedderUnavailable as exc:
             logger.warning("pipeline.embedder_unavailable", extra={"reason": str(exc)})
             return {"embeddingsSkipped": chunks.count()}

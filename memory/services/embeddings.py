@@ -26,6 +26,8 @@ TURN_BEFORE_WEIGHT = 0.5
 
 # What one chunk's vector is made from: its own text, and the text of what it leans towards ("" for nothing).
 Recipe = tuple[str, str]
+# The fields of a chunk its recipe reads (load them with `.only(*CHUNK_VECTOR_FIELDS)`).
+CHUNK_VECTOR_FIELDS = ("id", "text", "context", "speaker")
 
 
 def chunk_recipes(chunks: Sequence[Chunk], *, in_order: bool) -> list[Recipe]:
@@ -159,7 +161,7 @@ def vectors_sweep(embedder: Embedder, *, limit: int = 500) -> dict[str, int]:
     stale = stale_vectors(embedder.model_id)
     claims = Claim.objects.filter(stale, status__in=["active", "suggested", "quarantined"]).only("id", "statement")
     nodes = Node.objects.filter(stale, merged_into__isnull=True).only("id", "type", "label", "summary")
-    chunks = Chunk.objects.filter(stale, source__tombstoned_at__isnull=True).only("id", "text", "context", "speaker")
+    chunks = Chunk.objects.filter(stale, source__tombstoned_at__isnull=True).only(*CHUNK_VECTOR_FIELDS)
     done = {
         "claims": _in_batches(list(claims.order_by("id")[:limit]), claims_embed, embedder),
         "nodes": _in_batches(list(nodes.order_by("id")[:limit]), nodes_embed, embedder),

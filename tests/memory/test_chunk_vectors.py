@@ -118,8 +118,11 @@ def test_a_turn_swept_later_leans_towards_the_end_of_the_turns_before_it(api: Ap
         {"id": "m2", "role": "other", "speaker": "Melanie", "content": "Yes, we camped there with the kids."},
     ]
     _processed(api, owner, "/ingest/conversation", {"conversation": {"id": "c", "messages": messages}})
-    Chunk.objects.filter(message_id="m2").update(embedding=None, embedding_model="")
-    assert vectors_sweep(get_embedder())["chunks"] == 1
+    Chunk.objects.update(embedding=None, embedding_model="")
+    with CaptureQueriesContext(connection) as queries:
+        assert vectors_sweep(get_embedder())["chunks"] == 2
+    # The chunks and every field their recipes read in one query (a deferred `speaker` would be one per chunk).
+    assert len([q for q in queries.captured_queries if re.match(r'SELECT .* FROM "memory_chunk"', q["sql"])]) == 1
     chunk = Chunk.objects.get(message_id="m2")
     # Its context is "Did you go to the lake last weekend? Melanie:": the name is its own, not the turn before's.
     assert chunk.turn_before == "Did you go to the lake last weekend?"
