@@ -37,10 +37,10 @@ _SOCKET_PATH_LIMIT = 100  # sun_path is 108 bytes on Linux; keep a margin for ".
 _START_TIMEOUT_S = 60.0
 # Server settings for the embedded PostgreSQL. The default 128 MB of shared buffers cannot hold the HNSW index of
 # 100,000 claims (about 200 MB), so every vector search read pages from the OS; JIT compilation only pays off
-# on analytic queries, and a search must not spend milliseconds compiling one. Reads are issued by the backend
-# that needs them (PostgreSQL 17's way) rather than by three I/O worker processes (~8 MB resident between them):
-# one service on one machine gains nothing from handing its reads to other processes.
-_POSTGRES_SETTINGS = {"shared_buffers": "1GB", "jit": "off", "io_method": "sync"}
+# on analytic queries, and a search must not spend milliseconds compiling one. PostgreSQL 18's I/O workers stay
+# (`io_method` worker, ~7 MB between them): without them (`sync`) a search of a million claims whose pages were
+# not cached took 10x longer at p95 (docs/benchmarks.md, issue 18).
+_POSTGRES_SETTINGS = {"shared_buffers": "1GB", "jit": "off", "io_method": "worker"}
 
 
 @dataclass(frozen=True)
