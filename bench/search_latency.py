@@ -496,12 +496,11 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
         raise SystemExit("this benchmark measures the default MiniLM embedder and its HNSW index (EMBEDDER=minilm)")
     user, built = User.objects.filter(username=USERNAME).first(), {}
     real = min(size, options.real or size)
-    # What the store holds (store.json): one with fewer embedded vectors than asked for is built again; one with
-    # more is measured as it is (and reported so).
     kept = base / f"claims-{size}" / "store.json"
-    holds = json.loads(kept.read_text())["real"] if kept.exists() else size  # stores of older runs: all real
-    if options.reuse and user and Claim.objects.filter(owner=user).count() == size and holds >= real:
-        real = holds
+    claims = Claim.objects.filter(owner=user).count() if options.reuse and user else 0
+    reused = reused_real(kept, claims=claims, size=size, real=real)
+    if user is not None and reused is not None:
+        real = reused
     else:
         built = build(size, base, real=real)
         kept.write_text(json.dumps({"size": size, "real": real}))

@@ -26,6 +26,13 @@ def speaker_name(speaker: str) -> str:
     return "" if speaker.lower() in ROLE_SPEAKERS else speaker
 
 
+def turn_context(before: str, speaker: str) -> str:
+    """A turn's searchable context: the end of the turns before it, then the speaker's name (not a role), so it
+    reads as the line the turn continues ("… Where did you go? Caroline:"). `Chunk.turn_before` reads it back."""
+    name = speaker_name(speaker)
+    return " ".join(part for part in (before, f"{name}:" if name else "") if part)
+
+
 class Blob(models.Model):
     """Original bytes, content-addressed by SHA-256 and deduplicated per owner. Shared by files and artifacts."""
 
@@ -209,8 +216,8 @@ class Chunk(models.Model):
 
     @property
     def turn_before(self) -> str:
-        """For a turn, the end of what it follows (its context without the speaker's name: the turns before it, or
-        a transcript's title); "" for anything else."""
+        """For a turn, the end of what it follows (its context, as `turn_context` wrote it, without the speaker's
+        name: the turns before it, or a transcript's title); "" for anything else."""
         if not self.speaker:
             return ""
         name = speaker_name(self.speaker)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.models import Source, SourceKind
-from memory.models.sources import speaker_name
+from memory.models.sources import turn_context
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 # A message is also found by who said it and the turns just before it: an answer is found by the words of
@@ -60,9 +60,7 @@ def split_text(text: str, target: int) -> list[tuple[int, int]]:
 def message_context(speaker: str, earlier: list[str]) -> str:
     """Searchable context of a message: the end of the turns before it, then the speaker's name (not a role),
     so the end of the context reads as the line the message continues ("… Where did you go? Caroline:")."""
-    name = speaker_name(speaker)
-    before = " ".join(earlier[-CONTEXT_TURNS:])[-CONTEXT_CHARS:]
-    return " ".join(part for part in (before, f"{name}:" if name else "") if part)
+    return turn_context(" ".join(earlier[-CONTEXT_TURNS:])[-CONTEXT_CHARS:], speaker)
 
 
 def chunks_for_source(source: Source, *, target: int, context: str | None = None) -> list[ChunkDraft]:
