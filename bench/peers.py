@@ -8,8 +8,10 @@ the user) and the same questions (categories 1-4), and alternates which side goe
 - this project through its real service: a fresh MEMORY_DATA_DIR (var/peers/round-N/ours: new PostgreSQL and
   Redis, migrations), one Celery worker (concurrency 1, two embedding threads) and uvicorn; one
   `POST /ingest/conversation` per session (message id = dia id, the session's date and time), timed from the
-  first request until every receipt is completed; then one `POST /query/search` with `limit: 10` per question,
-  timed as the HTTP round trip. No ANALYZE is run: the store is searched the way a user would find it.
+  first request until every receipt is completed (polled with `POST /source/processing/get`, as a chat host
+  does); then one `POST /query/search` with `limit: 10` per question, timed as the HTTP round trip. No ANALYZE
+  is run: the store is searched the way a user would find it. The driver closes its own database connection
+  before the measured part and opens it again only after: a chat host has no backend of its own in the service.
 - mem0 (`mem0ai==2.2.1`) in a virtualenv of its own (var/peers/venv, created and filled by this script, never a
   project dependency), run in a subprocess by bench/peers_mem0.py: in process, local on-disk Qdrant, one
   `add(..., infer=False)` per turn, `search(top_k=10)` per question. Its embedder is the project's own
@@ -226,6 +228,7 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     import httpx
     from django.conf import settings
     from django.core.management import call_command
+    from django.db import connections
 
     from bench.locomo import message_ids
     from bench.serving import bearer, served
@@ -233,7 +236,7 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     from config.embedded import ensure_started
     from memory.access import Actor
     from memory.embeddings.minilm import int8_model_prepared
-    from memory.models import Operation, User
+    from memory.models import User
     from memory.services.tokens import token_issue
 
     ensure_started(settings.EMBEDDED_RUNTIME)
@@ -256,25 +259,27 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
     try:
         while not app.control.ping(timeout=0.5):
             time.sleep(0.2)
+        connections.close_all()  # the driver is a client: its own backend is no part of the service's memory
         with served() as url, PeakMemory(lambda: service_pids(data_dir)) as peak:
             clients = {name: httpx.Client(base_url=url, headers=bearer(secret), timeout=120)
                        for name, secret in secrets.items()}  # fmt: skip
             # Warm the worker (model load) and the web process before the timed part, in another memory. Inside the
             # peak-memory window: the loaded models are part of what the service holds while it works.
             warm = [{"id": "w1", "role": "user", "content": "Hello, I like tea.", "speaker": "Warm"}]
-            post(clients["peers-warm-up"], "/ingest/conversation", {"conversation": {"id": "w", "messages": warm}})
-            wait_completed(Operation.objects.filter(owner__username="peers-warm-up"))
+            body = {"conversation": {"id": "w", "messages": warm}}
+            wait_completed(clients["peers-warm-up"], [post(clients["peers-warm-up"], "/ingest/conversation", body)])
             post(clients["peers-warm-up"], "/query/search", {"query": "What do I like?", "limit": LIMIT})
             began = time.perf_counter()
+            receipts = []
             for number in sorted({turn["session"] for turn in turns}):
                 messages = [{"id": t["dia_id"], "role": "user" if t["role"] == "user" else "other",
                              "speaker": t["speaker"], "content": t["text"], "timestamp": t["timestamp"]}
                             for t in turns if t["session"] == number]  # fmt: skip
                 body = {"conversation": {"id": f"session_{number}", "messages": messages}}
-                post(clients["peers"], "/ingest/conversation", body)
-            failed = wait_completed(Operation.objects.filter(owner__username="peers"))
+                receipts.append(post(clients["peers"], "/ingest/conversation", body))
+            failed = wait_completed(clients["peers"], receipts)
             ingested = time.perf_counter() - began
-            statistics_before = planner_statistics()
+            searched_from = time.time()
             seconds: list[float] = []
             found: list[list[list[str]]] = []
             for question in questions:
@@ -293,7 +298,7 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
             "peak_rss": peak.rss, "peak_pss": peak.pss, "peak_parts": peak.parts, "migrate_seconds": migrated,
             "stored": {"claims": Claim.objects.filter(owner__username="peers").count(),
                        "chunks": Chunk.objects.filter(owner__username="peers").count()},
-            "planner_statistics": statistics_before, "embedder": settings.EMBEDDER}  # fmt: skip
+            "planner_statistics": planner_statistics(searched_from), "embedder": settings.EMBEDDER}  # fmt: skip
 
 
 def post(client: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -303,11 +308,16 @@ def post(client: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def wait_completed(operations: Any) -> int:
-    """Waits until none of `operations` is queued or processing; the number that failed."""
-    while operations.filter(status__in=["queued", "processing"]).exists():
-        time.sleep(0.05)
-    return int(operations.filter(status="failed").count())
+def wait_completed(client: Any, receipts: list[dict[str, Any]]) -> int:
+    """Waits, asking over REST as a chat host does, until none of the receipts is queued or processing; the number
+    that failed."""
+    failed = 0
+    for receipt in receipts:  # one worker runs them in order: the first still running is the one to wait for
+        body = {"operationId": receipt["operationId"]}
+        while (status := post(client, "/source/processing/get", body)["status"]) in ("queued", "processing"):
+            time.sleep(0.05)
+        failed += status == "failed"
+    return failed
 
 
 def service_pids(data_dir: Path) -> list[int]:
@@ -321,15 +331,17 @@ def service_pids(data_dir: Path) -> list[int]:
     return pids
 
 
-def planner_statistics() -> dict[str, bool]:
-    """Whether the memory tables the search reads had been analysed (by hand or by autovacuum) when it ran."""
+def planner_statistics(searched_from: float) -> dict[str, bool]:
+    """Whether the memory tables the search reads had been analysed (by the pipeline or autovacuum) before the
+    questions were asked (`searched_from`, epoch seconds). Read after the measured part: the driver holds no
+    connection of its own during it."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT relname, coalesce(last_analyze, last_autoanalyze) IS NOT NULL FROM pg_stat_user_tables "
-            "WHERE relname = ANY(%s)",
-            [["memory_claim", "memory_chunk", "memory_evidence"]],
+            "SELECT relname, coalesce(least(last_analyze, last_autoanalyze) < to_timestamp(%s), false) "
+            "FROM pg_stat_user_tables WHERE relname = ANY(%s)",
+            [searched_from, ["memory_claim", "memory_chunk", "memory_evidence"]],
         )
         return dict(cursor.fetchall())
 

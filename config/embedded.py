@@ -39,8 +39,10 @@ _START_TIMEOUT_S = 60.0
 # 100,000 claims (about 200 MB), so every vector search read pages from the OS; JIT compilation only pays off
 # on analytic queries, and a search must not spend milliseconds compiling one. PostgreSQL 18's I/O workers stay
 # (`io_method` worker, ~7 MB between them): without them (`sync`) a search of a million claims whose pages were
-# not cached took 10x longer at p95 (docs/benchmarks.md, issue 18).
-_POSTGRES_SETTINGS = {"shared_buffers": "1GB", "jit": "off", "io_method": "worker"}
+# not cached took 10x longer at p95 (docs/benchmarks.md, issue 18). WAL buffers default to 1/32 of the shared
+# buffers (16 MB here), all of which the WAL writer and every writing backend touch in time: ~10 MB of the
+# service's memory for a buffer one worker's commits never fill; 4 MB is what a few concurrent writers use.
+_POSTGRES_SETTINGS = {"shared_buffers": "1GB", "wal_buffers": "4MB", "jit": "off", "io_method": "worker"}
 
 
 @dataclass(frozen=True)

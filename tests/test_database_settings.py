@@ -14,6 +14,7 @@ pytestmark = pytest.mark.django_db
         ("io_method", "worker"),  # reads of uncached pages go out in parallel: a million claims searched fast
         ("jit", "off"),  # a search never spends milliseconds compiling a query
         ("shared_buffers", "1GB"),  # the HNSW index of 100,000 claims stays in memory
+        ("wal_buffers", "4MB"),  # not 1/32 of the shared buffers: 16 MB every process writing WAL touches
     ],
 )
 def test_the_embedded_database_runs_with_its_settings(name: str, value: str) -> None:

@@ -15,13 +15,15 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import quote
 
-import httpx
 from django.conf import settings
 
 from memory.models import Claim
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("memory.resolvers")
 
@@ -109,6 +111,8 @@ class GitHubResolver:
             return Verdict("unverifiable", "The claim names no repo with a PR or branch in its meta.")
         if ref.problem:
             return Verdict("unverifiable", ref.problem)
+        import httpx  # here, not at the top: the web and worker processes never resolve, and httpx is ~17 MB
+
         try:
             with httpx.Client(
                 base_url=self.base_url, headers=self.headers, timeout=self.timeout_s, follow_redirects=True
