@@ -135,7 +135,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "config.cache.SharedClientRedisCache",  # one Redis client per process (config.cache)
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "memory-cache",
     }

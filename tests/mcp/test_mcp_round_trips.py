@@ -10,7 +10,7 @@ from django.core.cache import cache
 
 from memory.models import ToolProfile, User
 from tests.conftest import Persona
-from tests.mcp.conftest import McpService, call, mcp_persona, rpc
+from tests.mcp.conftest import McpService, call, mcp_persona, rest, rpc
 
 
 def _redis_scripts(run: Callable[[], Any]) -> int:
@@ -58,3 +58,20 @@ def test_tools_list_follows_a_profile_changed_by_another_process(
     persona.token.save(update_fields=["profile"])
     names = listed()
     assert "search_memory" in names and "memory_save" not in names
+
+
+def test_requests_reuse_the_services_redis_connections(mcp_service: McpService, mcp_owner: Persona) -> None:
+    # Under ASGI each request is a context of its own, and Django's cache handler builds a backend per context:
+    # every search's first cache lookup used to open a new Redis connection (connect and HELLO, ~2 ms).
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+
+    def search(query: str) -> None:
+        assert rest(mcp_service, mcp_owner, "/query/search", {"query": query})["searchResults"] == []
+
+    search("warm the service up")
+    assert not call(mcp_service, mcp_owner, "search_memory", {"query": "warm the tool up"}).is_error
+    before = redis.info("stats")["total_connections_received"]
+    for number in range(5):
+        search(f"what did I plan for week {number}")
+        assert not call(mcp_service, mcp_owner, "search_memory", {"query": f"plans for week {number}"}).is_error
+    assert redis.info("stats")["total_connections_received"] - before <= 1
