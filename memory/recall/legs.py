@@ -140,36 +140,50 @@ def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[
 def word_statistics(corpus: Corpus, terms: list[str], params: dict[str, Any]) -> tuple[int, dict[str, int]]:
     """How many rows are in reach (N) and how many hold each word (df), both capped; cached for a few minutes
     (an idf is a weight: a few minutes old is as good). Expiry, the time window and node types leave them be."""
-    keys = {word: _stats_key(corpus, params, word) for word in ["", *terms]}
+    counts = statistics_counted((corpus,), terms, params)[corpus.name]
+    return counts[""], {word: counts[word] for word in terms}
+
+
+def statistics_counted(
+    corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]
+) -> dict[str, dict[str, int]]:
+    """N (under the word "") and each word's df in every corpus: what the cache holds, and what it does not
+    counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
+    not in a round trip each) and kept."""
+    keys = {(corpus.name, word): _stats_key(corpus, params, word) for corpus in corpora for word in ["", *terms]}
     cached = cached_many(list(keys.values()))
-    missing = [word for word in terms if keys[word] not in cached]
-    fresh = {}
-    with connection.cursor() as cursor:
-        if keys[""] not in cached:
-            cursor.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m",  # noqa: S608
-                params,
+    counts: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
+    scans, values = [], dict(params)
+    for number, corpus in enumerate(corpora):
+        held = {word: cached[keys[corpus.name, word]] for word in ["", *terms] if keys[corpus.name, word] in cached}
+        counts[corpus.name] = {word: int(count) for word, count in held.items()}
+        if "" not in held:
+            scans.append(
+                f"SELECT '{corpus.name}', '', count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
+                f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m"
             )
-            fresh[""] = cursor.fetchone()[0]
-        if missing:
+        if missing := [word for word in terms if word not in held]:
             # One bounded GIN lookup per word (a LATERAL subquery per unnested word).
-            cursor.execute(
-                f"""
-                SELECT t.word, m.rows
-                FROM unnest(%(terms)s::text[]) AS t(word), LATERAL (
+            values[f"terms{number}"] = missing
+            scans.append(
+                f"""SELECT '{corpus.name}', t.word, m.rows
+                FROM unnest(%(terms{number})s::text[]) AS t(word), LATERAL (
                     SELECT count(*) AS rows FROM (
                         SELECT 1 FROM {corpus.table}
                         WHERE {corpus.reach} AND c.search_vector @@ {WORD_QUERY.format(word="t.word")}
                         LIMIT {DF_CAP}
                     ) matched
-                ) m
-                """,  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-                params | {"terms": missing},
+                ) m"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
             )
-            fresh |= dict(cursor.fetchall())
-    cached |= {keys[word]: count for word, count in fresh.items()}
-    keep_many({keys[word]: count for word, count in fresh.items()}, STATS_SECONDS)
-    return int(cached[keys[""]]), {word: int(cached[keys[word]]) for word in terms}
+    if not scans:
+        return counts
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), values)
+        fresh = cursor.fetchall()
+    for name, word, count in fresh:
+        counts[name][word] = int(count)
+    keep_many({keys[name, word]: count for name, word, count in fresh}, STATS_SECONDS)
+    return counts
 
 
 def _candidate_levels(selective: list[str], df: dict[str, int]) -> list[tuple[list[str], int]]:

@@ -37,7 +37,7 @@ from memory.recall.fusion import (
     rank,
     recency_boost,
 )
-from memory.recall.legs import CORPORA, Hit, keyword_hits, statistics_keys, vector_hits
+from memory.recall.legs import CORPORA, Hit, keyword_hits, statistics_counted, statistics_keys, vector_hits
 from memory.recall.question import Window, asked_window
 from memory.recall.terms import query_terms
 
@@ -298,6 +298,8 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
             between: list[tuple[datetime | None, datetime | None]] = [(since, None)]
             if window is not None and (since is None or window.end > since):
                 between.append((max(filter(None, (since, window.start))), window.end))
+            if terms:
+                statistics_counted(CORPORA, terms, params)  # what the keyword legs weigh by, in one statement
             keyword = _united(*(_keyword_hits(terms, params, span, depth) for span in between))
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = _united(*(_vector_hits(vector, model_id, params, span, depth) for span in between))

@@ -144,3 +144,14 @@ def test_the_access_count_is_sent_off_the_request_thread_and_flushed_after_it(al
     finally:
         held.set()
     assert bookkeeping.flush_access() == 1  # a flush waits for what this process queued
+
+
+def test_a_cold_search_counts_the_words_of_every_corpus_in_one_statement(alice: User) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    with CaptureQueriesContext(connection) as cold_queries:
+        results = search(access, SearchRequest(query="What does Marcel drink in the morning?"))
+    counting = [query["sql"] for query in cold_queries.captured_queries if "count(*)" in query["sql"]]
+    assert len(counting) == 1  # rows in reach and each word's rows, in claims, chunks and node cards
+    assert all(f"'{corpus}'" in counting[0] for corpus in ("claim", "chunk", "node"))
+    assert results[0].text == "Marcel drinks green tea every morning."
