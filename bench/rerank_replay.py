@@ -46,7 +46,8 @@ def collect(question: Question) -> None:
 
     from memory.recall.fusion import PIN_BOOST, importance_boost, rank, recency_boost
     from memory.recall.legs import CORPORA, keyword_hits, vector_hits
-    from memory.recall.search import HYDRATORS, query_vector
+    from memory.recall.results import HYDRATORS
+    from memory.recall.search import query_vector
     from memory.recall.terms import query_terms
 
     access = question.access

@@ -352,7 +352,7 @@ def timed_parts(parts: dict[str, float]) -> Iterator[None]:
         timed(module, "query_vector", lambda args: "embed query"),
         timed(module, "keyword_hits", lambda args: f"keyword {args[0].name}"),
         timed(module, "vector_hits", lambda args: "vector, all corpora (one statement)"),
-        timed(module, "_hydrated", lambda args: "hydrate"),
+        timed(module, "hydrated", lambda args: "hydrate"),
         timed(module.bookkeeping, "note_access", lambda args: "access bookkeeping (Redis)"),
     ):
         yield

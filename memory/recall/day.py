@@ -13,7 +13,7 @@ from memory.models import Scope, Source, SourceKind, SourceScope
 from memory.moments import days_after
 from memory.recall.atlas import current_claims
 from memory.recall.fusion import Candidate
-from memory.recall.search import SearchResult, claim_results
+from memory.recall.results import SearchResult, claim_results
 
 DAY_LIMIT = 100
 SOURCE_KINDS = (SourceKind.MESSAGE, SourceKind.DOCUMENT, SourceKind.FILE, SourceKind.TRANSCRIPT, SourceKind.NOTE)

@@ -11,18 +11,16 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from memory.access import Access
-from memory.models import Chunk, Scope, SourceScope
+from memory.models import Scope, SourceScope
 from memory.recall import bookkeeping
 from memory.recall.anchors import anchor_keys, first_name, reference_time, speakers_named
 from memory.recall.caching import read_ahead
@@ -31,7 +29,6 @@ from memory.recall.fusion import (
     PIN_BOOST,
     SPEAKER_BOOST,
     WINDOW_BOOST,
-    Candidate,
     fuse,
     importance_boost,
     rank,
@@ -39,6 +36,7 @@ from memory.recall.fusion import (
 )
 from memory.recall.legs import CORPORA, Hit, keyword_hits, statistics_counted, statistics_keys, vector_hits
 from memory.recall.question import Window, asked_window
+from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms
 
 logger = logging.getLogger("memory.recall")
@@ -63,189 +61,6 @@ class SearchRequest:
     def window_start(self) -> datetime | None:
         recent = timezone.now() - timedelta(days=RECENT_DAYS) if self.recent_only else None
         return max(filter(None, (self.since, recent)), default=None)
-
-
-@dataclass
-class SearchResult:
-    """One memory found: a claim, a piece of a source (chunk) or a node card."""
-
-    candidate: Candidate
-    text: str
-    time: datetime | None
-    partition: str
-    status: str = "active"
-    pinned: bool = False
-    importance: int = 3
-    kind: str = ""
-    node: dict[str, Any] | None = None
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    conversation_ids: set[str] = field(default_factory=set)
-    speaker: str = ""  # who said a chunk, as the host named them
-    bare: bool = False  # a node card with nothing but its type and label
-
-    @property
-    def type(self) -> str:
-        return self.candidate.corpus
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "id": self.candidate.id,
-            "text": self.text,
-            "kind": self.kind,
-            "score": round(self.candidate.score, 6),
-            "legs": self.candidate.legs,
-            "boosts": {name: value for name, value in self.candidate.boosts.items() if value},
-            "status": self.status,
-            "pinned": self.pinned,
-            "node": self.node,
-            "evidence": self.evidence,
-            "time": self.time,
-            "partition": self.partition,
-        }
-
-
-def _node_json(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any] | None:
-    if row[f"{prefix}id"] is None:
-        return None
-    return {"nodeId": row[f"{prefix}id"], "type": row[f"{prefix}type"], "label": row[f"{prefix}label"]}
-
-
-def _conversation_of(row: Mapping[str, Any], prefix: str = "source__") -> set[str]:
-    """The ids a conversation is known by (thread, source, parent source), for the conversation boost."""
-    return {row[f"{prefix}thread_id"], row[f"{prefix}external_id"], row[f"{prefix}parent__external_id"] or ""} - {""}
-
-
-# What a result shows, read as plain rows (`values()`): no model instances, no vectors, no whole source texts.
-_CONVERSATION = ("source__thread_id", "source__external_id", "source__parent__external_id")
-
-
-# Claims are most of what a search shows: read them with fixed SQL (the ORM spent more time building these two
-# queries than PostgreSQL spent answering them), in the shape `values()` gives.
-_CLAIM_ROWS = """
-    SELECT c.id, c.statement, c.stated_at, c.recorded_at, c.status, c.pinned, c.importance, c.kind,
-           p.key AS partition__key, n.id AS subject__id, n.type AS subject__type, n.label AS subject__label
-    FROM memory_claim c JOIN memory_partition p ON p.id = c.partition_id LEFT JOIN memory_node n ON n.id = c.subject_id
-    WHERE c.id = ANY(%s)
-"""
-_EVIDENCE_ROWS = """
-    SELECT e.claim_id, e.source_id, e.excerpt, e.message_id, e.authored_at, s.thread_id AS source__thread_id,
-           s.external_id AS source__external_id, parent.external_id AS source__parent__external_id
-    FROM memory_evidence e JOIN memory_source s ON s.id = e.source_id
-         LEFT JOIN memory_source parent ON parent.id = s.parent_id
-    WHERE e.claim_id = ANY(%s)
-    ORDER BY e.authored_at, e.id
-"""
-
-# A node can be the subject of tens of thousands of claims: its newest evidence is looked for among the evidence
-# of its NEWEST_CLAIMS most recently stated active claims (the index claim_subject_recent), not all of them. Only
-# a claim stated earlier and said again since (new evidence on an old claim) can be missed, on such a node.
-NEWEST_CLAIMS = 100
-
-
-def _rows(sql: str, *params: Any) -> list[dict[str, Any]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        names = [column.name for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
-def claim_results(ids: list[str]) -> dict[str, SearchResult]:
-    evidence: dict[str, list[dict[str, Any]]] = {}
-    for ref in _rows(_EVIDENCE_ROWS, ids):
-        evidence.setdefault(ref["claim_id"], []).append(ref)
-    claims = _rows(_CLAIM_ROWS, ids)
-    found = {}
-    for claim in claims:
-        held = evidence.get(claim["id"], [])
-        found[claim["id"]] = SearchResult(
-            candidate=Candidate("claim", claim["id"]),
-            text=claim["statement"],
-            time=claim["stated_at"] or claim["recorded_at"],
-            partition=claim["partition__key"],
-            status=claim["status"],
-            pinned=claim["pinned"],
-            importance=claim["importance"],
-            kind=claim["kind"],
-            node=_node_json(claim, "subject__"),
-            evidence=[
-                {
-                    "sourceId": ref["source_id"],
-                    "excerpt": ref["excerpt"],
-                    "messageId": ref["message_id"],
-                    "authoredAt": ref["authored_at"],
-                }
-                for ref in held
-            ],
-            conversation_ids=set().union(*(_conversation_of(ref) for ref in held)),
-        )
-    return found
-
-
-def chunk_results(ids: list[str]) -> dict[str, SearchResult]:
-    chunks = Chunk.objects.filter(pk__in=ids).values(
-        "id", "text", "speaker", "message_id", "authored_at", "partition__key", "source_id", "source__kind",
-        "source__authored_at", "source__occurred_at", *_CONVERSATION,
-    )  # fmt: skip
-    found = {}
-    for chunk in chunks:
-        speaker = chunk["speaker"] if chunk["speaker"] not in ("", "user", "assistant") else ""
-        found[chunk["id"]] = SearchResult(
-            candidate=Candidate("chunk", chunk["id"]),
-            text=f"{speaker}: {chunk['text']}" if speaker else chunk["text"],
-            time=chunk["authored_at"] or chunk["source__occurred_at"],
-            partition=chunk["partition__key"],
-            kind=chunk["source__kind"],
-            evidence=[
-                {
-                    "sourceId": chunk["source_id"],
-                    "excerpt": chunk["text"][:500],
-                    "messageId": chunk["message_id"],
-                    "authoredAt": chunk["authored_at"] or chunk["source__authored_at"],
-                }
-            ],
-            conversation_ids=_conversation_of(chunk),
-            speaker=chunk["speaker"],
-        )
-    return found
-
-
-# A node card with what it shows besides its own fields, in one statement: a task's status (one active
-# HAS_TASK_STATUS claim per task) and the newest evidence of its NEWEST_CLAIMS latest active claims (a card is as
-# recent as the newest thing said about it, not as the moment it was written down). Each of those claims' evidence
-# is a subquery of its own, so it is read through the claim's index entries whatever the planner thinks of the
-# table's size; a join let a store without statistics hash the whole evidence table.
-_NODE_ROWS = """
-    SELECT n.id, n.type, n.label, n.summary, n.last_seen_at, n.created_at, p.key AS partition__key,
-           (SELECT c.object_value #>> '{}' FROM memory_claim c
-            WHERE n.type = 'Task' AND c.subject_id = n.id AND c.predicate = 'HAS_TASK_STATUS' AND c.status = 'active'
-            LIMIT 1) AS task_status,
-           (SELECT max((SELECT max(e.authored_at) FROM memory_evidence e WHERE e.claim_id = recent.id))
-            FROM (SELECT c.id FROM memory_claim c WHERE c.subject_id = n.id AND c.status = 'active'
-                  ORDER BY c.stated_at DESC LIMIT %s) recent) AS newest
-    FROM memory_node n JOIN memory_partition p ON p.id = n.partition_id
-    WHERE n.id = ANY(%s)
-"""
-
-
-def node_results(ids: list[str]) -> dict[str, SearchResult]:
-    found = {}
-    for node in _rows(_NODE_ROWS, NEWEST_CLAIMS, ids):
-        status = node["task_status"]
-        card = f"{node['type']}: {node['label']}" + (f" ({status})" if status else "")
-        found[node["id"]] = SearchResult(
-            candidate=Candidate("node", node["id"]),
-            text=card + (f". {node['summary']}" if node["summary"] else ""),
-            time=node["newest"] or node["last_seen_at"] or node["created_at"],
-            partition=node["partition__key"],
-            kind=node["type"],
-            node=_node_json(node),
-            bare=not node["summary"],
-        )
-    return found
-
-
-HYDRATORS = {"claim": claim_results, "chunk": chunk_results, "node": node_results}
 
 
 def query_vector(query: str) -> tuple[list[float] | None, str]:
@@ -311,7 +126,7 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     candidates = fuse({"keyword": rank(keyword), "vector": rank(semantic)}, weights)
     # Boosts move memories of similar relevance; only the best by relevance are worth reading in full.
     candidates.sort(key=lambda candidate: (-candidate.fused, candidate.corpus, candidate.id))
-    results = _hydrated(candidates[: max(limit * 2, 16)])
+    results = hydrated(candidates[: max(limit * 2, 16)])
     _boosted(results, request, min(window.end, reference) if window else reference, window, speakers)
     results = _composed(_folded(results), request.query)
     chosen = results[:limit]
@@ -413,16 +228,3 @@ def _folded(results: list[SearchResult]) -> list[SearchResult]:
             claim.candidate.legs[f"evidence.{leg}"] = value
         claim.candidate.fused = max(claim.candidate.fused, result.candidate.fused)
     return kept
-
-
-def _hydrated(candidates: list[Candidate]) -> list[SearchResult]:
-    """The rows behind the candidates (a row gone since it was ranked is dropped), legs carried over."""
-    results = []
-    for corpus, hydrate in HYDRATORS.items():
-        wanted = {c.id: c for c in candidates if c.corpus == corpus}
-        if not wanted:
-            continue
-        for row_id, result in hydrate(list(wanted)).items():
-            result.candidate = wanted[row_id]
-            results.append(result)
-    return results

@@ -17,7 +17,7 @@ from memory.embeddings import get_embedder
 from memory.models import Claim, Evidence, Node, Source, User
 from memory.pipeline.runner import run_operation
 from memory.recall import legs
-from memory.recall import search as search_module
+from memory.recall import results as results_module
 from memory.recall.legs import _candidate_levels
 from memory.recall.search import SearchRequest, search
 from tests.conftest import Api, Persona
@@ -247,10 +247,10 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
     assert Claim.objects.filter(statement__startswith="Marcel likes tea").count() == 20
     # One to cut the query into words, three keyword queries (word statistics, the newest source in reach and
     # the speakers named cached; few rows, so one level each), the vector legs of every corpus and their settings
-    # in one statement, then two for claims with their evidence, one for chunks (the
-    # message's is folded into the task claims drawn from it), one for node cards (with a task's status and the
-    # newest thing said about each).
-    assert few == many == (["claim", "node"], 9)
+    # in one statement, then the rows shown, in one round trip: claims with their evidence, chunks (the message's
+    # is folded into the task claims drawn from it) and node cards (with a task's status and the newest thing said
+    # about each).
+    assert few == many == (["claim", "node"], 6)
 
 
 def test_candidate_levels_ask_for_several_words_only_past_the_budget() -> None:
@@ -359,7 +359,7 @@ def test_a_word_counted_to_the_cap_leaves_the_candidates_to_a_rarer_one(
 def test_a_cards_time_reads_the_evidence_of_its_latest_claims_only(
     api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search_module, "NEWEST_CLAIMS", 3)
+    monkeypatch.setattr(results_module, "NEWEST_CLAIMS", 3)
     say(api, owner, "chat", "The harbour renovation starts in May.")
     message = Source.objects.get(kind="message")
     card = NodeFactory.create(owner=alice, type="Project", label="Harbour renovation")
@@ -370,7 +370,7 @@ def test_a_cards_time_reads_the_evidence_of_its_latest_claims_only(
             owner=alice, claim=claim, source=message, excerpt="May.", authored_at=start + timedelta(days=n)
         )
     with CaptureQueriesContext(connection) as captured:
-        cards = search_module.node_results([card.pk])
+        cards = results_module.node_results([card.pk])
     assert cards[card.pk].time == start + timedelta(days=9)
     newest = [query["sql"] for query in captured.captured_queries if "memory_evidence" in query["sql"]]
     assert len(newest) == 1

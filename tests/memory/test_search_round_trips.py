@@ -155,3 +155,26 @@ def test_a_cold_search_counts_the_words_of_every_corpus_in_one_statement(alice: 
     assert len(counting) == 1  # rows in reach and each word's rows, in claims, chunks and node cards
     assert all(f"'{corpus}'" in counting[0] for corpus in ("claim", "chunk", "node"))
     assert results[0].text == "Marcel drinks green tea every morning."
+
+
+def test_a_search_reads_the_rows_of_every_corpus_it_shows_in_one_round_trip(api: Any, owner: Any, alice: User) -> None:
+    from memory.pipeline.runner import run_operation
+
+    body = {"conversation": {"id": "chat", "messages": [
+        {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
+         "timestamp": "2026-04-22T09:00:00Z"},
+        {"id": "m2", "role": "assistant", "content": "The tea shop in Lisbon packs samples too.",
+         "timestamp": "2026-04-22T09:01:00Z"},
+    ]}}  # fmt: skip
+    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
+    remember(alice, "Marcel prefers green tea samples.")
+    with CaptureQueriesContext(connection) as captured:
+        results = search(access_for_user(user=alice), SearchRequest(query="tea samples for Marcel", limit=20))
+    assert {"claim", "chunk", "node"} <= {result.type for result in results}
+    reads = ["WHERE e.claim_id = ANY(", "WHERE c.id = ANY(", "WHERE k.id = ANY(", "WHERE n.id = ANY("]  # by id
+    hydrating = [query["sql"] for query in captured.captured_queries if any(read in query["sql"] for read in reads)]
+    assert len(hydrating) == 1 and all(read in hydrating[0] for read in reads)
+    claim = next(result for result in results if result.type == "claim" and result.text.startswith("Marcel prefers"))
+    chunk = next(result for result in results if result.type == "chunk")
+    assert chunk.evidence[0]["messageId"] == "m2" and "chat" in chunk.conversation_ids
+    assert claim.partition == chunk.partition == "memory:personal"
