@@ -252,6 +252,10 @@ def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact
     # processes get one thread each from `runall` (threads beyond the cores only contend).
     options.intra_op_num_threads = settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2)
     options.inter_op_num_threads = 1
+    # onnxruntime's pool threads otherwise spin for a while after every run, waiting for the next: on two cores that
+    # spinning takes the core PostgreSQL and the request's own thread need between runs (peers.py, same sitting:
+    # query p50 -5 to -10 ms and ingestion ~5 % faster without it; docs/benchmarks.md, issue 18).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # errors only: onnxruntime's warnings are noise in our JSON logs
     # Buffers are planned per input shape, and ours change with every batch: no gain in keeping the plans.
     options.enable_mem_pattern = False

@@ -63,6 +63,12 @@ def test_minilm_vectors_have_384_unit_norm_dimensions(minilm: MiniLMEmbedder) ->
     assert (minilm.model_id, minilm.dimensions) == ("minilm-l6-v2-int8", 384)
 
 
+def test_minilm_pool_threads_do_not_spin_between_runs(minilm: MiniLMEmbedder) -> None:
+    # Spinning threads took the core PostgreSQL and the request's own thread needed between runs (issue 18).
+    options = minilm._load().session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_minilm_is_deterministic(minilm: MiniLMEmbedder) -> None:
     text = "My daughter's piano recital is on Friday evening."
     assert minilm.embed_documents([text]) == minilm.embed_documents([text])
