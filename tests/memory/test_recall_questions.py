@@ -15,7 +15,7 @@ from memory.models import Chunk, Evidence, Node, Source, User
 from memory.pipeline.runner import run_operation
 from memory.recall.question import asked_window
 from memory.recall.search import SearchRequest, search
-from memory.recall.terms import query_terms
+from memory.recall.terms import _PLAIN, query_terms, words_as_parsed
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory, PartitionFactory
 
@@ -76,6 +76,37 @@ def test_the_time_a_question_names_is_read_against_the_reference_time(question: 
 )
 def test_a_question_without_a_date_has_no_window(question: str) -> None:
     assert asked_window(question, datetime(2023, 10, 20, tzinfo=UTC)) is None
+
+
+def _parsed_by_postgresql(text: str) -> list[str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT lexeme FROM unnest(to_tsvector('simple', %s)) ORDER BY positions[1], lexeme", [text])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_plain_questions_are_cut_into_words_as_postgresql_cuts_them() -> None:
+    import random
+
+    chooser = random.Random(18)
+    words = ["Caroline", "LGBTQ", "support", "group", "3pm", "abc123", "x2", "2023", "10", "000", "I", "don", "s",
+             "May", "rock", "n", "roll", "A", "b", "Dana", "q4", "7th", "MiXeD"]  # fmt: skip
+    gaps = [" ", "  ", ", ", "? ", "! ", "'", "'s ", ": ", ":", "; ", " (", ") ", ' "', '" ', ". ", "\n", "\t", ","]
+    for _ in range(300):
+        count = chooser.randint(1, 12)
+        text = "".join(chooser.choice(words) + chooser.choice(gaps) for _ in range(count))
+        text = text.rstrip(" .\n\t") + chooser.choice(["", ".", "?", "!", "'", ")"])
+        assert _PLAIN.fullmatch(text), text  # the cut without a round trip is the one tested
+        assert words_as_parsed(text) == _parsed_by_postgresql(text), text
+
+
+@pytest.mark.parametrize(
+    "text", ["ABC-1234 is late", "mail billing@acme.test now", "version 4.12", "e.g. this", "café au lait", "U.S. trip"]
+)
+def test_other_questions_are_cut_by_postgresql_itself(text: str) -> None:
+    assert not _PLAIN.fullmatch(text)
+    assert words_as_parsed(text) == _parsed_by_postgresql(text)
 
 
 def test_names_that_are_stop_words_stay_in_the_query() -> None:
