@@ -245,12 +245,12 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
     add_claims(18)
     many = search_cost()
     assert Claim.objects.filter(statement__startswith="Marcel likes tea").count() == 20
-    # One to cut the query into words, three keyword queries (word statistics, the newest source in reach and
+    # Three keyword queries ("tea" is cut into words without one; word statistics, the newest source in reach and
     # the speakers named cached; few rows, so one level each), the vector legs of every corpus and their settings
     # in one statement, then the rows shown, in one round trip: claims with their evidence, chunks (the message's
     # is folded into the task claims drawn from it) and node cards (with a task's status and the newest thing said
     # about each).
-    assert few == many == (["claim", "node"], 6)
+    assert few == many == (["claim", "node"], 5)
 
 
 def test_candidate_levels_ask_for_several_words_only_past_the_budget() -> None:
