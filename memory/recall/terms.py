@@ -51,7 +51,7 @@ def words_as_parsed(text: str) -> list[str]:
     text (most questions) here, without a round trip; for anything else by PostgreSQL itself."""
     text = text[:4000]
     runs = _RUN.findall(text) if _PLAIN.fullmatch(text) else None
-    if runs is not None and all(len(run) < 256 for run in runs):  # the parser drops longer words
+    if runs is not None and all(len(run) < 256 for run in runs):  # a very long word: the parser decides
         return list(dict.fromkeys(run.lower() for run in runs))
     with connection.cursor() as cursor:
         cursor.execute("SELECT lexeme FROM unnest(to_tsvector('simple', %s)) ORDER BY positions[1], lexeme", [text])
