@@ -221,20 +221,22 @@ def _nodes_built(nodes: list[dict[str, Any]]) -> dict[str, SearchResult]:
 
 
 @dataclass(frozen=True)
-class _Corpus:
+class _Reading:
+    """How one corpus's results are read: its statements for the ids wanted, and the results built from their rows."""
+
     statements: Callable[[list[str]], list[Statement]]
     built: Callable[..., dict[str, SearchResult]]  # from the rows of each of its statements, in order
 
 
-_CORPORA = {
-    "claim": _Corpus(_claim_statements, _claims_built),
-    "chunk": _Corpus(lambda ids: [(_CHUNK_ROWS, [ids])], _chunks_built),
-    "node": _Corpus(lambda ids: [(_NODE_ROWS, [NEWEST_CLAIMS, ids])], _nodes_built),
+_READINGS = {
+    "claim": _Reading(_claim_statements, _claims_built),
+    "chunk": _Reading(lambda ids: [(_CHUNK_ROWS, [ids])], _chunks_built),
+    "node": _Reading(lambda ids: [(_NODE_ROWS, [NEWEST_CLAIMS, ids])], _nodes_built),
 }
 
 
 def _results(corpus: str, ids: list[str]) -> dict[str, SearchResult]:
-    reading = _CORPORA[corpus]
+    reading = _READINGS[corpus]
     return reading.built(*read_together(reading.statements(ids)))
 
 
@@ -256,10 +258,10 @@ HYDRATORS = {"claim": claim_results, "chunk": chunk_results, "node": node_result
 def hydrated(candidates: list[Candidate]) -> list[SearchResult]:
     """The rows behind the candidates of every corpus, in one round trip (a row gone since it was ranked is
     dropped), legs carried over."""
-    wanted = {corpus: {c.id: c for c in candidates if c.corpus == corpus} for corpus in _CORPORA}
+    wanted = {corpus: {c.id: c for c in candidates if c.corpus == corpus} for corpus in _READINGS}
     statements: list[Statement] = []
     readings = []
-    for corpus, reading in _CORPORA.items():
+    for corpus, reading in _READINGS.items():
         if wanted[corpus]:
             mine = reading.statements(list(wanted[corpus]))
             readings.append((corpus, reading, len(statements), len(mine)))

@@ -109,6 +109,11 @@ def test_other_questions_are_cut_by_postgresql_itself(text: str) -> None:
     assert words_as_parsed(text) == _parsed_by_postgresql(text)
 
 
+@pytest.mark.parametrize("text", ["", "   ", "?!", "x" * 300 + " and more", "a " * 2500])
+def test_empty_punctuation_only_and_overlong_questions_are_cut_as_postgresql_cuts_them(text: str) -> None:
+    assert words_as_parsed(text) == _parsed_by_postgresql(text[:4000])
+
+
 def test_names_that_are_stop_words_stay_in_the_query() -> None:
     assert query_terms("What did Ben Pereira say to Will in May?")[:3] == ["ben", "pereira", "say"]
     assert "will" in query_terms("What did Ben Pereira say to Will in May?")
