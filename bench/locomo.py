@@ -132,6 +132,7 @@ def ingest(sample: dict[str, Any], *, roles_only: bool = False) -> Any:
     from memory.models import Operation, User
     from memory.pipeline.runner import run_operation
     from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
+    from memory.services.planner_statistics import planner_statistics_refresh
 
     username = f"locomo-{sample['sample_id']}"
     User.objects.filter(username=username).delete()
@@ -153,6 +154,7 @@ def ingest(sample: dict[str, Any], *, roles_only: bool = False) -> Any:
         conversation = ConversationIn(id=f"session_{number}", messages=messages)
         receipt = ingest_conversation(access=access, conversation=conversation)
         run_operation(receipt.operation.pk)
+        planner_statistics_refresh()  # as the worker's task does after each job: the store is searched planned
     failed = Operation.objects.filter(owner=user).exclude(status="completed").count()
     if failed:
         raise SystemExit(f"{failed} receipts of {username} did not complete")

@@ -176,7 +176,7 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
     timings = {"in-process search(), hybrid": timed_searches(access, asked, options.rounds)}
     timings["HTTP POST /query/search"] = latency.over_http(user, asked, options.rounds)
     parts = latency.breakdown(access, asked)
-    parts.pop("_keyword_claim")
+    parts.pop("_keyword")
     load.append(os.getloadavg()[0])
     half = halfvec(asked, options.exact) if options.halfvec and size <= options.halfvec_max else {}
     load.append(os.getloadavg()[0])

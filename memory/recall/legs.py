@@ -45,11 +45,13 @@ LEVEL_WORDS = 6  # the rarest selective words combined into levels (6 choose 3 =
 # plainto_tsquery, not websearch_to_tsquery: a stored "-1234" must not read as "not 1234".
 WORD_QUERY = "(plainto_tsquery('simple', {word}) || plainto_tsquery('english', {word}))"
 
+Span = tuple[datetime | None, datetime | None]  # a time window: since (inclusive), until (exclusive)
 
-def _together(count: int, together: int) -> str:
-    """A tsquery matching rows that hold at least `together` of the words %(w0)s .. %(w<count-1>)s: the OR of
-    every such conjunction, so the GIN index intersects and unites posting lists and no other row is read."""
-    words = [WORD_QUERY.format(word=f"%(w{n})s") for n in range(count)]
+
+def _together(count: int, together: int, key: str = "") -> str:
+    """A tsquery matching rows that hold at least `together` of the words %(<key>w0)s .. %(<key>w<count-1>)s: the
+    OR of every such conjunction, so the GIN index intersects and unites posting lists and no other row is read."""
+    words = [WORD_QUERY.format(word=f"%({key}w{n})s") for n in range(count)]
     groups = ["(" + " && ".join(group) + ")" for group in itertools.combinations(words, together)]
     return "(" + " || ".join(groups) + ")"
 
@@ -66,11 +68,13 @@ class Corpus:
     def filters(self) -> str:
         return f"{self.reach} AND {self.narrowing}"
 
-    def where(self, since: datetime | None, until: datetime | None = None) -> str:
+    def where(self, since: datetime | None, until: datetime | None = None, key: str = "") -> str:
+        """The filters and the time window, its bounds the parameters `since<key>` and `until<key>` (a statement
+        that scans several windows gives each its own key)."""
         return (
             self.filters
-            + (f" AND {self.time} >= %(since)s" if since else "")
-            + (f" AND {self.time} < %(until)s" if until else "")
+            + (f" AND {self.time} >= %(since{key})s" if since else "")
+            + (f" AND {self.time} < %(until{key})s" if until else "")
         )
 
 
@@ -133,15 +137,8 @@ def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
-    """The cache keys `word_statistics` reads for these words in each corpus (a search reads them ahead)."""
+    """The cache keys `statistics_counted` reads for these words in each corpus (a search reads them ahead)."""
     return [_stats_key(corpus, params, word) for corpus in corpora for word in ["", *terms]]
-
-
-def word_statistics(corpus: Corpus, terms: list[str], params: dict[str, Any]) -> tuple[int, dict[str, int]]:
-    """How many rows are in reach (N) and how many hold each word (df), both capped; cached for a few minutes
-    (an idf is a weight: a few minutes old is as good). Expiry, the time window and node types leave them be."""
-    counts = statistics_counted((corpus,), terms, params)[corpus.name]
-    return counts[""], {word: counts[word] for word in terms}
 
 
 def statistics_counted(
@@ -204,6 +201,19 @@ def _candidate_levels(selective: list[str], df: dict[str, int]) -> list[tuple[li
     return [(combined, together) for together in range(min(len(combined), MOST_WORDS_TOGETHER), 1, -1)] + [(within, 1)]
 
 
+@dataclass
+class _KeywordScan:
+    """One corpus searched by keyword within one time window: its candidate levels still to try, what it found."""
+
+    corpus: Corpus
+    window: int  # which of the spans searched
+    span: Span
+    present: list[str]  # the query words some row in reach holds
+    idf: dict[str, float]
+    levels: list[tuple[list[str], int]]
+    scores: dict[str, float]
+
+
 def keyword_hits(
     corpus: Corpus,
     terms: list[str],
@@ -212,11 +222,52 @@ def keyword_hits(
     limit: int,
     until: datetime | None = None,
 ) -> list[Hit]:
-    """Rows holding the selective query words, scored by every query word they hold."""
-    total, df = word_statistics(corpus, terms, params) if terms else (0, {})
-    present = [word for word in terms if df[word] > 0]
+    """Rows of one corpus holding the selective query words, scored by every query word they hold."""
+    return keyword_hits_within((corpus,), terms, params, [(since, until)], limit)[0]
+
+
+def keyword_hits_within(
+    corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any], spans: list[Span], limit: int
+) -> list[list[Hit]]:
+    """Per time window, the keyword hits of every corpus (in corpus order, each corpus's best first): rows holding
+    the selective query words, scored by every query word they hold. The first candidate level of every corpus
+    and window goes in one statement; only those that found fewer than `limit` rows try their next level, again
+    together, so a search of three corpora costs one round trip, not one per corpus and level."""
+    counts = statistics_counted(corpora, terms, params) if terms else {}
+    scans = [
+        scan
+        for window, span in enumerate(spans)
+        for corpus in corpora  # in this order: each window's hits come corpus by corpus
+        if (scan := _keyword_scan(corpus, terms, counts, window, span))
+    ]
+    pending = scans
+    while pending:
+        parts, values = [], dict(params)
+        for number, scan in enumerate(pending):
+            words, together = scan.levels.pop(0)
+            parts.append(_level_sql(number, scan, words, together, limit, values))
+        with connection.cursor() as cursor:
+            cursor.execute(" UNION ALL ".join(parts), values)
+            for number, row_id, score in cursor.fetchall():
+                pending[number].scores[row_id] = float(score or 0)
+        pending = [scan for scan in pending if len(scan.scores) < limit and scan.levels]
+    found: list[list[Hit]] = [[] for _ in spans]
+    for scan in scans:
+        best = sorted(scan.scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        found[scan.window] += [Hit(scan.corpus.name, row_id, score) for row_id, score in best]
+    return found
+
+
+def _keyword_scan(
+    corpus: Corpus, terms: list[str], counts: dict[str, dict[str, int]], window: int, span: Span
+) -> _KeywordScan | None:
+    """What the keyword leg of `corpus` will look for within `span`: None when no row in reach holds a query word."""
+    corpus_counts = counts.get(corpus.name, {})
+    total = corpus_counts.get("", 0)
+    present = [word for word in terms if corpus_counts.get(word, 0) > 0]
     if not present:
-        return []
+        return None
+    df = {word: corpus_counts[word] for word in present}
     idf = {word: math.log(1 + (max(total, df[word]) - df[word] + 0.5) / (df[word] + 0.5)) for word in present}
     # Candidates come from the words that tell rows apart; a word most rows hold only adds to their score.
     # When every word is common, rows holding several of them come first (the levels below), then the rarest.
@@ -224,33 +275,36 @@ def keyword_hits(
     # million claims every such word would look alike, and rows holding two of them crowd out the rare one.
     common = max(MIN_SELECTIVE_ROWS, total * SELECTIVE_SHARE)
     selective = [word for word in present if df[word] <= common and df[word] < DF_CAP] or present
-    scores: dict[str, float] = {}
-    for words, together in _candidate_levels(selective, {word: df[word] for word in selective}):
-        sql = f"""
-            WITH weighted AS MATERIALIZED (
-                SELECT {WORD_QUERY.format(word="w.word")} AS q, w.idf
-                FROM unnest(%(words)s::text[], %(idfs)s::float8[]) AS w(word, idf)
-            ), candidates AS MATERIALIZED (
-                SELECT c.id, c.search_vector FROM {corpus.table}
-                WHERE {corpus.where(since, until)} AND c.search_vector @@ {_together(len(words), together)}
-                LIMIT {CANDIDATE_BUDGET}
-            )
-            SELECT c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
-                          WHERE c.search_vector @@ w.q) AS score
-            FROM candidates c
-            ORDER BY score DESC, c.id
-            LIMIT %(limit)s
-        """  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-        values = params | {f"w{n}": word for n, word in enumerate(words)}
-        values |= {"words": present, "idfs": [idf[word] for word in present], "since": since, "until": until}
-        values["limit"] = limit
-        with connection.cursor() as cursor:
-            cursor.execute(sql, values)
-            scores |= {row_id: float(score or 0) for row_id, score in cursor.fetchall()}
-        if len(scores) >= limit:
-            break
-    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
-    return [Hit(corpus.name, row_id, score) for row_id, score in best]
+    levels = _candidate_levels(selective, {word: df[word] for word in selective})
+    return _KeywordScan(corpus=corpus, window=window, span=span, present=present, idf=idf, levels=levels, scores={})
+
+
+def _level_sql(
+    number: int, scan: _KeywordScan, words: list[str], together: int, limit: int, values: dict[str, Any]
+) -> str:
+    """One candidate level of one scan as a part of the UNION ALL, its rows tagged with `number`; its parameters
+    (prefixed `k<number>_`) are added to `values`."""
+    key = f"k{number}_"
+    since, until = scan.span
+    values |= {f"{key}w{n}": word for n, word in enumerate(words)}
+    values |= {f"{key}words": scan.present, f"{key}idfs": [scan.idf[word] for word in scan.present]}
+    values |= {f"since{key}": since, f"until{key}": until, f"{key}limit": limit}
+    corpus = scan.corpus
+    return f"""(
+        WITH weighted AS MATERIALIZED (
+            SELECT {WORD_QUERY.format(word="w.word")} AS q, w.idf
+            FROM unnest(%({key}words)s::text[], %({key}idfs)s::float8[]) AS w(word, idf)
+        ), candidates AS MATERIALIZED (
+            SELECT c.id, c.search_vector FROM {corpus.table}
+            WHERE {corpus.where(since, until, key)} AND c.search_vector @@ {_together(len(words), together, key)}
+            LIMIT {CANDIDATE_BUDGET}
+        )
+        SELECT {number}, c.id, (SELECT sum(w.idf * ts_rank(c.search_vector, w.q, 1)) FROM weighted w
+                                WHERE c.search_vector @@ w.q) AS score
+        FROM candidates c
+        ORDER BY score DESC, c.id
+        LIMIT %({key}limit)s
+    )"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
 
 
 # Local to the transaction the scans run in: never leaking into a pooled connection.
@@ -268,20 +322,36 @@ def vector_hits(
     limit: int,
     until: datetime | None = None,
 ) -> list[Hit]:
-    """The nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus)."""
+    """The nearest rows of each corpus within one time window, in one statement."""
+    return vector_hits_within(corpora, vector, model_id, params, [(since, until)], limit)[0]
+
+
+def vector_hits_within(
+    corpora: tuple[Corpus, ...],
+    vector: list[float],
+    model_id: str,
+    params: dict[str, Any],
+    spans: list[Span],
+    limit: int,
+) -> list[list[Hit]]:
+    """Per time window, the nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus
+    and window)."""
     dimensions = len(vector)
-    scans = [
-        f"""(SELECT '{corpus.name}' AS corpus, c.id,
-                    (c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions}) AS distance
-             FROM {corpus.table}
-             WHERE {corpus.where(since, until)} AND c.embedding_model = %(model)s
-             ORDER BY distance
-             LIMIT %(limit)s)"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
-        for corpus in corpora
-    ]
     literal = "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
-    values = params | {"vector": literal, "model": model_id, "since": since, "until": until, "limit": limit}
+    values = params | {"vector": literal, "model": model_id, "limit": limit}
     values["ef_search"] = str(settings.SEARCH_EF_SEARCH)
+    scans = []
+    for number, (since, until) in enumerate(spans):
+        values |= {f"since{number}": since, f"until{number}": until}
+        scans += [
+            f"""(SELECT {number} AS span, '{corpus.name}' AS corpus, c.id,
+                        (c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions}) AS distance
+                 FROM {corpus.table}
+                 WHERE {corpus.where(since, until, str(number))} AND c.embedding_model = %(model)s
+                 ORDER BY distance
+                 LIMIT %(limit)s)"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+            for corpus in corpora
+        ]
     with connection.cursor() as cursor:
         if isinstance(cursor.cursor, psycopg.ClientCursor):
             # The settings and the scans in one round trip (a search's vector leg was four: savepoint, settings,
@@ -297,4 +367,8 @@ def vector_hits(
                 rows = cursor.fetchall()
     # Below the floor a "nearest" row is not related at all; it would only fill the answer.
     floor = settings.SEARCH_MIN_SIMILARITY
-    return [Hit(corpus, row_id, 1 - distance) for corpus, row_id, distance in rows if 1 - distance >= floor]
+    found: list[list[Hit]] = [[] for _ in spans]
+    for span, corpus, row_id, distance in rows:
+        if 1 - distance >= floor:
+            found[span].append(Hit(corpus, row_id, 1 - distance))
+    return found

@@ -14,7 +14,6 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -34,7 +33,7 @@ from memory.recall.fusion import (
     rank,
     recency_boost,
 )
-from memory.recall.legs import CORPORA, Hit, keyword_hits, statistics_counted, statistics_keys, vector_hits
+from memory.recall.legs import CORPORA, Hit, Span, keyword_hits_within, statistics_keys, vector_hits_within
 from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms
@@ -110,14 +109,16 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
             reference = reference_time(params)
             # The time the question names ("in May") brings its own candidates, found within it, besides the rest.
             window = asked_window(request.query, reference)
-            between: list[tuple[datetime | None, datetime | None]] = [(since, None)]
+            between: list[Span] = [(since, None)]
             if window is not None and (since is None or window.end > since):
                 between.append((max(filter(None, (since, window.start))), window.end))
-            if terms:
-                statistics_counted(CORPORA, terms, params)  # what the keyword legs weigh by, in one statement
-            keyword = _united(*(_keyword_hits(terms, params, span, depth) for span in between))
+            # Each leg is one statement for the three corpora and every window (more only when a corpus's first
+            # keyword candidates are too few); the keyword leg runs while the query is being embedded.
+            keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth)) if terms else []
             vector, model_id = embedding.result() if embedding else (None, "")
-            semantic = _united(*(_vector_hits(vector, model_id, params, span, depth) for span in between))
+            semantic = []
+            if vector is not None:
+                semantic = _united(*vector_hits_within(CORPORA, vector, model_id, params, between, depth))
             speakers = speakers_named(params, terms)
     finally:
         if embedding is not None:
@@ -132,26 +133,6 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     chosen = results[:limit]
     bookkeeping.note_access([result.candidate.id for result in chosen if result.type == "claim"])
     return chosen
-
-
-def _keyword_hits(
-    terms: list[str], params: dict[str, Any], between: tuple[datetime | None, datetime | None], depth: int
-) -> list[Hit]:
-    """The keyword hits of every corpus within `between`."""
-    since, until = between
-    return [hit for corpus in CORPORA for hit in keyword_hits(corpus, terms, params, since, depth, until)]
-
-
-def _vector_hits(
-    vector: list[float] | None,
-    model_id: str,
-    params: dict[str, Any],
-    between: tuple[datetime | None, datetime | None],
-    depth: int,
-) -> list[Hit]:
-    """The vector hits of every corpus within `between` (none without a vector)."""
-    since, until = between
-    return vector_hits(CORPORA, vector, model_id, params, since, depth, until) if vector is not None else []
 
 
 def _united(hits: list[Hit], *more: list[Hit]) -> list[Hit]:

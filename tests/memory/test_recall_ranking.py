@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,8 +18,9 @@ from memory.models import Claim, Evidence, Node, Source, User
 from memory.pipeline.runner import run_operation
 from memory.recall import legs
 from memory.recall import results as results_module
-from memory.recall.legs import _candidate_levels
+from memory.recall.legs import CORPORA, _candidate_levels, keyword_hits, keyword_hits_within
 from memory.recall.search import SearchRequest, search
+from memory.recall.terms import query_terms
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
 
@@ -245,12 +246,12 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
     add_claims(18)
     many = search_cost()
     assert Claim.objects.filter(statement__startswith="Marcel likes tea").count() == 20
-    # Three keyword queries ("tea" is cut into words without one; word statistics, the newest source in reach and
-    # the speakers named cached; few rows, so one level each), the vector legs of every corpus and their settings
-    # in one statement, then the rows shown, in one round trip: claims with their evidence, chunks (the message's
-    # is folded into the task claims drawn from it) and node cards (with a task's status and the newest thing said
-    # about each).
-    assert few == many == (["claim", "node"], 5)
+    # The keyword legs of every corpus in one statement ("tea" is cut into words without one; word statistics, the
+    # newest source in reach and the speakers named cached; few rows, so one level each), the vector legs of every
+    # corpus and their settings in one statement, then the rows shown, in one round trip: claims with their
+    # evidence, chunks (the message's is folded into the task claims drawn from it) and node cards (with a task's
+    # status and the newest thing said about each).
+    assert few == many == (["claim", "node"], 3)
 
 
 def test_candidate_levels_ask_for_several_words_only_past_the_budget() -> None:
@@ -265,17 +266,22 @@ def test_candidate_levels_ask_for_several_words_only_past_the_budget() -> None:
     assert _candidate_levels(["book"], {"book": 4_000}) == [(["book"], 1)]
 
 
-def test_past_the_budget_rows_holding_more_query_words_are_found_first(
-    alice: User, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The budget in rows is lowered so a handful of claims stands for a memory of thousands.
+def past_the_budget(owner: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claims of which many hold some words of "Which book did Lena Petrov recommend?" and one holds them all, with
+    the budget in rows lowered so this handful stands for a memory of thousands."""
     monkeypatch.setattr(legs, "CANDIDATE_BUDGET", 3)
     monkeypatch.setattr(legs, "SELECTIVE_SHARE", 1.0)  # every query word may pick candidates
     for n in range(6):
-        ClaimFactory.create(owner=alice, statement=f"Lena Petrov mentioned topic {n}.")
-        ClaimFactory.create(owner=alice, statement=f"Someone recommended book {n}.")
-    ClaimFactory.create(owner=alice, statement="Lena Petrov recommended the book Dune.")
-    ClaimFactory.create(owner=alice, statement="Filler that holds no query word.")
+        ClaimFactory.create(owner=owner, statement=f"Lena Petrov mentioned topic {n}.")
+        ClaimFactory.create(owner=owner, statement=f"Someone recommended book {n}.")
+    ClaimFactory.create(owner=owner, statement="Lena Petrov recommended the book Dune.")
+    ClaimFactory.create(owner=owner, statement="Filler that holds no query word.")
+
+
+def test_past_the_budget_rows_holding_more_query_words_are_found_first(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    past_the_budget(alice, monkeypatch)
     access = access_for_user(user=alice)
     asked = SearchRequest(query="Which book did Lena Petrov recommend?", limit=20, use_vector=False)
     with CaptureQueriesContext(connection) as captured:
@@ -287,6 +293,32 @@ def test_past_the_budget_rows_holding_more_query_words_are_found_first(
     assert any(result.text.startswith("Lena Petrov mentioned topic") for result in results)
     levels = [query["sql"] for query in captured.captured_queries if "ORDER BY score" in query["sql"]]
     assert len([sql for sql in levels if "memory_claim" in sql]) == 3
+
+
+def test_every_corpus_and_window_finds_in_the_one_statement_what_it_finds_alone(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claims need several candidate levels; the node card is done after one, and chunks hold no word.
+    past_the_budget(alice, monkeypatch)
+    NodeFactory.create(owner=alice, type="Person", label="Lena Petrov")
+    access = access_for_user(user=alice)
+    params = {"owner": alice.pk, "partitions": [p.pk for p in access.read_partitions], "scope": "personal",
+              "excluded": []}  # fmt: skip
+    terms = query_terms("Which book did Lena Petrov recommend?")
+    spans = [(None, None), (datetime(2020, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))]
+    with CaptureQueriesContext(connection) as captured:
+        together = keyword_hits_within(CORPORA, terms, params, spans, 8)
+    alone = [
+        [hit for corpus in CORPORA for hit in keyword_hits(corpus, terms, params, since, 8, until)]
+        for since, until in spans
+    ]
+    assert together == alone
+    assert {hit.corpus for hit in together[0]} == {"claim", "node"} and together[0] == together[1]
+    levels = [query["sql"] for query in captured.captured_queries if "ORDER BY score" in query["sql"]]
+    # Claims went down three levels in both windows; node cards were done after the first, chunks hold no word.
+    assert len(levels) == 3
+    assert "FROM memory_node c" in levels[0] and "FROM memory_chunk c" not in levels[0]
+    assert all("FROM memory_node c" not in sql and sql.count("FROM memory_claim c") == 2 for sql in levels[1:])
 
 
 def test_when_every_query_word_is_common_rows_holding_several_come_first(

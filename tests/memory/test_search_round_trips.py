@@ -1,5 +1,6 @@
-"""What one search costs in round trips besides its legs' own work: the vector legs of every corpus in one statement
-(settings included), the recall caches read once, and the query embedded while the keyword legs run."""
+"""What one search costs in round trips besides its legs' own work: each leg one statement for every corpus and time
+window (the vector leg's settings included), the recall caches read once, and the query embedded while the keyword
+legs run."""
 
 from __future__ import annotations
 
@@ -178,3 +179,30 @@ def test_a_search_reads_the_rows_of_every_corpus_it_shows_in_one_round_trip(api:
     chunk = next(result for result in results if result.type == "chunk")
     assert chunk.evidence[0]["messageId"] == "m2" and "chat" in chunk.conversation_ids
     assert claim.partition == chunk.partition == "memory:personal"
+
+
+def test_the_keyword_legs_of_every_corpus_and_window_are_one_statement(api: Any, owner: Any, alice: User) -> None:
+    from memory.pipeline.runner import run_operation
+
+    body = {"conversation": {"id": "chat", "messages": [
+        {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
+         "timestamp": "2026-04-22T09:00:00Z"},
+    ]}}  # fmt: skip
+    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
+    remember(alice, "Marcel prefers green tea samples.")
+    access = access_for_user(user=alice)
+    asked = SearchRequest(query="Which tea samples did Marcel get in April 2026?", limit=20)
+    search(access, asked)  # word statistics cached: only the legs and the rows shown remain
+    with CaptureQueriesContext(connection) as captured:
+        results = search(access, asked)
+    assert "tea samples" in results[0].text
+    sql = [query["sql"] for query in captured.captured_queries]
+    keyword = [text for text in sql if "ORDER BY score" in text]
+    vector = [text for text in sql if "<=>" in text]
+    # The whole memory and the month asked about, each in claims, chunks and node cards: one statement a leg.
+    assert len(keyword) == 1 and len(vector) == 1
+    for tables in (keyword[0], vector[0]):
+        assert all(table in tables for table in ("FROM memory_claim c", "FROM memory_chunk c", "FROM memory_node c"))
+    assert keyword[0].count("search_vector @@") == 2 * 3 * 2  # candidates and scoring, per corpus and window
+    assert vector[0].count("ORDER BY distance") == 3 * 2
+    assert len(sql) == 3  # and the rows shown
