@@ -180,6 +180,8 @@ CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     # What an outage left undone: vectors never made, receipts whose job could not be sent.
     "sweep-missing-vectors": {"task": "memory.sweep_missing_vectors", "schedule": VECTOR_SWEEP_INTERVAL_S},
     "requeue-unsent-operations": {"task": "memory.requeue_unsent_operations", "schedule": 60},
+    # The last jobs of an ingestion: a worker's check right after them may find the tables analysed a moment ago.
+    "refresh-planner-statistics": {"task": "memory.refresh_planner_statistics", "schedule": 30},
 }
 # Reaping (seeds/001): claims of importance <= REAP_MAX_IMPORTANCE unread for REAP_AFTER_DAYS leave recall
 # (expires_at set; never pinned, user-stated or manual ones). 0 hours turns the beat run off.

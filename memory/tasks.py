@@ -22,6 +22,15 @@ def process_operation(self: Task, operation_id: str) -> None:
     planner_statistics_refresh()  # a large ingestion is searched at once: its tables need statistics now
 
 
+@shared_task(name="memory.refresh_planner_statistics", ignore_result=True)
+def refresh_planner_statistics() -> list[str]:
+    """The same check a worker makes after each job (Celery beat, every 30 s): what the last jobs of an ingestion
+    changed, left by that check because the table had been analysed a moment before, is analysed here."""
+    from memory.services.planner_statistics import planner_statistics_refresh
+
+    return planner_statistics_refresh()
+
+
 @shared_task(name="memory.maintain_claims")
 def maintain_claims() -> dict[str, int]:
     """Expire claims whose time is up and flag old inferred claims for reverification (Celery beat)."""

@@ -3,8 +3,10 @@
 A store searched right after a large ingestion had none: autovacuum analyses a table only once 10 % of it has
 changed and only every minute, and until then PostgreSQL plans the search from guesses (a fresh store's LoCoMo
 queries took p50 102 ms, 36 ms after a 0.14 s ANALYZE; issue 18). So a worker checks after each job it finished
-and analyses the tables that changed enough. Migration 0022 lowers autovacuum's own thresholds on the same
-tables as the backstop for changes made elsewhere (API writes, erasure).
+and analyses the tables that changed enough. A table analysed by any worker less than ANALYZE_INTERVAL_S before
+is left to the next check: Celery beat makes one every 30 s (memory.refresh_planner_statistics), so the last
+jobs of an ingestion are analysed too when no job follows them. Migration 0022 lowers autovacuum's own thresholds
+on the same tables as the backstop for changes made elsewhere (API writes, erasure).
 """
 
 from __future__ import annotations

@@ -126,3 +126,21 @@ def test_autovacuum_analyses_the_memory_tables_after_a_small_share_of_changes() 
     for table in TABLES:
         assert "autovacuum_analyze_scale_factor=0.02" in (options[table] or []), table
         assert "autovacuum_analyze_threshold=200" in (options[table] or []), table
+
+
+def test_beat_analyses_what_a_job_left_to_a_later_check(alice: Any, without_autovacuum: None) -> None:
+    from django.conf import settings
+
+    from memory.tasks import refresh_planner_statistics
+
+    forget_recent_analyses()
+    NodeFactory.create_batch(300, owner=alice)
+    assert Node._meta.db_table in planner_statistics_refresh()
+    NodeFactory.create_batch(300, owner=alice)  # the last job of an ingestion: its check comes too soon after
+    assert Node._meta.db_table not in planner_statistics_refresh()
+    before = analyzed(Node._meta.db_table)
+    forget_recent_analyses()  # the interval has passed
+    schedule = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert schedule["memory.refresh_planner_statistics"] <= 60
+    assert Node._meta.db_table in refresh_planner_statistics.apply().get()
+    assert analyzed(Node._meta.db_table) != before
