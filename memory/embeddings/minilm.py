@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,8 +148,14 @@ class MiniLMEmbedder:
         vectors: list[list[float]] = [[] for _ in texts]
         # Padding never changes a vector (the attention mask hides it), so texts are grouped by length and the
         # order restored afterwards.
-        for positions in length_batches([len(encoding.ids) for encoding in encodings], max_size=batch_size):
-            batch = _embed_batch(runtime, [encodings[position] for position in positions])
+        runs = runs_at_once()
+        batches = spread(length_batches([len(encoding.ids) for encoding in encodings], max_size=batch_size), runs)
+
+        def embedded(positions: list[int]) -> list[list[float]]:
+            return _embed_batch(runtime, [encodings[position] for position in positions])
+
+        done = map(embedded, batches) if runs == 1 or len(batches) == 1 else _run_pool(runs).map(embedded, batches)
+        for positions, batch in zip(batches, done, strict=True):
             for position, vector in zip(positions, batch, strict=True):
                 vectors[position] = vector
         return vectors
@@ -248,9 +255,9 @@ def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
-    # EMBEDDING_THREADS, else two: web and worker processes share the machine. Workers running several pool
-    # processes get one thread each from `runall` (threads beyond the cores only contend).
-    options.intra_op_num_threads = settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2)
+    # One thread per run: a process embeds several runs at once instead (runs_at_once), since a run of a few chat
+    # turns or a query is too small for onnxruntime to split across cores.
+    options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     # onnxruntime's pool threads otherwise spin for a while after every run, waiting for the next: on two cores that
     # spinning takes the core PostgreSQL and the request's own thread need between runs (peers.py, same sitting:
@@ -348,6 +355,41 @@ def _hidden_state_output(session: onnxruntime.InferenceSession) -> str:
     if len(chosen.shape) != 3 or chosen.shape[-1] != DIMENSIONS:
         raise EmbedderUnavailable(f"The embedding model's output {chosen.name} has shape {chosen.shape}.")
     return str(chosen.name)
+
+
+def runs_at_once() -> int:
+    """How many onnxruntime runs a process makes at once, each on one thread: EMBEDDING_THREADS, else up to two (web
+    and worker processes share the machine; `runall` gives a worker's pool processes cores / pool size). A job's
+    chat turns in runs side by side took 2.9 ms a LoCoMo turn, in one run at a time on two onnxruntime threads 3.9,
+    on one thread 5.3 (docs/benchmarks.md, issue 18, fifth pass); a query alone is as fast on one thread as on two."""
+    return max(1, settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2))
+
+
+# The threads that make the runs of one embed_documents call side by side (onnxruntime releases the GIL in a run).
+# Per process: a forked child starts its own.
+_run_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_run_pools_lock = threading.Lock()
+
+
+def _run_pool(runs: int) -> ThreadPoolExecutor:
+    with _run_pools_lock:
+        key = (os.getpid(), runs)
+        if key not in _run_pools:
+            _run_pools[key] = ThreadPoolExecutor(max_workers=runs, thread_name_prefix="embedding-run")
+        return _run_pools[key]
+
+
+def spread(batches: list[list[int]], runs: int) -> list[list[int]]:
+    """The batches, the largest halved until there are at least `runs` (where a batch holds two texts or more), so
+    that every run thread has one. Halving a batch of texts sorted by length pads no more, it only costs a run."""
+    batches = list(batches)
+    while batches and len(batches) < runs:
+        largest = max(range(len(batches)), key=lambda index: len(batches[index]))
+        batch = batches[largest]
+        if len(batch) < 2:
+            break
+        batches[largest : largest + 1] = [batch[: len(batch) // 2], batch[len(batch) // 2 :]]
+    return batches
 
 
 def length_batches(lengths: Sequence[int], *, max_size: int) -> list[list[int]]:

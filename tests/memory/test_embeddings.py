@@ -26,6 +26,7 @@ from memory.embeddings.minilm import (
     _load_runtime,
     _packaged_model_path,
     length_batches,
+    spread,
 )
 from memory.embeddings.openai_compat import OpenAICompatibleEmbedder
 
@@ -117,6 +118,43 @@ def test_texts_of_very_different_lengths_are_embedded_in_separate_batches() -> N
 def test_texts_of_similar_length_share_one_batch_up_to_the_batch_size() -> None:
     assert [len(batch) for batch in length_batches([20, 21, 20, 22, 21], max_size=64)] == [5]
     assert sorted(len(batch) for batch in length_batches([20] * 10, max_size=4)) == [2, 4, 4]
+
+
+def test_batches_are_halved_until_every_run_thread_has_one() -> None:
+    assert spread([[0, 1, 2, 3, 4]], 2) == [[0, 1], [2, 3, 4]]
+    assert spread([[0], [1, 2, 3]], 3) == [[0], [1], [2, 3]]
+    assert spread([[0], [1]], 4) == [[0], [1]]  # a text is never split
+    assert spread([[0, 1], [2, 3]], 1) == [[0, 1], [2, 3]]
+
+
+def test_minilm_embeds_several_runs_at_once_on_one_thread_each(
+    minilm: MiniLMEmbedder, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.embeddings import minilm as module
+
+    texts = [
+        "ok",
+        "Caroline went to the LGBTQ support group yesterday and said it was powerful.",
+        "Hi Mel!",
+        "I'll send the spec to Marcel by Friday, and plan the garden too.",
+        "Sure.",
+        "See you at the lake.",
+    ]
+    settings.EMBEDDING_THREADS = 1
+    one_at_a_time = minilm.embed_documents(texts)
+    threads: set[str] = set()
+    original = module._embed_batch
+
+    def watched(runtime: Any, encodings: Any) -> Any:
+        threads.add(threading.current_thread().name)
+        return original(runtime, encodings)
+
+    monkeypatch.setattr(module, "_embed_batch", watched)
+    settings.EMBEDDING_THREADS = 2
+    assert minilm.embed_documents(texts) == one_at_a_time  # the same vectors, in the order given
+    assert len(threads) == 2 and all(name.startswith("embedding-run") for name in threads)
+    # Each run on one onnxruntime thread: the cores go to runs side by side, not to one small run.
+    assert minilm._load().session.get_session_options().intra_op_num_threads == 1
 
 
 def test_minilm_embeds_a_query_like_a_document(minilm: MiniLMEmbedder) -> None:
