@@ -58,6 +58,50 @@ def test_a_job_that_grew_the_process_gives_the_freed_heap_back_and_a_small_one_p
     assert small["freed"] - small["afterJob"] < 2, sizes
 
 
+HEAPS_OF_THREADS = """
+import ctypes, ctypes.util, os, sys, tempfile, threading
+if sys.argv[1] == "service":
+    import config  # noqa: F401  (every process of the service imports it first)
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+together = threading.Barrier(4)
+
+def allocate():
+    held = [bytearray(100_000) for _ in range(20)]  # from glibc's heaps, not Python's own small-object pools
+    together.wait()  # all four threads hold their blocks at once
+    del held
+
+threads = [threading.Thread(target=allocate) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+report = tempfile.mktemp()
+libc.fopen.restype = ctypes.c_void_p
+stream = ctypes.c_void_p(libc.fopen(report.encode(), b"w"))
+libc.malloc_info(0, stream)
+libc.fclose(stream)
+print(open(report).read().count("<heap nr="))
+os.unlink(report)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heaps are Linux's")
+def test_the_threads_of_a_service_process_share_one_heap() -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings"}
+
+    def heaps(kind: str) -> int:
+        result = subprocess.run(
+            [sys.executable, "-c", HEAPS_OF_THREADS, kind], capture_output=True, text=True, env=env, cwd=ROOT,
+            timeout=60, check=True,
+        )  # fmt: skip
+        return int(result.stdout.strip().splitlines()[-1])
+
+    # Four threads allocating at once: a heap each (and the main thread's) in a plain interpreter; one in all once
+    # the service's package is imported, so a thread's freed buffers are not kept in a heap of its own.
+    assert heaps("plain") > 1
+    assert heaps("service") == 1
+
+
 POOL_PROCESS_START = """
 import json, threading, django
 django.setup()
