@@ -255,9 +255,10 @@ def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
-    # One thread per run: a process embeds several runs at once instead (runs_at_once), since a run of a few chat
-    # turns or a query is too small for onnxruntime to split across cores.
-    options.intra_op_num_threads = 1
+    # As many threads as runs at once (runs_at_once): a query, one run, is split across them (REST search p50 -0.9
+    # ms against one thread, interleaved); a job's batches, a few chat turns each and too small to split, run side
+    # by side instead (embed_documents), as fast on these threads as on one each.
+    options.intra_op_num_threads = runs_at_once()
     options.inter_op_num_threads = 1
     # onnxruntime's pool threads otherwise spin for a while after every run, waiting for the next: on two cores that
     # spinning takes the core PostgreSQL and the request's own thread need between runs (peers.py, same sitting:
@@ -358,10 +359,10 @@ def _hidden_state_output(session: onnxruntime.InferenceSession) -> str:
 
 
 def runs_at_once() -> int:
-    """How many onnxruntime runs a process makes at once, each on one thread: EMBEDDING_THREADS, else up to two (web
-    and worker processes share the machine; `runall` gives a worker's pool processes cores / pool size). A job's
-    chat turns in runs side by side took 2.9 ms a LoCoMo turn, in one run at a time on two onnxruntime threads 3.9,
-    on one thread 5.3 (docs/benchmarks.md, issue 18, fifth pass); a query alone is as fast on one thread as on two."""
+    """How many onnxruntime runs a process makes at once, and threads a run may use: EMBEDDING_THREADS, else up to
+    two (web and worker processes share the machine; `runall` gives a worker's pool processes cores / pool size).
+    A job's chat turns in runs side by side took 2.9 ms a LoCoMo turn, in one run at a time on two onnxruntime
+    threads 3.9, on one thread 5.3 (docs/benchmarks.md, issue 18, fifth pass)."""
     return max(1, settings.EMBEDDING_THREADS or min(os.cpu_count() or 1, 2))
 
 
