@@ -42,8 +42,10 @@ def _malloc_trim() -> Callable[[int], int] | None:
 def heaps_shared() -> None:
     """From now on, threads allocate from at most HEAPS heaps. Called as the process starts (config/__init__.py),
     before it starts threads; nothing happens on C libraries other than glibc."""
+    # The symbols this process has loaded already: no search for the C library at every start (find_library runs
+    # ldconfig in a subprocess).
     with contextlib.suppress(OSError, AttributeError, TypeError):
-        ctypes.CDLL(ctypes.util.find_library("c")).mallopt(_M_ARENA_MAX, HEAPS)
+        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, HEAPS)
 
 
 def resident_bytes() -> int:
