@@ -386,7 +386,6 @@ def breakdown(access: Any, asked: list[str]) -> dict[str, dict[str, float]]:
             began = time.perf_counter()
             search(access, SearchRequest(query=query))
             total = (time.perf_counter() - began) * 1000
-        parts.setdefault(KEYWORD_STEP, 0.0)  # a query of no words has no keyword leg
         parts["rest (fusion, boosts)"] = total - sum(parts.values())
         parts["total"] = total
         parts["(of the total: waiting on SQL)"] = sum(waited)

@@ -75,7 +75,8 @@ for thread in threads:
     thread.start()
 for thread in threads:
     thread.join()
-report = tempfile.mktemp()
+descriptor, report = tempfile.mkstemp()
+os.close(descriptor)
 libc.fopen.restype = ctypes.c_void_p
 stream = ctypes.c_void_p(libc.fopen(report.encode(), b"w"))
 libc.malloc_info(0, stream)

@@ -114,7 +114,7 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
                 between.append((max(filter(None, (since, window.start))), window.end))
             # Each leg is one statement for the three corpora and every window (more only when a corpus's first
             # keyword candidates are too few); the keyword leg runs while the query is being embedded.
-            keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth)) if terms else []
+            keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth))
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []
             if vector is not None:

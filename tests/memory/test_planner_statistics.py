@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
 from memory.models import Claim, Node
 from memory.services.planner_statistics import TABLES, planner_statistics_refresh, recently_analysed_key
+from memory.tasks import refresh_planner_statistics
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
 from tests.process import celery_worker
@@ -129,10 +131,6 @@ def test_autovacuum_analyses_the_memory_tables_after_a_small_share_of_changes() 
 
 
 def test_beat_analyses_what_a_job_left_to_a_later_check(alice: Any, without_autovacuum: None) -> None:
-    from django.conf import settings
-
-    from memory.tasks import refresh_planner_statistics
-
     forget_recent_analyses()
     NodeFactory.create_batch(300, owner=alice)
     assert Node._meta.db_table in planner_statistics_refresh()

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
 from memory.models import User
+from memory.pipeline.runner import run_operation
 from memory.recall.search import SearchRequest, search
 from tests.factories import ClaimFactory
 
@@ -26,6 +27,16 @@ def remember(owner: User, statement: str) -> None:
     embedder = get_embedder()
     vector = embedder.embed_documents([statement])[0]
     ClaimFactory.create(owner=owner, statement=statement, embedding=vector, embedding_model=embedder.model_id)
+
+
+TEA_SAMPLES = {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
+               "timestamp": "2026-04-22T09:00:00Z"}  # fmt: skip
+
+
+def processed(api: Any, owner: Any, *messages: dict[str, Any]) -> None:
+    """A conversation of these messages ingested over REST and run through the pipeline in this process."""
+    body = {"conversation": {"id": "chat", "messages": list(messages)}}
+    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
 
 
 def test_the_vector_legs_and_their_settings_are_one_statement(alice: User) -> None:
@@ -117,13 +128,7 @@ def test_the_keyword_legs_run_while_the_query_is_embedded(alice: User, monkeypat
 
 
 def test_a_task_card_shows_its_status(api: Any, owner: Any, alice: User) -> None:
-    body = {"conversation": {"id": "chat", "messages": [
-        {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
-         "timestamp": "2026-04-22T09:00:00Z"},
-    ]}}  # fmt: skip
-    from memory.pipeline.runner import run_operation
-
-    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
+    processed(api, owner, TEA_SAMPLES)
     results = search(access_for_user(user=alice), SearchRequest(query="tea samples", limit=20))
     cards = [result.text for result in results if result.type == "node" and result.kind == "Task"]
     assert cards and all(card.startswith("Task: ") and "(pending)" in card for card in cards), cards
@@ -159,15 +164,9 @@ def test_a_cold_search_counts_the_words_of_every_corpus_in_one_statement(alice: 
 
 
 def test_a_search_reads_the_rows_of_every_corpus_it_shows_in_one_round_trip(api: Any, owner: Any, alice: User) -> None:
-    from memory.pipeline.runner import run_operation
-
-    body = {"conversation": {"id": "chat", "messages": [
-        {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
-         "timestamp": "2026-04-22T09:00:00Z"},
-        {"id": "m2", "role": "assistant", "content": "The tea shop in Lisbon packs samples too.",
-         "timestamp": "2026-04-22T09:01:00Z"},
-    ]}}  # fmt: skip
-    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
+    shop = {"id": "m2", "role": "assistant", "content": "The tea shop in Lisbon packs samples too.",
+            "timestamp": "2026-04-22T09:01:00Z"}  # fmt: skip
+    processed(api, owner, TEA_SAMPLES, shop)
     remember(alice, "Marcel prefers green tea samples.")
     with CaptureQueriesContext(connection) as captured:
         results = search(access_for_user(user=alice), SearchRequest(query="tea samples for Marcel", limit=20))
@@ -182,13 +181,7 @@ def test_a_search_reads_the_rows_of_every_corpus_it_shows_in_one_round_trip(api:
 
 
 def test_the_keyword_legs_of_every_corpus_and_window_are_one_statement(api: Any, owner: Any, alice: User) -> None:
-    from memory.pipeline.runner import run_operation
-
-    body = {"conversation": {"id": "chat", "messages": [
-        {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
-         "timestamp": "2026-04-22T09:00:00Z"},
-    ]}}  # fmt: skip
-    run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
+    processed(api, owner, TEA_SAMPLES)
     remember(alice, "Marcel prefers green tea samples.")
     access = access_for_user(user=alice)
     asked = SearchRequest(query="Which tea samples did Marcel get in April 2026?", limit=20)
