@@ -148,6 +148,13 @@ class Source(models.Model):
         indexes = [
             models.Index(fields=["owner", "partition", "-occurred_at"], name="source_owner_recent"),
             models.Index(fields=["parent", "ordinal"], name="source_children"),
+            # The turns of a conversation no job has read yet (Job.unread_sources): a job of one new turn reads
+            # one row through it, however long the conversation.
+            models.Index(
+                fields=["parent", "ordinal"],
+                condition=models.Q(extracted_at__isnull=True, tombstoned_at__isnull=True),
+                name="source_children_unread",
+            ),
         ]
 
     def __str__(self) -> str:

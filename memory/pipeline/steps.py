@@ -20,6 +20,7 @@ from memory.models import Chunk, Operation, Source, SourceKind
 from memory.pipeline.chunking import CONTEXT_TURNS, ChunkDraft, chunks_for_source, message_context
 
 if TYPE_CHECKING:
+    from memory.models.sources import SourceQuerySet
     from memory.services.embeddings import Vectors
 
 logger = logging.getLogger("memory.pipeline")
@@ -61,6 +62,19 @@ class Job:
         if self.source.kind in (SourceKind.CONVERSATION, SourceKind.SESSION):
             return list(self.source.children.live().order_by("ordinal"))
         return [self.source]
+
+    def unread_sources(self) -> list[Source]:
+        """The sources no job has extracted yet: a conversation's live messages not extracted, in order (through
+        the index `source_children_unread`: a job of one new turn reads that turn, however long the conversation),
+        or the source itself while it is unread. Every turn is chunked and embedded before it is extracted, so
+        these also hold every turn still to chunk or embed."""
+        if self.source.kind in (SourceKind.CONVERSATION, SourceKind.SESSION):
+            return list(self.unread_messages().order_by("ordinal"))
+        return [self.source] if self.source.extracted_at is None else []
+
+    def unread_messages(self) -> SourceQuerySet:
+        """A conversation's (or session's) live messages not extracted yet, as a query."""
+        return self.source.children.live().filter(extracted_at__isnull=True)
 
 
 class Step:
@@ -124,8 +138,8 @@ def _drafts(job: Job, planned: Drafts | None = None) -> Drafts:
     """The sources to chunk and their drafts; `planned` (made earlier in this step) is kept when the sources to
     chunk are still the same ones (their text never changes within a source version)."""
     if job.source.kind == SourceKind.CONVERSATION:
-        # Messages are immutable: each is chunked once and kept across later turns.
-        sources = list(job.source.children.live().filter(chunks__isnull=True).order_by("ordinal"))
+        # Messages are immutable: each is chunked once and kept across later turns. A turn still to chunk is unread.
+        sources = list(job.unread_messages().filter(chunks__isnull=True).order_by("ordinal"))
     else:
         sources = job.text_sources()
     if planned is not None and [source.pk for source in planned[0]] == [source.pk for source in sources]:
@@ -203,7 +217,10 @@ class Embed(Step):
         from memory.embeddings import EmbedderUnavailable, get_embedder
         from memory.services.embeddings import CHUNK_VECTOR_FIELDS, chunks_embed, stale_vectors
 
-        chunks = Chunk.objects.filter(source__in=job.text_sources())
+        # A conversation's unread turns: a turn read by an earlier job had its vectors then, or the sweep makes them
+        # (memory.sweep_missing_vectors), as for any chunk the embedder missed.
+        sources = job.unread_messages() if job.source.kind == SourceKind.CONVERSATION else job.text_sources()
+        chunks = Chunk.objects.filter(source__in=sources)
         if job.embedder_failed:  # it failed moments ago in ChunkText: not asked again within this job
             return {"embedded": job.chunks_embedded, "embeddingsSkipped": chunks.filter(embedding__isnull=True).count()}
         try:
@@ -228,7 +245,7 @@ class Extract(Step):
     name = "extract"
 
     def run(self, job: Job) -> dict[str, int]:
-        job.pending = [source for source in job.text_sources() if source.extracted_at is None]
+        job.pending = job.unread_sources()
         return self.read(job)
 
     @staticmethod

@@ -202,7 +202,11 @@ def ingest_conversation(*, access: Access, conversation: ConversationIn, update_
         created_conversation = True
     else:
         created_conversation = False
-    stored = dict(live.children.live().values_list("message_id", "content_hash"))
+    # Only the turns this request names are read (through the live identity index): a chat host sends each new
+    # turn of a long conversation as it happens, and accepting it must not read the whole conversation again.
+    sent = [f"{conversation.id}/{m.id}" for m in conversation.messages]
+    known = live.children.filter(owner=access.user, partition=partition, kind=SourceKind.MESSAGE, external_id__in=sent)
+    stored = dict(known.live().values_list("message_id", "content_hash"))
     changed = [m.id for m in conversation.messages if m.id in stored and stored[m.id] != _hash(m.content)]
     if changed:
         raise Conflict(
@@ -210,7 +214,7 @@ def ingest_conversation(*, access: Access, conversation: ConversationIn, update_
             details={"messageIds": changed, "hint": "Send updateExisting: true to replace the conversation."},
         )
     # Messages erased with their identity retired stay out, however often a sync sends them again.
-    retired = set(live.children.filter(identity_retired_at__isnull=False).values_list("message_id", flat=True))
+    retired = set(known.filter(identity_retired_at__isnull=False).values_list("message_id", flat=True))
     fresh = [m for m in conversation.messages if m.id not in stored and m.id not in retired]
     if not fresh and not created_conversation:
         _refresh_title(access, live, conversation.title)

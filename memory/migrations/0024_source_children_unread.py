@@ -1,0 +1,25 @@
+"""The index a job reads a conversation's unread turns through (memory.pipeline.steps.Job.unread_sources): the
+live messages not extracted yet, in order. Without it a job of one new turn read every turn of the conversation
+(a 3,000-turn conversation: 480 ms a job against 70). Built concurrently: writes to sources go on meanwhile."""
+
+from django.contrib.postgres.operations import AddIndexConcurrently
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    atomic = False
+
+    dependencies = [
+        ("memory", "0023_claim_subject_recent"),
+    ]
+
+    operations = [
+        AddIndexConcurrently(
+            model_name="source",
+            index=models.Index(
+                condition=models.Q(("extracted_at__isnull", True), ("tombstoned_at__isnull", True)),
+                fields=["parent", "ordinal"],
+                name="source_children_unread",
+            ),
+        ),
+    ]
