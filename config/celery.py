@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, celeryd_init, task_postrun, worker_process_init
+from celery.signals import beat_init, celeryd_init, task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -33,6 +33,16 @@ def embed_compactly(**_: Any) -> None:
 
     prefer_compact_sessions()
     embedder_preload()
+
+
+@task_prerun.connect
+def check_database_connections(**_: Any) -> None:
+    """Before each job, as Django does between requests: a connection that broke (the database restarted) or has
+    outlived DB_CONN_MAX_AGE is closed, and a kept one is health-checked on its first use. Celery's own fixup would
+    close them all after every job instead (CELERY_DB_REUSE_MAX in config/settings.py)."""
+    from django.db import close_old_connections
+
+    close_old_connections()
 
 
 @task_postrun.connect

@@ -115,7 +115,7 @@ TEMPLATES = [
 # connection (kept per thread) was never reused: each request opened a new PostgreSQL connection (about 30 ms).
 # The web process (config.asgi turns DB_POOL on) borrows a connection from a psycopg pool for each request
 # instead (its threads are now reused, config.handler, but a connection kept per thread would hold WEB_THREADS of
-# them); workers and commands keep one persistent connection per thread.
+# them); workers (CELERY_DB_REUSE_MAX) and commands keep one persistent connection per thread.
 DB_POOL = env_bool("DB_POOL", False)
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 # Threads of the web process that run Django's (synchronous) middleware and views, one request each
@@ -172,6 +172,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = (
     4  # keeps the pool busy between short jobs; unstarted jobs of a lost worker are redelivered
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django fixup closes every database connection before and after each task unless this is set, so each
+# job opened a new PostgreSQL backend (a fork, authentication, empty catalog caches: ~25 ms of PostgreSQL's CPU for
+# a one-turn job, docs/benchmarks.md, issue 18, sixth pass). With it the fixup closes them every 500 jobs, and
+# config.celery checks them before each job as Django does between requests (close_old_connections: a broken
+# connection, or one older than DB_CONN_MAX_AGE, is replaced).
+CELERY_DB_REUSE_MAX = 500
 MAINTENANCE_INTERVAL_MINUTES = env_int("MAINTENANCE_INTERVAL_MINUTES", 60)
 VECTOR_SWEEP_INTERVAL_S = env_int("VECTOR_SWEEP_INTERVAL_S", 300)
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {

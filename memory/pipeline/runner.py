@@ -33,7 +33,9 @@ def _claim(operation_id: str, task_id: str) -> Operation | None:
     times already: then the receipt ends failed instead of looping. The receipt records the job and the process
     running it, so the interruption projection can ask about them."""
     with transaction.atomic():
-        operation = Operation.objects.select_for_update().filter(pk=operation_id).first()
+        # The source, its owner and partition come with the receipt: every step reads them (three queries more).
+        claimed = Operation.objects.select_for_update(of=("self",)).select_related("source__owner", "source__partition")
+        operation = claimed.filter(pk=operation_id).first()
         if operation is None:
             return None
         resumed = (
@@ -58,11 +60,20 @@ def _claim(operation_id: str, task_id: str) -> Operation | None:
         operation.status = OperationStatus.PROCESSING
         operation.started_at = operation.heartbeat_at = timezone.now()
         operation.attempts += 1
-        operation.steps_done = []
+        operation.step, operation.steps_done = PIPELINE[0].name, []  # the first step's progress, in this write
         operation.task_id = task_id or operation.task_id
         operation.runner = runner_id()
         operation.save(
-            update_fields=["status", "started_at", "heartbeat_at", "attempts", "steps_done", "task_id", "runner"]
+            update_fields=[
+                "status",
+                "started_at",
+                "heartbeat_at",
+                "attempts",
+                "step",
+                "steps_done",
+                "task_id",
+                "runner",
+            ]
         )
     return operation
 
@@ -137,16 +148,15 @@ def _run_steps(operation: Operation) -> None:
         _finish(operation, OperationStatus.FAILED, "CONFLICT", "The source was replaced or erased before processing.")
         return
     job = Job(operation=operation, source=source)
-    last_update: float | None = None
+    last_update = time.monotonic()  # the claim wrote the receipt with the first step, and it was pushed above
     for step in PIPELINE:
         operation.step = step.name
         # The receipt records the step running and those done when a step starts, at most a few times a second,
         # and the live push rides on the same beat: a job of a few hundred milliseconds wrote its receipt nine
         # times, up to 5 ms each on a loaded machine (docs/benchmarks.md, issue 18). _finish writes it all at the end.
-        if last_update is None or time.monotonic() - last_update >= PROGRESS_INTERVAL_S:
+        if time.monotonic() - last_update >= PROGRESS_INTERVAL_S:
             operation.save(update_fields=["step", "steps_done", "counts"])
-            if last_update is not None:  # the start was pushed above
-                publish_progress(operation)
+            publish_progress(operation)
             last_update = time.monotonic()
         started = time.perf_counter()
         try:

@@ -423,7 +423,8 @@ def test_a_short_job_writes_its_receipt_when_it_starts_and_ends_not_before_every
     with CaptureQueriesContext(connection) as queries:
         run_operation(receipt["operationId"])
     writes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "memory_operation"')]
-    assert len(writes) == 3  # claimed (processing), the first step started, finished
+    assert len(writes) == 2  # claimed (processing, the first step started), finished
+    assert '"step"' in writes[0] and '"started_at"' in writes[0]
     done = api.post("/source/processing/get", owner, {"operationId": receipt["operationId"]}).json()
     assert done["status"] == "completed"
     assert [step["step"] for step in done["stepsDone"]] == [

@@ -63,6 +63,29 @@ def test_a_conversation_is_processed_by_the_worker(api: Api, owner: Persona) -> 
     assert all(c.embedding is not None and len(c.embedding) == 384 for c in chunks)
 
 
+def worker_backends() -> set[tuple[int, str]]:
+    """The other client backends of the test database (the worker's), with when each started."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid, backend_start::text FROM pg_stat_activity WHERE backend_type = 'client backend' "
+            "AND datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return set(cursor.fetchall())
+
+
+def test_the_worker_keeps_its_database_connection_from_one_job_to_the_next(api: Api, owner: Persona) -> None:
+    second = {"conversation": {**CONVERSATION["conversation"], "id": "chat_789"}}
+    with celery_worker(connection.settings_dict["NAME"]):
+        backends = []
+        for body in (CONVERSATION, second):
+            receipt = api.post("/ingest/conversation", owner, body).json()
+            assert wait_for_status(api, owner, receipt["operationId"], {"completed", "failed"})["status"] == "completed"
+            time.sleep(1)  # past the task's end, where Celery closed the connection when it was not kept
+            backends.append(worker_backends())
+    assert backends[0], "the worker held no connection after its job"
+    assert backends[1] == backends[0]  # the same backend, started once: no new connection per job
+
+
 def big_document(owner: Persona, paragraphs: int = 80) -> str:
     assert owner.token is not None
     access = access_for_token(token=owner.token, user_id=None, partition_key=None, workspace=False)
