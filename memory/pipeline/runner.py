@@ -33,7 +33,7 @@ def _claim(operation_id: str, task_id: str) -> Operation | None:
     times already: then the receipt ends failed instead of looping. The receipt records the job and the process
     running it, so the interruption projection can ask about them."""
     with transaction.atomic():
-        # The source, its owner and partition come with the receipt: every step reads them (three queries more).
+        # The source, its owner and partition come with the receipt: the steps read all three (three queries less).
         claimed = Operation.objects.select_for_update(of=("self",)).select_related("source__owner", "source__partition")
         operation = claimed.filter(pk=operation_id).first()
         if operation is None:
