@@ -28,8 +28,8 @@ _OPEN = (OperationStatus.QUEUED, OperationStatus.PROCESSING)
 def operation_enqueue(*, source: Source, request_hash: str = "", counts: dict[str, int] | None = None) -> Operation:
     """Create a queued receipt for the source's current version; the job is sent once the data is committed."""
     operation = Operation.objects.create(
-        owner=source.owner,
-        partition=source.partition,
+        owner_id=source.owner_id,  # ids: a source read by its identity has not loaded its owner or partition
+        partition_id=source.partition_id,
         source=source,
         source_version=source.version,
         request_hash=request_hash,
