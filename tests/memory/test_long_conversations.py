@@ -3,13 +3,14 @@ read the turns it brings, never the whole conversation again (docs/benchmarks.md
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from django.db import connection
 
+from bench.long_conversation import Statements
 from memory.models import Chunk, Source
 from memory.pipeline.runner import run_operation
 from tests.conftest import Api, Persona, error_code
@@ -20,22 +21,10 @@ pytestmark = pytest.mark.django_db
 FILLER = ("Okay.", "Sounds good.", "Right.", "Thanks.")
 
 
-class RowsRead:
-    """The rows every SELECT returned while the block ran."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-
-    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        result = execute(sql, params, many, context)
-        if sql.lstrip().upper().startswith("SELECT") and context["cursor"].rowcount > 0:
-            self.rows += context["cursor"].rowcount
-        return result
-
-
 @contextmanager
-def rows_read() -> Iterator[RowsRead]:
-    counter = RowsRead()
+def rows_read() -> Iterator[Statements]:
+    """The rows every SELECT returned while the block ran (the benchmark's own counter)."""
+    counter = Statements()
     with connection.execute_wrapper(counter):
         yield counter
 
