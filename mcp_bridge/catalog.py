@@ -20,6 +20,7 @@ from mcp_bridge.schemas import camel, object_schema, snake
 from memory.access import Access
 from memory.api import memories, nodes, recall, scratchpad, sessions, sources
 from memory.api.base import Endpoint
+from memory.api.shapes import shaped
 from memory.errors import ValidationFailed
 from memory.models import ToolProfile
 
@@ -50,7 +51,7 @@ class ToolSpec:
     def serializer(self, **kwargs: Any) -> serializers.Serializer:
         kind = self.arguments or (self.endpoint.request_serializer if self.endpoint else None)
         assert kind is not None, self.name
-        return kind(**kwargs)
+        return shaped(kind, **kwargs)
 
     def spelled(self, name: str) -> str:
         return snake(name) if self.snake_case else name
@@ -88,7 +89,7 @@ class ToolSpec:
         endpoint.access = access
         result = endpoint.handle(access, data)
         if endpoint.response_serializer is not None:
-            result = endpoint.response_serializer(result).data
+            result = shaped(endpoint.response_serializer, result).data
         return result
 
 

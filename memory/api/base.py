@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
 from memory.api.openapi import ERROR_STATUSES, ErrorSerializer
 from memory.api.parsers import BodyRequest
+from memory.api.shapes import shaped
 from memory.connectivity import READ_TOOLS, is_disconnect, outage_noted, probe, reconnect, replay_safe
 from memory.errors import AuthenticationError
 from memory.models import AccessToken, ChangeSurface
@@ -166,12 +167,12 @@ class Endpoint(APIView):
         if isinstance(result, HttpResponseBase):
             return result
         if self.response_serializer is not None:
-            result = self.response_serializer(result).data
+            result = shaped(self.response_serializer, result).data
         return Response(result, status=self.success_status)
 
     def parse(self, request: Request) -> dict[str, Any]:
         """The validated request fields (a JSON body by default)."""
-        incoming = self.request_serializer(data=request.data)
+        incoming = shaped(self.request_serializer, data=request.data)
         incoming.is_valid(raise_exception=True)
         return dict(incoming.validated_data)
 

@@ -18,6 +18,7 @@ from memory.api.openapi import BlobOut, SourceOut, anything, count, flag, many, 
 from memory.api.parsers import json_loads_checked
 from memory.api.presenters import blob_json, operation_json, source_content_json, source_json
 from memory.api.ranges import blob_response
+from memory.api.shapes import shaped
 from memory.errors import PayloadTooLarge, ValidationFailed
 from memory.models import BLOB_MAX_BYTES
 from memory.services import ingestion
@@ -183,7 +184,7 @@ class IngestFile(Endpoint):
         for name in ("userId", "partitionKey", "updateExisting"):
             if name in parts:
                 body.setdefault(name, parts[name])
-        incoming = self.request_serializer(data=body)
+        incoming = shaped(self.request_serializer, data=body)
         incoming.is_valid(raise_exception=True)
         data = dict(incoming.validated_data)
         data["upload"] = upload
