@@ -23,7 +23,9 @@ def _fields(shape: type[serializers.Serializer]) -> Any:
 
 
 def shaped(shape: type[Shape], *args: Any, **kwargs: Any) -> Shape:
-    """`shape(*args, **kwargs)`, with the fields bound once for this shape."""
+    """`shape(*args, **kwargs)`, with the fields bound once for this shape. Not for a serializer given a `context`:
+    the shared fields would read the first instance's (empty) one."""
+    assert "context" not in kwargs, "a shape with a context needs fields of its own"
     made = shape(*args, **kwargs)
     made.__dict__["fields"] = _fields(shape)  # DRF's `fields` is a cached_property: this is its cached value
     return made
