@@ -125,7 +125,6 @@ def main() -> None:
         {
             "ingest_seconds": added,
             "query_seconds": seconds,
-            "in_process_seconds": seconds,
             "embed_seconds": embedded,
             "found": found,
             "stored": len(mem.get_all(filters={"user_id": user}, top_k=100_000)["results"]),

@@ -304,7 +304,7 @@ class ArtifactPut(Endpoint):
 
     def parse(self, request: Request) -> dict[str, Any]:
         refuse_oversize(request, slack=0)
-        query = s.ArtifactQueryIn(data=request.query_params.dict())
+        query = shaped(s.ArtifactQueryIn, data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         return dict(query.validated_data)
 
@@ -334,7 +334,7 @@ class ArtifactGet(Endpoint):
         return self.respond(request)
 
     def parse(self, request: Request) -> dict[str, Any]:
-        query = s.ArtifactQueryIn(data=request.query_params.dict())
+        query = shaped(s.ArtifactQueryIn, data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         return dict(query.validated_data)
 

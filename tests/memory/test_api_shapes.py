@@ -3,6 +3,7 @@ same errors and the same answers as a new serializer each call, without copying 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -82,3 +83,21 @@ def test_checking_and_writing_again_copies_no_fields(monkeypatch: pytest.MonkeyP
 
     WhoamiIn(data={}).is_valid()  # what each call cost before: every declared field copied
     assert copies
+
+
+def test_concurrent_calls_sharing_the_fields_each_get_their_own_data_and_errors() -> None:
+    def call(n: int) -> list[tuple[bool, Any, Any]]:
+        # Odd threads send an unknown field named after themselves, even ones a valid body of their own.
+        bodies: list[dict[str, Any]] = [{"userId": f"u{n}-{i}"} if n % 2 == 0 else {f"bogus{n}": i} for i in range(200)]
+        return [outcome(shaped(WhoamiIn, data=body)) for body in bodies]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(call, range(8)))
+
+    for n, outcomes in enumerate(answers):
+        for i, (valid, data, errors) in enumerate(outcomes):
+            if n % 2 == 0:
+                assert (valid, data, errors) == (True, {"userId": f"u{n}-{i}"}, {})
+            else:
+                assert (valid, data) == (False, {})
+                assert list(errors) == [f"bogus{n}"]
