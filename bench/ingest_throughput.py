@@ -186,7 +186,10 @@ def main() -> None:
 
     total = options.conversations * options.messages
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    int8 = "int8 matrix products" if settings.EMBEDDING_INT8_MATMUL else "the pinned model as shipped"
+    from memory.embeddings.minilm_rewrite import products_wanted
+
+    products = products_wanted()
+    int8 = f"{products} matrix products" if products else "the pinned model as shipped"
     print(f"workload: {options.conversations} conversations x {options.messages} messages = {total} messages; "
           f"worker concurrency {options.concurrency}, {environment['EMBEDDING_THREADS']} embedding thread(s) each; "
           f"embedder {settings.EMBEDDER} ({int8})")  # fmt: skip

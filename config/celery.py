@@ -28,9 +28,10 @@ def start_embedded_runtime(**_: Any) -> None:
 @worker_process_init.connect
 def embed_compactly(**_: Any) -> None:
     """Pool processes embed batches with the compact model session (the pinned model's, with EMBEDDING_INT8_MATMUL
-    off; the int8 rewrite has one kind): ~45 MB smaller, as fast as the optimised one on the CPU it was chosen on,
-    1.3-2x slower on later ones (docs/benchmarks.md, issue 18, fifth and seventh passes). Each loads its model as it
-    starts, in a thread, not on its first job."""
+    off; each form of the rewrite has one kind): ~45 MB smaller while the heap kept the optimised session's load (no
+    longer: config.heap.heap_release), as fast on the CPU it was chosen on, 1.3-2x slower on later ones
+    (docs/benchmarks.md, issue 18, fifth, seventh and eighth passes). Each loads its model as it starts, in a thread,
+    not on its first job."""
     from memory.embeddings import embedder_preload, prefer_compact_sessions
 
     prefer_compact_sessions()

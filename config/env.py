@@ -27,6 +27,17 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}")
 
 
+def env_choice(name: str, default: str, words: dict[str, str]) -> str:
+    """One of a setting's values, named by any of its words (`words` maps each word to the value it names)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in words:
+        return words[value]
+    raise ImproperlyConfigured(f"{name} must be one of {', '.join(sorted(set(words.values())))}, got {raw!r}")
+
+
 def env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

@@ -60,11 +60,17 @@ def resident_bytes() -> int:
 def heap_release_if_grown() -> bool:
     """Return the C heap's free pages to the operating system if this process grew by GROWN_MB since the last time
     it did; whether it released."""
+    if _malloc_trim() is None or resident_bytes() - _resident_after_release < GROWN_MB * 1024 * 1024:
+        return False
+    heap_release()
+    return True
+
+
+def heap_release() -> None:
+    """Return the C heap's free pages to the operating system now: after a one-off peak, such as loading a model
+    (onnxruntime's temporaries while it reads and optimises one left ~6-27 MB of free pages in the heap)."""
     global _resident_after_release
     trim = _malloc_trim()
-    resident = resident_bytes()
-    if trim is None or resident - _resident_after_release < GROWN_MB * 1024 * 1024:
-        return False
-    trim(0)
-    _resident_after_release = resident_bytes()
-    return True
+    if trim is not None:
+        trim(0)
+        _resident_after_release = resident_bytes()

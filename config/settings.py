@@ -16,7 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.embedded import Runtime
-from config.env import env_bool, env_int, env_list, env_secret, env_str
+from config.env import env_bool, env_choice, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The one version number (pyproject.toml), reported to MCP clients and in the OpenAPI document.
@@ -324,9 +324,17 @@ EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 0)  # 0: learn it from th
 EMBEDDING_TIMEOUT_S = env_int("EMBEDDING_TIMEOUT_S", 30)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)  # 0: min(cores, 2); the worker under `make run`: cores / pool
-# Run the local MiniLM rewritten so its matrix products are int8 (memory/embeddings/minilm_rewrite.py; built once
-# per data directory under DATA_DIR/models, checked against the pinned model). Off: the pinned model as shipped.
-EMBEDDING_INT8_MATMUL = env_bool("EMBEDDING_INT8_MATMUL", True)
+# Run the local MiniLM rewritten for this CPU (memory/embeddings/minilm_rewrite.py; built once per data directory
+# under DATA_DIR/models, checked against the pinned model): `auto` int8 matrix products where the CPU has int8 dot
+# products (VNNI, ARM dotprod), float32 ones elsewhere; `int8` or `float` either everywhere; `off` (or false) the
+# pinned model as shipped. `true`, as before `auto` existed, means int8.
+EMBEDDING_INT8_MATMUL = env_choice(
+    "EMBEDDING_INT8_MATMUL",
+    "auto",
+    {"auto": "auto", "int8": "int8", "float": "float", "off": "off"}
+    | dict.fromkeys(("1", "true", "yes", "on"), "int8")
+    | dict.fromkeys(("0", "false", "no"), "off"),
+)
 
 # Original bytes of files and artifacts (content-addressed, per owner).
 BLOB_DIR = Path(env_str("BLOB_DIR", str(DATA_DIR / "blobs")))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from config.heap import heap_release
 from memory.embeddings import EmbedderUnavailable
 from memory.embeddings.minilm_files import check_file, checked_bytes, loaded_tokenizer
 
@@ -69,7 +70,7 @@ class _Runtime:
     tokenizer: Tokenizer
     input_names: tuple[str, ...]
     output_name: str
-    variant: str  # "int8-matmul" (the rewrite) or "pinned" (the package's model as it is)
+    variant: str  # "int8-matmul" or "float-matmul" (the rewrite's two forms), or "pinned" (the package's model)
     pad_id: int
 
     @property
@@ -80,16 +81,17 @@ class _Runtime:
 
 # One runtime per model file, checksum and kind of session for the whole process: several embedder instances
 # (tests, the benchmark) share the session instead of each holding another copy of the weights.
-_runtimes: dict[tuple[Path, str, bool, bool], _Runtime] = {}
+_runtimes: dict[tuple[Path, str, bool, str | None], _Runtime] = {}
 _runtimes_lock = threading.Lock()
 
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 with mean pooling and L2 normalisation; 384 dimensions.
 
-    By default (EMBEDDING_INT8_MATMUL) it runs the pinned model rewritten to int8 matrix products
-    (minilm_rewrite.py): faster on batches and queries, smaller than either session below, vectors within cosine
-    0.999 of the pinned model's, so both share one model id. `compact` then changes nothing.
+    By default (EMBEDDING_INT8_MATMUL) it runs the pinned model rewritten for this CPU (minilm_rewrite.py): int8
+    matrix products where the CPU has int8 dot products, float32 ones from weights scaled once elsewhere, int8 token
+    tables in both. Faster on batches and queries than either session below and nearly as small as the compact one;
+    vectors within cosine 0.999 of the pinned model's, so all share one model id. `compact` then changes nothing.
 
     Without it, two sessions of the pinned model. The default one lets onnxruntime optimise the graph, which keeps
     float32 copies of the int8 weights: one query takes ~9 ms instead of ~20-40 ms, at ~45 MB more per process once
@@ -134,7 +136,8 @@ class MiniLMEmbedder:
 
     @property
     def variant(self) -> str:
-        """Which model runs: "int8-matmul" (the local rewrite, EMBEDDING_INT8_MATMUL) or "pinned". Loads it."""
+        """Which model runs: "int8-matmul" or "float-matmul" (the local rewrite, EMBEDDING_INT8_MATMUL) or
+        "pinned". Loads it."""
         return self._load().variant
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -183,14 +186,15 @@ class MiniLMEmbedder:
 
 
 def int8_matmul_pending() -> bool:
-    """The local model will be rewritten (EMBEDDING_INT8_MATMUL) and this data directory has no copy yet. `make run`
-    then builds it first in a short-lived process: building holds both models and
+    """The local model will be rewritten (EMBEDDING_INT8_MATMUL) and this data directory has no copy of the form
+    this CPU wants yet. `make run` then builds it first in a short-lived process: building holds both models and
     onnx in memory, which a long-lived process would keep (~200 MB): int8_model_prepared."""
     from memory.embeddings import minilm_rewrite
 
-    if settings.EMBEDDER != "minilm" or not settings.EMBEDDING_INT8_MATMUL:
+    products = minilm_rewrite.products_wanted()
+    if settings.EMBEDDER != "minilm" or products is None:
         return False
-    return minilm_rewrite.cached_file(Path(settings.DATA_DIR) / "models", MODEL_SHA256) is None
+    return minilm_rewrite.cached_file(Path(settings.DATA_DIR) / "models", MODEL_SHA256, products) is None
 
 
 def int8_model_prepared() -> None:
@@ -205,7 +209,9 @@ def int8_model_prepared() -> None:
         model_path = _packaged_model_path()
     except EmbedderUnavailable:
         return  # reported by the first process that embeds
-    minilm_rewrite.build_in_child(model_path, MODEL_SHA256, Path(settings.DATA_DIR))
+    products = minilm_rewrite.products_wanted()
+    if products is not None:
+        minilm_rewrite.build_in_child(model_path, MODEL_SHA256, Path(settings.DATA_DIR), products)
 
 
 def _packaged_model_path() -> Path:
@@ -219,15 +225,23 @@ def _packaged_model_path() -> Path:
 
 
 def _shared_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
-    key = (model_path, expected_sha256, compact, settings.EMBEDDING_INT8_MATMUL)
+    from memory.embeddings import minilm_rewrite
+
+    key = (model_path, expected_sha256, compact, minilm_rewrite.products_wanted())
     with _runtimes_lock:
         if key not in _runtimes:
             _runtimes[key] = _load_runtime(model_path, expected_sha256, compact=compact)
+            # What onnxruntime freed while reading and optimising the model stays in the heap otherwise: 27 MB of the
+            # float form's load, 6 of the int8 one's (docs/benchmarks.md, issue 18, eighth pass).
+            heap_release()
         return _runtimes[key]
 
 
 def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
-    if not settings.EMBEDDING_INT8_MATMUL:
+    from memory.embeddings import minilm_rewrite
+
+    products = minilm_rewrite.products_wanted()
+    if products is None:
         # Hash and load the same bytes, so the file cannot change between the check and the load.
         model_bytes = checked_bytes(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
         return _runtime(
@@ -241,10 +255,10 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
     # so neither model's ~24 MB is held in this process meanwhile (it was the peak of a model load).
     check_file(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
     tokenizer = loaded_tokenizer(TOKENIZER_PATH, max_tokens=MAX_TOKENS)
-    rewritten = _cached_rewrite_runtime(model_path, expected_sha256, tokenizer)
+    rewritten = _cached_rewrite_runtime(model_path, expected_sha256, tokenizer, products)
     if rewritten is None:
         model_bytes = checked_bytes(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
-        rewritten = _rewrite_here(model_bytes, expected_sha256, tokenizer)
+        rewritten = _rewrite_here(model_bytes, expected_sha256, tokenizer, products)
         if rewritten is None:
             return _runtime(model_bytes, tokenizer, variant="pinned", compact=compact, origin=model_path)
     return rewritten
@@ -292,39 +306,50 @@ def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact
     )
 
 
-def _cached_rewrite_runtime(model_path: Path, model_sha256: str, tokenizer: Tokenizer) -> _Runtime | None:
-    """The pinned model with int8 matrix products (minilm_rewrite.py) from the data directory's cache, built there
-    first by a child process when missing (about 2 s, once per data directory), so that this one never holds onnx
-    and both models (~200 MB it would keep). None when there is still no usable copy."""
+def _cached_rewrite_runtime(
+    model_path: Path, model_sha256: str, tokenizer: Tokenizer, products: str
+) -> _Runtime | None:
+    """The pinned model rewritten with these matrix products (minilm_rewrite.py) from the data directory's cache,
+    built there first by a child process when missing (about 2 s, once per data directory and form), so that this
+    one never holds onnx and both models (~200 MB it would keep). None when there is still no usable copy."""
     from memory.embeddings import minilm_rewrite
 
     cache_dir = Path(settings.DATA_DIR) / "models"
-    cached = minilm_rewrite.cached_file(cache_dir, model_sha256)
+    cached = minilm_rewrite.cached_file(cache_dir, model_sha256, products)
     if cached is None and not minilm_rewrite.building_here():
-        minilm_rewrite.build_in_child(model_path, model_sha256, Path(settings.DATA_DIR))
-        cached = minilm_rewrite.cached_file(cache_dir, model_sha256)
+        minilm_rewrite.build_in_child(model_path, model_sha256, Path(settings.DATA_DIR), products)
+        cached = minilm_rewrite.cached_file(cache_dir, model_sha256, products)
     if cached is None:
         return None
-    # Its weights are int8 already, so the fully optimised session holds no float32 copies: `compact` is moot.
+    # Its weights are int8 already, or float32 for its products only, and its tables are int8: the fully optimised
+    # session folds no weight into another float32 copy, so `compact` is moot.
     try:
-        return _runtime(cached, tokenizer, variant="int8-matmul", compact=False, origin=cached)
+        return _runtime(cached, tokenizer, variant=f"{products}-matmul", compact=False, origin=cached)
     except EmbedderUnavailable as exc:  # e.g. written by another onnxruntime: build it again
         logger.warning("embeddings.rewrite_unreadable", extra={"reason": str(exc)})
         return None
 
 
-def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer) -> _Runtime | None:
-    """Builds the rewrite in this process, checks it against the pinned model and caches it. None when it cannot be
-    built or does not agree: the caller runs the pinned model, which is slower but the same vectors."""
+def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer, products: str) -> _Runtime | None:
+    """Builds the rewrite in this process, prepares and caches it for this machine, and checks the copy it will run
+    against the pinned model. None when it cannot be built or does not agree: the caller runs the pinned model,
+    which is slower but the same vectors."""
     from memory.embeddings import minilm_rewrite
 
     cache_dir = Path(settings.DATA_DIR) / "models"
-    path = minilm_rewrite.cache_path(cache_dir, model_sha256)
+    path = minilm_rewrite.cache_path(cache_dir, model_sha256, products)
+    variant = f"{products}-matmul"
     try:
-        rewritten_bytes = minilm_rewrite.rewrite(model_bytes)
-        rewritten = _runtime(rewritten_bytes, tokenizer, variant="int8-matmul", compact=False, origin=path)
+        rewritten_bytes = minilm_rewrite.rewrite(model_bytes, products)
+        try:
+            path = minilm_rewrite.store(cache_dir, model_sha256, products, rewritten_bytes)
+            rewritten = _runtime(path, tokenizer, variant=variant, compact=False, origin=path)
+        except OSError as exc:  # a read-only data directory: run it from memory here, build again next time
+            logger.warning("embeddings.rewrite_not_cached", extra={"reason": str(exc)})
+            rewritten = _runtime(rewritten_bytes, tokenizer, variant=variant, compact=False, origin=path)
     except Exception as exc:  # whatever goes wrong, an optimisation must not cost the embedder: run the pinned one
         logger.warning("embeddings.rewrite_failed", extra={"reason": str(exc)})
+        minilm_rewrite.discard(path)
         return None
     pinned = _runtime(model_bytes, tokenizer, variant="pinned", compact=True, origin=path)
     probes = tokenizer.encode_batch(list(REWRITE_PROBES))
@@ -334,11 +359,8 @@ def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer) -
     )
     if agreement < REWRITE_MIN_COSINE:
         logger.warning("embeddings.rewrite_disagrees", extra={"cosine": round(agreement, 6)})
+        minilm_rewrite.discard(path)
         return None
-    try:
-        minilm_rewrite.store(cache_dir, model_sha256, rewritten_bytes)
-    except OSError as exc:  # a read-only data directory: use it for this process, build again next time
-        logger.warning("embeddings.rewrite_not_cached", extra={"reason": str(exc)})
     return rewritten
 
 

@@ -1,25 +1,37 @@
-"""The pinned MiniLM model rewritten so its matrix products run in int8: built here from the installed file, cached.
+"""The pinned MiniLM model rewritten for this CPU's matrix products: built here from the installed file, cached.
 
 The package's model stores each weight matrix as int8 with a float scale per output column (per row for the
-embedding tables), but turns every matrix back into float32 before multiplying: float matrix products are ~76 % of
-its time (onnxruntime's profile). The rewrite hands the same int8 weights, unchanged, to onnxruntime's
-`MatMulNBits` (8 bits, blocks of 16 along the inner dimension, accuracy level 4: each block of 16 activations is
-quantised to int8 and the products run on int8, with VNNI where the CPU has it), and gathers token embeddings from
-the int8 tables before scaling them instead of scaling all 30,522 rows first. The weights are exact; only the
-activations are rounded, per block of 16 (blocks of 32 or more, or one scale per row, drift further than
-cosine 0.999). Measured on one core: ~17 % less CPU per text in a batch of 25, ~30 % less for a query alone, and
-no float32 copy of the weights in memory (docs/benchmarks.md).
+embedding tables), but turns every matrix back into float32 before multiplying, on every run: float matrix products
+are ~76 % of its time (onnxruntime's profile), and onnxruntime's optimiser, which folds that conversion away, keeps a
+float32 copy of every weight, the 30,522-row embedding tables included (~80 MB more per process). Both forms of the
+rewrite gather token embeddings from the int8 tables before scaling them (a few rows, not all of them first), and
+differ in the products (`products_wanted`, EMBEDDING_INT8_MATMUL):
+
+- "int8": the same int8 weights, unchanged, go to onnxruntime's `MatMulNBits` (8 bits, blocks of 16 along the
+  inner dimension, accuracy level 4: each block of 16 activations is quantised to int8 and the products run on
+  int8). Fast where the CPU has int8 dot-product instructions (VNNI on x86, dotprod on ARM): ~17 % less CPU per
+  text in a batch of 25 and ~30 % less for a query alone than float products there. Only the activations are
+  rounded, per block of 16 (blocks of 32 or more, or one scale per row, drift further than cosine 0.999).
+- "float": each weight matrix scaled to float32 once, here, so onnxruntime multiplies in float32 as the pinned
+  model does, with none of its per-run conversions and without the float32 tables: the pinned model's vectors
+  exactly. On a CPU without int8 dot products (AVX2 only) it takes ~0.6x the CPU of the int8 form per chat turn
+  in a batch, for ~16 MB more per process (docs/benchmarks.md, issue 18, eighth pass).
 
 The result is generated data, never shipped or committed: written under `DATA_DIR/models/`, named by the pinned
-model's sha256 and this rewrite's version, with its own sha256 beside it; a missing or damaged copy is rebuilt.
+model's sha256 and the form's version, with its own sha256 beside it; a missing or damaged copy is rebuilt.
 The caller checks a fresh rewrite against the pinned model before using it (memory.embeddings.minilm).
 `onnx` is imported only here, only while building.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
+import json
 import os
+import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,8 +39,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-# Part of the cache file's name: change it whenever the rewrite changes, so old copies are not reused.
-REWRITE_VERSION = "nbits8-b16-v1"
+from django.conf import settings
+
+# Part of the cache file's name, per form of the products: change it whenever that form changes, so old copies are
+# not reused.
+REWRITE_VERSIONS = {"int8": "nbits8-b16-v1", "float": "f32-v1"}
 BLOCK_SIZE = 16
 ACCURACY_LEVEL = 4  # int8 activations (0 would dequantise the weights to float again: no faster)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +51,55 @@ _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 class RewriteFailed(Exception):
     """The model is not the int8 layout this rewrite knows, or onnx could not read it."""
+
+
+# What EMBEDDING_INT8_MATMUL may say (config.settings normalises the environment's words to these; tests may still
+# set a bool): the rewrite's products, chosen for this CPU or named, or "off" for the pinned model as shipped.
+_CHOICES = {True: "int8", False: "off", "auto": "auto", "int8": "int8", "float": "float", "off": "off"}
+# /proc/cpuinfo flags of int8 dot-product instructions, which onnxruntime's int8 kernels use when present: x86's
+# VNNI (AVX-512 or AVX) and AMX, ARM's dotprod and i8mm. Without one, int8 products are slower than float32 ones.
+INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm"})
+
+
+def products_wanted() -> str | None:
+    """The rewrite's matrix products by EMBEDDING_INT8_MATMUL: "int8" or "float", or None for the pinned model as
+    shipped. `auto` (the default) takes int8 where this CPU has int8 dot products, float elsewhere."""
+    choice = _CHOICES.get(settings.EMBEDDING_INT8_MATMUL)
+    if choice is None:
+        raise RewriteFailed(f"EMBEDDING_INT8_MATMUL {settings.EMBEDDING_INT8_MATMUL!r}: use auto, int8, float or off")
+    if choice == "auto":
+        return "int8" if int8_dot_products() else "float"
+    return None if choice == "off" else choice
+
+
+def int8_dot_products(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether this CPU multiplies int8 with dot-product instructions (INT8_DOT_FLAGS). Where the CPU's flags cannot
+    be read (not Linux), int8, as before this choice existed."""
+    flags = cpu_flags(cpuinfo)
+    return not flags or bool(flags & INT8_DOT_FLAGS)
+
+
+@functools.cache
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The instruction-set flags /proc/cpuinfo lists (x86's `flags`, ARM's `Features`); none where it cannot be read."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return frozenset()
+    return frozenset(
+        flag
+        for line in text.splitlines()
+        if line.split(":", 1)[0].strip().lower() in {"flags", "features"}
+        for flag in line.split(":", 1)[-1].split()
+    )
+
+
+def machine_key() -> str:
+    """What a prepared copy depends on besides the model: onnxruntime's version and this kind of CPU, whose kernels
+    decide how onnxruntime lays out packed weights. A data directory moved to another machine prepares its own."""
+    runtime = importlib.metadata.version("onnxruntime")  # not imported: `make run` asks before any process embeds
+    described = json.dumps([runtime, platform.machine(), sorted(cpu_flags())])
+    return hashlib.sha256(described.encode()).hexdigest()[:12]
 
 
 # Set in the child process that builds the rewrite (build_in_child): it builds in-process instead of starting another.
@@ -56,10 +120,12 @@ def building_here() -> bool:
     return os.environ.get(BUILD_HERE_ENV) == "1"
 
 
-def build_in_child(model_path: Path, model_sha256: str, data_dir: Path) -> None:
-    """Build and cache the rewrite in a short-lived child process. Failures are logged by the caller's fallback
-    (it builds in-process, or runs the pinned model); nothing here raises."""
-    environment = {**os.environ, BUILD_HERE_ENV: "1", "MEMORY_DATA_DIR": str(data_dir), "EMBEDDING_INT8_MATMUL": "1"}
+def build_in_child(model_path: Path, model_sha256: str, data_dir: Path, products: str) -> None:
+    """Build and cache the rewrite with these products in a short-lived child process. Failures are logged by the
+    caller's fallback (it builds in-process, or runs the pinned model); nothing here raises."""
+    environment = {
+        **os.environ, BUILD_HERE_ENV: "1", "MEMORY_DATA_DIR": str(data_dir), "EMBEDDING_INT8_MATMUL": products,
+    }  # fmt: skip
     environment.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     try:
         subprocess.run(
@@ -70,31 +136,73 @@ def build_in_child(model_path: Path, model_sha256: str, data_dir: Path) -> None:
         return
 
 
-def cache_path(cache_dir: Path, model_sha256: str) -> Path:
-    return cache_dir / f"minilm-{model_sha256[:16]}-{REWRITE_VERSION}.onnx"
+def cache_path(cache_dir: Path, model_sha256: str, products: str) -> Path:
+    """The prepared copy's graph; its weights are beside it (`weights_path`), its digests too (`.sha256`)."""
+    return cache_dir / f"minilm-{model_sha256[:16]}-{REWRITE_VERSIONS[products]}-{machine_key()}.onnx"
 
 
-def cached_file(cache_dir: Path, model_sha256: str) -> Path | None:
-    """The file of the cached rewrite of the model with this checksum, if it is there and whole (its digest matches).
-    Checked a block at a time; the session then reads the file itself. Files are only ever replaced whole (store),
-    so the path still names a whole rewrite when the session opens it."""
-    path = cache_path(cache_dir, model_sha256)
+def weights_path(graph: Path) -> Path:
+    return graph.with_suffix(".weights")
+
+
+def cached_file(cache_dir: Path, model_sha256: str, products: str) -> Path | None:
+    """The graph of the prepared copy of the model with this checksum, if it and its weights are there and whole (the
+    digests match). Checked a block at a time; the session then reads the graph and maps the weights itself. Files
+    are only ever replaced whole (store), so the paths still name a whole copy when the session opens them."""
+    graph = cache_path(cache_dir, model_sha256, products)
     try:
-        expected = path.with_suffix(".sha256").read_text().strip()
-        with path.open("rb") as file:
-            actual = hashlib.file_digest(file, "sha256").hexdigest()
+        expected = graph.with_suffix(".sha256").read_text().split()
+        actual = [_file_digest(graph), _file_digest(weights_path(graph))]
     except OSError:
         return None
-    return path if actual == expected else None
+    return graph if actual == expected else None
 
 
-def store(cache_dir: Path, model_sha256: str, data: bytes) -> None:
-    """Write the rewrite and its digest, each atomically: a reader sees old or new files, never half of one, and
-    a digest that does not match (another process between the two writes) only means one more rebuild."""
+def _file_digest(path: Path) -> str:
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def store(cache_dir: Path, model_sha256: str, products: str, model: bytes) -> Path:
+    """Prepare the rewritten `model` for this machine and keep it: onnxruntime optimises it once and writes the graph
+    and, beside it, every weight, its kernels' packed copies included (`save_external_prepacked_constant_initializers`).
+    A session that opens the graph maps those weights from the file instead of packing them on its heap, so the web
+    and pool processes share one copy in the page cache (float form: ~29 MB less per process, measured).
+
+    Written in a folder of its own, then moved into place weights first and digests last: a reader sees a whole
+    copy or none. Returns the graph's path. Raises RewriteFailed if onnxruntime cannot prepare it, OSError if the
+    directory cannot be written."""
+    import onnxruntime
+
     cache_dir.mkdir(parents=True, exist_ok=True)
-    path = cache_path(cache_dir, model_sha256)
-    _write_atomically(path, data)
-    _write_atomically(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
+    graph = cache_path(cache_dir, model_sha256, products)
+    building = Path(tempfile.mkdtemp(dir=cache_dir, prefix=f".{graph.stem}."))
+    try:
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        options.optimized_model_filepath = str(building / graph.name)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", weights_path(graph).name
+        )
+        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        options.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
+        try:
+            onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's own error types do not share a useful base class
+            raise RewriteFailed(f"onnxruntime could not prepare the rewrite: {exc}") from exc
+        digests = [_file_digest(building / graph.name), _file_digest(building / weights_path(graph).name)]
+        os.replace(building / weights_path(graph).name, weights_path(graph))
+        os.replace(building / graph.name, graph)
+        _write_atomically(graph.with_suffix(".sha256"), " ".join(digests).encode())
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return graph
+
+
+def discard(graph: Path) -> None:
+    """Remove a prepared copy (its digests first, so no reader takes what is left for whole)."""
+    for path in (graph.with_suffix(".sha256"), graph, weights_path(graph)):
+        path.unlink(missing_ok=True)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -108,8 +216,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def rewrite(model_bytes: bytes) -> bytes:
-    """The serialised rewritten model. Raises RewriteFailed if there is nothing to rewrite."""
+def rewrite(model_bytes: bytes, products: str) -> bytes:
+    """The serialised rewritten model with these products ("int8" or "float"). Raises RewriteFailed if there is
+    nothing to rewrite."""
     try:
         import onnx
     except ImportError as exc:
@@ -119,7 +228,7 @@ def rewrite(model_bytes: bytes) -> bytes:
     except Exception as exc:  # onnx raises DecodeError and friends without a common base
         raise RewriteFailed(f"onnx cannot read the model: {exc}") from exc
     graph = model.graph
-    rewriter = _Rewriter(graph)
+    rewriter = _Rewriter(graph, products)
     nodes: list[Any] = []
     for node in graph.node:
         nodes.extend(rewriter.replacement(node))
@@ -143,7 +252,10 @@ def rewrite(model_bytes: bytes) -> bytes:
 class _Rewriter:
     """Finds `Mul(Cast(int8 initializer), scale)` weights and rewrites the MatMul or Gather that reads each."""
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: Any, products: str) -> None:
+        if products not in REWRITE_VERSIONS:
+            raise RewriteFailed(f"no rewrite with {products!r} products")
+        self.products = products
         self.initializers = {tensor.name: tensor for tensor in graph.initializer}
         self.producers = {output: node for node in graph.node for output in node.output}
         self.readers = Counter(name for node in graph.node for name in node.input)
@@ -153,7 +265,7 @@ class _Rewriter:
 
     def replacement(self, node: Any) -> list[Any]:
         if node.op_type == "MatMul" and (weight := self._int8_weight(node.input[1])) is not None:
-            nodes = self._matmul(node, *weight)
+            nodes = self._matmul(node, *weight) if self.products == "int8" else self._float_matmul(node, *weight)
         elif node.op_type == "Gather" and _axis(node) == 0 and (weight := self._int8_weight(node.input[0])):
             nodes = self._gather(node, *weight)
         else:
@@ -202,6 +314,19 @@ class _Rewriter:
                 domain="com.microsoft", K=inner, N=outer, bits=8, block_size=BLOCK_SIZE, accuracy_level=ACCURACY_LEVEL,
             )
         ]  # fmt: skip
+
+    def _float_matmul(self, node: Any, values: Any, scales: Any) -> list[Any]:
+        """The MatMul of the weight the pinned model computes on every run (int8 values times their column's
+        scale, in float32), computed once here."""
+        import numpy as np
+        from onnx import helper, numpy_helper
+
+        if scales.size != values.shape[1]:
+            raise RewriteFailed(f"{node.name}: scales of shape {scales.shape} for weights {values.shape}")
+        weight_name = f"{node.name}_float"
+        weight = values.astype(np.float32) * scales.reshape(1, -1).astype(np.float32)
+        self.added.append(numpy_helper.from_array(weight, weight_name))
+        return [helper.make_node("MatMul", [node.input[0], weight_name], list(node.output), name=node.name)]
 
     def _gather(self, node: Any, values: Any, scales: Any) -> list[Any]:
         from onnx import TensorProto, helper, numpy_helper

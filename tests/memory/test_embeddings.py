@@ -275,9 +275,11 @@ print(json.dumps(resident_mb() - before))
 """
 
 
-def test_the_compact_session_gives_the_same_vectors_in_less_memory(settings: Any, tmp_path: Path) -> None:
+def test_the_compact_session_gives_the_same_vectors_and_the_rewrites_are_smaller(settings: Any, tmp_path: Path) -> None:
     # Sessions of the pinned model as shipped; the int8 rewrite (tests/memory/test_embeddings_rewrite.py) is smaller
-    # than either, which the last size below checks.
+    # than either, and its float form (float32 products, int8 tables) smaller than the fast one. The compact session
+    # was ~40 MB smaller than the fast one while the heap kept what the fast one's load freed; now that a process
+    # gives that back (config.heap.heap_release), it is not (docs/benchmarks.md, issue 18, eighth pass).
     settings.EMBEDDING_INT8_MATMUL, settings.DATA_DIR = False, tmp_path
     texts = ["I'll send the spec to Marcel by Friday.", "What did Ilse say about the budget?", "garden " * 300]
     fast, compact = MiniLMEmbedder().embed_documents(texts), MiniLMEmbedder(compact=True).embed_documents(texts)
@@ -285,8 +287,9 @@ def test_the_compact_session_gives_the_same_vectors_in_less_memory(settings: Any
         max(abs(a - b) for one, other in zip(fast, compact, strict=True) for a, b in zip(one, other, strict=True))
         < 1e-3
     )
-    settings.EMBEDDING_INT8_MATMUL = True
-    assert _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=True).variant == "int8-matmul"  # cached now
+    for choice in ("int8", "float"):  # both forms cached now
+        settings.EMBEDDING_INT8_MATMUL = choice
+        assert _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=True).variant == f"{choice}-matmul"
     env = {
         **os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "EMBEDDING_THREADS": "1",
         "MEMORY_DATA_DIR": str(tmp_path),
@@ -298,10 +301,10 @@ def test_the_compact_session_gives_the_same_vectors_in_less_memory(settings: Any
                 env={**env, "EMBEDDING_INT8_MATMUL": rewrite}, cwd=REPO_ROOT, timeout=120, check=True,
             ).stdout.strip().splitlines()[-1]
         )
-        for kind, rewrite in (("fast", "0"), ("compact", "0"), ("compact", "1"))
+        for kind, rewrite in (("fast", "0"), ("compact", "0"), ("compact", "1"), ("fast", "float"))
     }  # fmt: skip
-    assert grown["compact", "0"] + 20 < grown["fast", "0"], grown
-    assert grown["compact", "1"] + 20 < grown["compact", "0"], grown
+    assert grown["compact", "1"] + 20 < min(grown["compact", "0"], grown["fast", "0"]), grown
+    assert grown["fast", "float"] + 30 < grown["fast", "0"], grown  # no float32 copy of the tables
 
 
 def test_a_celery_pool_process_embeds_with_the_compact_session() -> None:

@@ -1,5 +1,6 @@
-"""The pinned MiniLM model rewritten locally so its matrix products run in int8 (memory/embeddings/minilm_rewrite.py):
-its vectors must agree with the pinned model's, and the rewrite is generated data cached under the data directory."""
+"""The pinned MiniLM model rewritten locally for this CPU's matrix products, int8 or float32 (memory/embeddings/
+minilm_rewrite.py): its vectors must agree with the pinned model's, and the rewrite is generated data cached under the
+data directory, each form under its own name."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from memory.embeddings import minilm_rewrite, reset_embedder_cache
 from memory.embeddings.minilm import (
@@ -62,18 +64,82 @@ def data_dir(tmp_path: Path, settings: Any) -> Iterator[Path]:
     reset_embedder_cache()
 
 
-def test_the_rewritten_model_gives_the_pinned_models_vectors(settings: Any) -> None:
-    settings.EMBEDDING_INT8_MATMUL = True
+@pytest.mark.parametrize(
+    ("choice", "variant", "agreement"),
+    # int8 products round the activations (blocks of 16); float ones compute what the pinned model computes.
+    [(True, "int8-matmul", 0.999), ("float", "float-matmul", 0.99999)],
+)
+def test_the_rewritten_model_gives_the_pinned_models_vectors(
+    settings: Any, choice: Any, variant: str, agreement: float
+) -> None:
+    settings.EMBEDDING_INT8_MATMUL = choice
     rewritten = MiniLMEmbedder(batch_size=8)
     fast = rewritten.embed_documents(TEXTS)  # the setting is read when the model loads, on first use
     settings.EMBEDDING_INT8_MATMUL = False
     pinned = MiniLMEmbedder(batch_size=8)
     reference = pinned.embed_documents(TEXTS)
 
-    assert (rewritten.variant, pinned.variant) == ("int8-matmul", "pinned")
-    assert min(cosine(a, b) for a, b in zip(fast, reference, strict=True)) >= 0.999
+    assert (rewritten.variant, pinned.variant) == (variant, "pinned")
+    assert min(cosine(a, b) for a, b in zip(fast, reference, strict=True)) >= agreement
     # A query alone (batch of one) too: the web process embeds queries one at a time.
-    assert cosine(rewritten.embed_query(TEXTS[10]), pinned.embed_query(TEXTS[10])) >= 0.999
+    assert cosine(rewritten.embed_query(TEXTS[10]), pinned.embed_query(TEXTS[10])) >= agreement
+
+
+# /proc/cpuinfo as two x86 CPUs and two ARM ones show it (abridged): only the int8 dot-product flags matter.
+EPYC_AVX2 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse4_2 avx avx2 fma vaes vpclmulqdq\n"
+XEON_VNNI = "processor\t: 0\nflags\t\t: sse4_2 avx2 avx512f avx512bw avx512_vnni\n"
+ARM_DOTPROD = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32 asimddp\n"
+ARM_PLAIN = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32\n"
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "int8"), [(EPYC_AVX2, False), (XEON_VNNI, True), (ARM_DOTPROD, True), (ARM_PLAIN, False), ("", True)]
+)
+def test_int8_dot_products_are_read_off_the_cpus_flags(tmp_path: Path, cpuinfo: str, int8: bool) -> None:
+    path = tmp_path / "cpuinfo"
+    path.write_text(cpuinfo)
+    assert minilm_rewrite.int8_dot_products(path) is int8
+    assert minilm_rewrite.int8_dot_products(tmp_path / "no such file") is True  # not Linux: int8, as before
+
+
+@pytest.mark.parametrize(
+    ("choice", "dot_products", "wanted"),
+    [
+        ("auto", True, "int8"), ("auto", False, "float"), ("int8", False, "int8"), ("float", True, "float"),
+        ("off", True, None), (True, False, "int8"), (False, True, None),
+    ],
+)  # fmt: skip
+def test_auto_takes_int8_products_only_where_the_cpu_has_int8_dot_products(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, choice: Any, dot_products: bool, wanted: str | None
+) -> None:
+    settings.EMBEDDING_INT8_MATMUL = choice
+    monkeypatch.setattr(minilm_rewrite, "int8_dot_products", lambda: dot_products)
+    assert minilm_rewrite.products_wanted() == wanted
+
+
+@pytest.mark.parametrize(
+    ("words", "value"), [("", "auto"), ("AUTO", "auto"), ("float", "float"), ("true", "int8"), ("0", "off")]
+)
+def test_the_setting_reads_the_environments_words(monkeypatch: pytest.MonkeyPatch, words: str, value: str) -> None:
+    from config.env import env_choice
+
+    choices = {"auto": "auto", "float": "float", "true": "int8", "0": "off"}
+    monkeypatch.setenv("EMBEDDING_INT8_MATMUL", words)
+    assert env_choice("EMBEDDING_INT8_MATMUL", "auto", choices) == value
+    monkeypatch.setenv("EMBEDDING_INT8_MATMUL", "fast please")
+    with pytest.raises(ImproperlyConfigured, match="EMBEDDING_INT8_MATMUL must be one of auto, float, int8, off"):
+        env_choice("EMBEDDING_INT8_MATMUL", "auto", choices)
+
+
+def test_each_form_is_cached_under_its_own_name(data_dir: Path, settings: Any) -> None:
+    model_path, cache_dir = _packaged_model_path(), data_dir / "models"
+    for choice, variant in (("float", "float-matmul"), ("int8", "int8-matmul"), ("float", "float-matmul")):
+        settings.EMBEDDING_INT8_MATMUL = choice
+        assert _load_runtime(model_path, MODEL_SHA256, compact=True).variant == variant
+
+    assert sorted(cache_dir.glob("*.onnx")) == sorted(
+        minilm_rewrite.cache_path(cache_dir, MODEL_SHA256, products) for products in ("int8", "float")
+    )
 
 
 def test_the_rewrite_is_cached_in_the_data_directory_and_rebuilt_when_damaged(data_dir: Path, settings: Any) -> None:
@@ -82,28 +148,42 @@ def test_the_rewrite_is_cached_in_the_data_directory_and_rebuilt_when_damaged(da
     cache_dir = data_dir / "models"
 
     first = _load_runtime(model_path, MODEL_SHA256, compact=True)
-    cached_path = minilm_rewrite.cached_file(cache_dir, MODEL_SHA256)
+    cached_path = minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8")
     assert first.variant == "int8-matmul"
     assert cached_path is not None
     cached = cached_path.read_bytes()
-    assert list(cache_dir.glob("*.onnx")) == [minilm_rewrite.cache_path(cache_dir, MODEL_SHA256)]
+    assert list(cache_dir.glob("*.onnx")) == [minilm_rewrite.cache_path(cache_dir, MODEL_SHA256, "int8")]
 
-    path = minilm_rewrite.cache_path(cache_dir, MODEL_SHA256)
+    path = minilm_rewrite.cache_path(cache_dir, MODEL_SHA256, "int8")
     path.write_bytes(cached[: len(cached) // 2])  # a write cut short
-    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256) is None
+    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") is None
 
     again = _load_runtime(model_path, MODEL_SHA256, compact=True)
     assert again.variant == "int8-matmul"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == hashlib.sha256(cached).hexdigest()
 
+    weights = minilm_rewrite.weights_path(path)
+    packed = weights.read_bytes()
+    weights.write_bytes(packed[:-4096])  # the weights cut short
+    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") is None
+    assert _load_runtime(model_path, MODEL_SHA256, compact=True).variant == "int8-matmul"
+    assert weights.read_bytes() == packed
 
-def test_the_cache_is_keyed_by_the_pinned_models_checksum(data_dir: Path) -> None:
+
+def test_the_cache_is_keyed_by_the_pinned_models_checksum_and_this_machine(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache_dir = data_dir / "models"
-    minilm_rewrite.store(cache_dir, MODEL_SHA256, b"rewritten bytes")
+    rewritten = minilm_rewrite.rewrite(_packaged_model_path().read_bytes(), "int8")
+    graph = minilm_rewrite.store(cache_dir, MODEL_SHA256, "int8", rewritten)
 
-    cached = minilm_rewrite.cached_file(cache_dir, MODEL_SHA256)
-    assert cached is not None and cached.read_bytes() == b"rewritten bytes"
-    assert minilm_rewrite.cached_file(cache_dir, "0" * 64) is None
+    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") == graph
+    # The weights, packed as this CPU's kernels want them, are a file of their own beside the graph.
+    assert minilm_rewrite.weights_path(graph).stat().st_size > 10 * graph.stat().st_size
+    assert minilm_rewrite.cached_file(cache_dir, "0" * 64, "int8") is None
+    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "float") is None
+    monkeypatch.setattr(minilm_rewrite, "machine_key", lambda: "another0cpu0")  # the data directory, moved
+    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") is None
 
 
 def test_with_the_setting_off_the_pinned_model_runs_and_nothing_is_written(data_dir: Path, settings: Any) -> None:
@@ -117,7 +197,9 @@ def test_with_the_setting_off_the_pinned_model_runs_and_nothing_is_written(data_
 
 def test_a_model_without_int8_weights_is_not_rewritten() -> None:
     with pytest.raises(minilm_rewrite.RewriteFailed):
-        minilm_rewrite.rewrite(b"not an onnx model")
+        minilm_rewrite.rewrite(b"not an onnx model", "int8")
+    with pytest.raises(minilm_rewrite.RewriteFailed):
+        minilm_rewrite.rewrite(_packaged_model_path().read_bytes(), "float16")
 
 
 def test_make_run_knows_when_the_rewrite_is_still_to_be_built(settings: Any) -> None:
@@ -153,7 +235,7 @@ def test_a_process_without_a_cached_copy_has_a_child_process_build_it(data_dir: 
     )  # fmt: skip
 
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"variant": "int8-matmul", "onnxImported": False}
-    assert minilm_rewrite.cached_file(data_dir / "models", MODEL_SHA256) is not None
+    assert minilm_rewrite.cached_file(data_dir / "models", MODEL_SHA256, "int8") is not None
 
 
 def test_loading_the_cached_int8_model_reads_neither_model_file_whole(settings: Any) -> None:
@@ -162,9 +244,8 @@ def test_loading_the_cached_int8_model_reads_neither_model_file_whole(settings: 
     settings.EMBEDDING_INT8_MATMUL = True
     model_path = _packaged_model_path()
     _load_runtime(model_path, MODEL_SHA256, compact=True)  # builds and caches the rewrite
-    smallest = min(
-        model_path.stat().st_size, minilm_rewrite.cache_path(settings.DATA_DIR / "models", MODEL_SHA256).stat().st_size
-    )
+    graph = minilm_rewrite.cache_path(settings.DATA_DIR / "models", MODEL_SHA256, "int8")
+    smallest = min(model_path.stat().st_size, minilm_rewrite.weights_path(graph).stat().st_size)
 
     tracemalloc.start()
     try:
@@ -193,3 +274,56 @@ def test_a_session_keeps_no_copy_of_the_model_file(settings: Any) -> None:
     assert runtime.variant == "pinned"
     assert held < model_path.stat().st_size // 4, held
     assert len(MiniLMEmbedder().embed_query("still runs")) == 384
+
+
+HOLD_THE_MODEL = """
+import sys, django
+django.setup()
+from memory.embeddings.minilm import MiniLMEmbedder
+MiniLMEmbedder().embed_query("loaded")
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def _mapped(pid: int, name: str) -> dict[str, int]:
+    """Resident and proportional kB of the mappings of the file `name` in process `pid` (/proc/PID/smaps)."""
+    sizes = {"Rss": 0, "Pss": 0}
+    current = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            current = fields[5] if len(fields) > 5 else ""
+        elif fields and fields[0].rstrip(":") in sizes and current.endswith(name):
+            sizes[fields[0].rstrip(":")] += int(fields[1])
+    return sizes
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/smaps is Linux's")
+def test_processes_share_the_prepared_weights_from_the_page_cache(data_dir: Path, settings: Any) -> None:
+    # The web process and a pool process each packed their own copy of the weights on the heap (~29 MB each for the
+    # float form); mapped from the prepared copy's file, the pages are the page cache's, counted half to each.
+    settings.EMBEDDING_INT8_MATMUL = "float"
+    _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=True)  # builds the prepared copy
+    graph = minilm_rewrite.cached_file(data_dir / "models", MODEL_SHA256, "float")
+    assert graph is not None
+    env = {
+        **os.environ, "DJANGO_SETTINGS_MODULE": "config.test_settings", "MEMORY_DATA_DIR": str(data_dir),
+        "EMBEDDING_INT8_MATMUL": "float", "EMBEDDING_THREADS": "1",
+    }  # fmt: skip
+    command = [sys.executable, "-c", HOLD_THE_MODEL]
+    processes = [
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
+        for _ in range(2)
+    ]
+    try:
+        for process in processes:
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        mapped = [_mapped(process.pid, minilm_rewrite.weights_path(graph).name) for process in processes]
+    finally:
+        for process in processes:
+            process.communicate(timeout=60)
+
+    for sizes in mapped:
+        assert sizes["Rss"] > 30_000, mapped  # the packed weights are read from the file, not copied to the heap
+        assert sizes["Pss"] < 0.6 * sizes["Rss"], mapped  # and each page is counted once between the two
