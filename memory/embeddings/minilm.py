@@ -12,7 +12,7 @@ import importlib.util
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +67,7 @@ REWRITE_PROBES = (
 @dataclass(frozen=True)
 class _Runtime:
     session: onnxruntime.InferenceSession
+    side_by_side: onnxruntime.InferenceSession  # for runs side by side (one thread each); may be `session` itself
     tokenizer: Tokenizer
     input_names: tuple[str, ...]
     output_name: str
@@ -154,10 +155,13 @@ class MiniLMEmbedder:
         runs = runs_at_once()
         batches = spread(length_batches([len(encoding.ids) for encoding in encodings], max_size=batch_size), runs)
 
-        def embedded(positions: list[int]) -> list[list[float]]:
-            return _embed_batch(runtime, [encodings[position] for position in positions])
+        def on(session: onnxruntime.InferenceSession) -> Callable[[list[int]], list[list[float]]]:
+            return lambda positions: _embed_batch(runtime, [encodings[position] for position in positions], session)
 
-        done = map(embedded, batches) if runs == 1 or len(batches) == 1 else _run_pool(runs).map(embedded, batches)
+        if runs == 1 or len(batches) == 1:
+            done: Iterable[list[list[float]]] = map(on(runtime.session), batches)
+        else:
+            done = _run_pool(runs).map(on(runtime.side_by_side), batches)
         for positions, batch in zip(batches, done, strict=True):
             for position, vector in zip(positions, batch, strict=True):
                 vectors[position] = vector
@@ -265,14 +269,35 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
 
 
 def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact: bool, origin: Path) -> _Runtime:
-    """A session of the model in `model`: its serialised bytes, or a file onnxruntime reads itself."""
+    """A session of the model in `model`: its serialised bytes, or a file onnxruntime reads itself. A prepared copy
+    read from its file (its weights mapped, not copied: minilm_rewrite.store) gets a second session for the runs a
+    job makes side by side, one thread each: on the first session's threads as well, two runs side by side had four
+    threads on two cores (CPU a LoCoMo turn 16.8-18.0 ms against 13.6-14.9, interleaved). The second session costs
+    ~2 MB: both map the same weights."""
+    session = _session(model, variant=variant, compact=compact, origin=origin, threads=runs_at_once())
+    side_by_side = session
+    if isinstance(model, Path) and variant != "pinned" and runs_at_once() > 1:
+        side_by_side = _session(model, variant=variant, compact=compact, origin=origin, threads=1)
+    return _Runtime(
+        session=session,
+        side_by_side=side_by_side,
+        tokenizer=tokenizer,
+        input_names=_input_names(session),
+        output_name=_hidden_state_output(session),
+        variant=variant,
+        pad_id=tokenizer.token_to_id("[PAD]") or 0,
+    )
+
+
+def _session(
+    model: bytes | Path, *, variant: str, compact: bool, origin: Path, threads: int
+) -> onnxruntime.InferenceSession:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
-    # As many threads as runs at once (runs_at_once): a query, one run, is split across them (REST search p50 -0.9
-    # ms against one thread, interleaved); a job's batches, a few chat turns each and too small to split, run side
-    # by side instead (embed_documents), as fast on these threads as on one each.
-    options.intra_op_num_threads = runs_at_once()
+    # A run alone (a query) is split across `threads` (REST search p50 -0.9 ms with two against one, interleaved); runs
+    # side by side take the session of one thread each (_runtime).
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     # onnxruntime's pool threads otherwise spin for a while after every run, waiting for the next: on two cores that
     # spinning takes the core PostgreSQL and the request's own thread need between runs (peers.py, same sitting:
@@ -296,14 +321,7 @@ def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact
         # onnxruntime's Python wrapper keeps the bytes a session was built from for the life of the session, only to
         # build it again when its providers change, which this code never asks: ~24 MB per process for nothing.
         session._model_bytes = None
-    return _Runtime(
-        session=session,
-        tokenizer=tokenizer,
-        input_names=_input_names(session),
-        output_name=_hidden_state_output(session),
-        variant=variant,
-        pad_id=tokenizer.token_to_id("[PAD]") or 0,
-    )
+    return session
 
 
 def _cached_rewrite_runtime(
@@ -438,7 +456,9 @@ def length_batches(lengths: Sequence[int], *, max_size: int) -> list[list[int]]:
     return batches[::-1]
 
 
-def _embed_batch(runtime: _Runtime, encodings: Sequence[Encoding]) -> list[list[float]]:
+def _embed_batch(
+    runtime: _Runtime, encodings: Sequence[Encoding], session: onnxruntime.InferenceSession | None = None
+) -> list[list[float]]:
     import numpy as np
 
     width = max(len(encoding.ids) for encoding in encodings)
@@ -455,7 +475,7 @@ def _embed_batch(runtime: _Runtime, encodings: Sequence[Encoding]) -> list[list[
     inputs = {name: columns[name] for name in runtime.input_names}
     run_options = _shrinking_run() if runtime.arena and columns["input_ids"].size > SHRINK_ABOVE_TOKENS else None
     try:
-        (hidden,) = runtime.session.run([runtime.output_name], inputs, run_options)
+        (hidden,) = (session or runtime.session).run([runtime.output_name], inputs, run_options)
     except Exception as exc:  # e.g. out of memory: callers fall back to keyword search
         raise EmbedderUnavailable(f"onnxruntime failed to embed {len(encodings)} texts: {exc}") from exc
     mask = columns["attention_mask"][..., None].astype(np.float32)

@@ -97,7 +97,10 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
 def machine_key() -> str:
     """What a prepared copy depends on besides the model: onnxruntime's version and this kind of CPU, whose kernels
     decide how onnxruntime lays out packed weights. A data directory moved to another machine prepares its own."""
-    runtime = importlib.metadata.version("onnxruntime")  # not imported: `make run` asks before any process embeds
+    try:  # not imported: `make run` asks before any process embeds
+        runtime = importlib.metadata.version("onnxruntime")
+    except importlib.metadata.PackageNotFoundError:  # the session then fails to load, and says so
+        runtime = "absent"
     described = json.dumps([runtime, platform.machine(), sorted(cpu_flags())])
     return hashlib.sha256(described.encode()).hexdigest()[:12]
 

@@ -145,14 +145,33 @@ def test_minilm_embeds_the_runs_of_a_job_side_by_side(
     threads: set[str] = set()
     original = module._embed_batch
 
-    def watched(runtime: Any, encodings: Any) -> Any:
+    def watched(runtime: Any, encodings: Any, session: Any = None) -> Any:
         threads.add(threading.current_thread().name)
-        return original(runtime, encodings)
+        return original(runtime, encodings, session)
 
     monkeypatch.setattr(module, "_embed_batch", watched)
     settings.EMBEDDING_THREADS = 2
     assert minilm.embed_documents(texts) == one_at_a_time  # the same vectors, in the order given
     assert len(threads) == 2 and all(name.startswith("embedding-run") for name in threads)
+
+
+def test_runs_side_by_side_take_a_session_of_one_thread_each(settings: Any) -> None:
+    # Each run on a session of two threads put four onnxruntime threads on two cores when two ran side by side; a
+    # query, one run alone, still takes both. Both sessions map the prepared copy's weights (test_embeddings_rewrite).
+    from memory.embeddings import minilm as module
+
+    settings.EMBEDDING_THREADS, settings.EMBEDDING_INT8_MATMUL = 2, "float"
+    runtime = _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=False)
+
+    assert runtime.session.get_session_options().intra_op_num_threads == 2
+    assert runtime.side_by_side.get_session_options().intra_op_num_threads == 1
+    texts = ["I'll send the spec to Marcel by Friday.", "Sure.", "See you at the lake.", "garden " * 40]
+    alone = [module._embed_batch(runtime, runtime.tokenizer.encode_batch([text]))[0] for text in texts]
+    side_by_side = module._embed_batch(runtime, runtime.tokenizer.encode_batch(texts), runtime.side_by_side)
+    assert all(
+        max(abs(a - b) for a, b in zip(one, other, strict=True)) < 1e-5
+        for one, other in zip(alone, side_by_side, strict=True)
+    )
 
 
 def test_minilm_embeds_a_query_like_a_document(minilm: MiniLMEmbedder) -> None:
