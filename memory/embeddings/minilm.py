@@ -272,8 +272,8 @@ def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact
     """A session of the model in `model`: its serialised bytes, or a file onnxruntime reads itself. A prepared copy
     read from its file (its weights mapped, not copied: minilm_rewrite.store) gets a second session for the runs a
     job makes side by side, one thread each: on the first session's threads as well, two runs side by side had four
-    threads on two cores (CPU a LoCoMo turn 16.8-18.0 ms against 13.6-14.9, interleaved). The second session costs
-    ~2 MB: both map the same weights."""
+    threads on two cores (CPU a LoCoMo turn 17.0-19.1 ms against 14.0-16.8 in paired runs). The second session
+    costs ~2 MB: both map the same weights."""
     session = _session(model, variant=variant, compact=compact, origin=origin, threads=runs_at_once())
     side_by_side = session
     if isinstance(model, Path) and variant != "pinned" and runs_at_once() > 1:

@@ -14,13 +14,14 @@ differ in the products (`products_wanted`, EMBEDDING_INT8_MATMUL):
   rounded, per block of 16 (blocks of 32 or more, or one scale per row, drift further than cosine 0.999).
 - "float": each weight matrix scaled to float32 once, here, so onnxruntime multiplies in float32 as the pinned
   model does, with none of its per-run conversions and without the float32 tables: the pinned model's vectors
-  exactly. On a CPU without int8 dot products (AVX2 only) it takes ~0.6x the CPU of the int8 form per chat turn
-  in a batch, for ~16 MB more per process (docs/benchmarks.md, issue 18, eighth pass).
+  exactly. On a CPU without int8 dot products (AVX2 only) it takes ~0.65x the CPU of the int8 form per chat turn
+  in a batch (docs/benchmarks.md, issue 18, eighth pass); its larger weights are shared between processes (store).
 
-The result is generated data, never shipped or committed: written under `DATA_DIR/models/`, named by the pinned
-model's sha256 and the form's version, with its own sha256 beside it; a missing or damaged copy is rebuilt.
-The caller checks a fresh rewrite against the pinned model before using it (memory.embeddings.minilm).
-`onnx` is imported only here, only while building.
+The result is generated data, never shipped or committed: kept *prepared for this machine* under
+`DATA_DIR/models/` (store: onnxruntime's optimised graph and a weights file with its kernels' packed copies), named
+by the pinned model's sha256, the form's version and `machine_key`, with both files' digests beside them; a missing
+or damaged copy is rebuilt. The caller checks a fresh copy against the pinned model before using it
+(memory.embeddings.minilm). `onnx` is imported only here, only while building.
 """
 
 from __future__ import annotations
