@@ -148,17 +148,13 @@ def test_a_pool_process_of_a_remote_embedder_loads_nothing(tmp_path: Path) -> No
 HEAP_LEFT_BY_A_MODEL_LOAD = """
 import ctypes, json, django
 django.setup()
+from config.heap import resident_bytes
 from memory.embeddings.minilm import MiniLMEmbedder
 
-def resident_mb():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-
 MiniLMEmbedder().preload()
-loaded = resident_mb()
+loaded = resident_bytes() / 2**20
 ctypes.CDLL(None).malloc_trim(0)  # what would still go back to the operating system
-print(json.dumps({"loaded": loaded, "trimmed": resident_mb()}))
+print(json.dumps({"loaded": loaded, "trimmed": resident_bytes() / 2**20}))
 """
 
 

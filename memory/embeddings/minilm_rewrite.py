@@ -54,9 +54,6 @@ class RewriteFailed(Exception):
     """The model is not the int8 layout this rewrite knows, or onnx could not read it."""
 
 
-# What EMBEDDING_INT8_MATMUL may say (config.settings normalises the environment's words to these; tests may still
-# set a bool): the rewrite's products, chosen for this CPU or named, or "off" for the pinned model as shipped.
-_CHOICES = {True: "int8", False: "off", "auto": "auto", "int8": "int8", "float": "float", "off": "off"}
 # /proc/cpuinfo flags of int8 dot-product instructions, which onnxruntime's int8 kernels use when present: x86's
 # VNNI (AVX-512 or AVX) and AMX, ARM's dotprod and i8mm. Without one, int8 products are slower than float32 ones.
 INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm"})
@@ -65,9 +62,11 @@ INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i
 def products_wanted() -> str | None:
     """The rewrite's matrix products by EMBEDDING_INT8_MATMUL: "int8" or "float", or None for the pinned model as
     shipped. `auto` (the default) takes int8 where this CPU has int8 dot products, float elsewhere."""
-    choice = _CHOICES.get(settings.EMBEDDING_INT8_MATMUL)
-    if choice is None:
-        raise RewriteFailed(f"EMBEDDING_INT8_MATMUL {settings.EMBEDDING_INT8_MATMUL!r}: use auto, int8, float or off")
+    choice = settings.EMBEDDING_INT8_MATMUL  # config.settings reads the environment's words into one of these
+    if isinstance(choice, bool):  # set in code, as it was before `auto` existed
+        choice = "int8" if choice else "off"
+    if choice not in {"auto", "int8", "float", "off"}:
+        raise RewriteFailed(f"EMBEDDING_INT8_MATMUL {choice!r}: use auto, int8, float or off")
     if choice == "auto":
         return "int8" if int8_dot_products() else "float"
     return None if choice == "off" else choice
@@ -95,6 +94,7 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     )
 
 
+@functools.cache
 def machine_key() -> str:
     """What a prepared copy depends on besides the model: onnxruntime's version and this kind of CPU, whose kernels
     decide how onnxruntime lays out packed weights. A data directory moved to another machine prepares its own."""

@@ -117,6 +117,12 @@ def test_auto_takes_int8_products_only_where_the_cpu_has_int8_dot_products(
     assert minilm_rewrite.products_wanted() == wanted
 
 
+def test_a_choice_the_setting_does_not_know_is_refused(settings: Any) -> None:
+    settings.EMBEDDING_INT8_MATMUL = "fp16"
+    with pytest.raises(minilm_rewrite.RewriteFailed, match="use auto, int8, float or off"):
+        minilm_rewrite.products_wanted()
+
+
 @pytest.mark.parametrize(
     ("words", "value"), [("", "auto"), ("AUTO", "auto"), ("float", "float"), ("true", "int8"), ("0", "off")]
 )
