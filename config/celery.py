@@ -26,15 +26,13 @@ def start_embedded_runtime(**_: Any) -> None:
 
 
 @worker_process_init.connect
-def embed_compactly(**_: Any) -> None:
-    """Pool processes embed batches with the compact model session (the pinned model's, with EMBEDDING_INT8_MATMUL
-    off; each form of the rewrite has one kind): ~45 MB smaller while the heap kept the optimised session's load (no
-    longer: config.heap.heap_release), as fast on the CPU it was chosen on, 1.3-2x slower on later ones
-    (docs/benchmarks.md, issue 18, fifth, seventh and eighth passes). Each loads its model as it starts, in a thread,
-    not on its first job."""
-    from memory.embeddings import embedder_preload, prefer_compact_sessions
+def preload_the_embedder(**_: Any) -> None:
+    """Each pool process loads its embedding model as it starts, in a thread, not on its first job: that job then
+    does not wait for it, and the process's idle size is the size it works at. (Pool processes once took a compact
+    session of the pinned model instead; since a process gives back the heap its model load freed, the optimised
+    one is smaller and faster: docs/benchmarks.md, issue 18, eighth and ninth passes.)"""
+    from memory.embeddings import embedder_preload
 
-    prefer_compact_sessions()
     embedder_preload()
 
 

@@ -115,7 +115,7 @@ for thread in threading.enumerate():
     if thread.name == "embedder-preload":
         thread.join(120)
 embedder = get_embedder()
-print(json.dumps({"loaded": getattr(embedder, "loaded", None), "compact": getattr(embedder, "compact", None)}))
+print(json.dumps({"loaded": getattr(embedder, "loaded", None)}))
 """
 
 
@@ -127,7 +127,7 @@ def test_a_pool_process_loads_the_embedding_model_when_it_starts(tmp_path: Path)
         check=True,
     )  # fmt: skip
 
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"loaded": True, "compact": True}
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"loaded": True}
 
 
 def test_a_pool_process_of_a_remote_embedder_loads_nothing(tmp_path: Path) -> None:
@@ -142,7 +142,7 @@ def test_a_pool_process_of_a_remote_embedder_loads_nothing(tmp_path: Path) -> No
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=True
     )
 
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"ort": False, "loaded": None, "compact": None}
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"ort": False, "loaded": None}
 
 
 HEAP_LEFT_BY_A_MODEL_LOAD = """

@@ -45,16 +45,6 @@ class Embedder(Protocol):
 
 _lock = threading.Lock()
 _embedder: Embedder | None = None
-_compact = False
-
-
-def prefer_compact_sessions(compact: bool = True) -> None:
-    """From now on this process builds the compact local model (a worker's pool process: it embeds batches, where
-    the compact session is as fast and ~45 MB smaller; see MiniLMEmbedder). Called by config.celery."""
-    global _compact, _embedder
-    with _lock:
-        if _compact != compact:
-            _compact, _embedder = compact, None
 
 
 def get_embedder() -> Embedder:
@@ -95,7 +85,7 @@ def _build_from_settings() -> Embedder:
     if backend == "minilm":
         from memory.embeddings.minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder(batch_size=settings.EMBEDDING_BATCH_SIZE, compact=_compact)
+        return MiniLMEmbedder(batch_size=settings.EMBEDDING_BATCH_SIZE)
     if backend == "openai":
         from memory.embeddings.openai_compat import OpenAICompatibleEmbedder
 

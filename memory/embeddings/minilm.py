@@ -82,7 +82,7 @@ class _Runtime:
 
 # One runtime per model file, checksum and kind of session for the whole process: several embedder instances
 # (tests, the benchmark) share the session instead of each holding another copy of the weights.
-_runtimes: dict[tuple[Path, str, bool, str | None], _Runtime] = {}
+_runtimes: dict[tuple[Path, str, str | None], _Runtime] = {}
 _runtimes_lock = threading.Lock()
 
 
@@ -91,13 +91,9 @@ class MiniLMEmbedder:
 
     By default (EMBEDDING_INT8_MATMUL) it runs the pinned model rewritten for this CPU (minilm_rewrite.py): int8
     matrix products where the CPU has int8 dot products, float32 ones from weights scaled once elsewhere, int8 token
-    tables in both. Faster on batches and queries than either session below and nearly as small as the compact one;
-    vectors within cosine 0.999 of the pinned model's, so all share one model id. `compact` then changes nothing.
-
-    Without it, two sessions of the pinned model. The default one lets onnxruntime optimise the graph, which keeps
-    float32 copies of the int8 weights: one query takes ~9 ms instead of ~20-40 ms, at ~45 MB more per process once
-    it has embedded (what the web process wants). `compact` keeps them int8 and is as fast on batches: the worker's pool
-    processes use it (memory.embeddings.prefer_compact_sessions). Vectors agree to within 1e-4.
+    tables in both; vectors within cosine 0.999 of the pinned model's (the float form: the same), so all share one
+    model id. With EMBEDDING_INT8_MATMUL `off`, a session of the pinned model that onnxruntime optimises (float32
+    copies of its int8 weights: one query ~9 ms instead of ~20-40 ms unoptimised).
     """
 
     def __init__(
@@ -106,12 +102,10 @@ class MiniLMEmbedder:
         expected_sha256: str | None = None,
         *,
         batch_size: int | None = None,
-        compact: bool = False,
     ) -> None:
         self._model_path = model_path
         self._expected_sha256 = (expected_sha256 or MODEL_SHA256).lower()
         self._batch_size = batch_size
-        self.compact = compact
         self._lock = threading.Lock()
         self._runtime: _Runtime | None = None
         # Remembered so that a broken install answers at once instead of re-hashing 23 MB on every write.
@@ -180,9 +174,7 @@ class MiniLMEmbedder:
                 if self._failure is not None:
                     raise EmbedderUnavailable(self._failure)
                 try:
-                    self._runtime = _shared_runtime(
-                        self._model_path or _packaged_model_path(), self._expected_sha256, compact=self.compact
-                    )
+                    self._runtime = _shared_runtime(self._model_path or _packaged_model_path(), self._expected_sha256)
                 except EmbedderUnavailable as exc:
                     self._failure = str(exc)
                     raise
@@ -228,20 +220,20 @@ def _packaged_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
 
 
-def _shared_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
+def _shared_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
     from memory.embeddings import minilm_rewrite
 
-    key = (model_path, expected_sha256, compact, minilm_rewrite.products_wanted())
+    key = (model_path, expected_sha256, minilm_rewrite.products_wanted())
     with _runtimes_lock:
         if key not in _runtimes:
-            _runtimes[key] = _load_runtime(model_path, expected_sha256, compact=compact)
+            _runtimes[key] = _load_runtime(model_path, expected_sha256)
             # What onnxruntime freed while reading and optimising the model stays in the heap otherwise: 27 MB of the
             # float form's load, 6 of the int8 one's (docs/benchmarks.md, issue 18, eighth pass).
             heap_release()
         return _runtimes[key]
 
 
-def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _Runtime:
+def _load_runtime(model_path: Path, expected_sha256: str) -> _Runtime:
     from memory.embeddings import minilm_rewrite
 
     products = minilm_rewrite.products_wanted()
@@ -252,7 +244,6 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
             model_bytes,
             loaded_tokenizer(TOKENIZER_PATH, max_tokens=MAX_TOKENS),
             variant="pinned",
-            compact=compact,
             origin=model_path,
         )
     # The pinned file is only checked here (a block at a time): the session loads the cached rewrite from its own file,
@@ -264,20 +255,23 @@ def _load_runtime(model_path: Path, expected_sha256: str, *, compact: bool) -> _
         model_bytes = checked_bytes(model_path, expected_sha256, reinstall=MODEL_DISTRIBUTION)
         rewritten = _rewrite_here(model_bytes, expected_sha256, tokenizer, products)
         if rewritten is None:
-            return _runtime(model_bytes, tokenizer, variant="pinned", compact=compact, origin=model_path)
+            return _runtime(model_bytes, tokenizer, variant="pinned", origin=model_path)
     return rewritten
 
 
-def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact: bool, origin: Path) -> _Runtime:
+def _runtime(
+    model: bytes | Path, tokenizer: Tokenizer, *, variant: str, origin: Path, optimised: bool = True
+) -> _Runtime:
     """A session of the model in `model`: its serialised bytes, or a file onnxruntime reads itself. A prepared copy
     read from its file (its weights mapped, not copied: minilm_rewrite.store) gets a second session for the runs a
     job makes side by side, one thread each: on the first session's threads as well, two runs side by side had four
     threads on two cores (CPU a LoCoMo turn 17.0-19.1 ms against 14.0-16.8 in paired runs). The second session
-    costs ~2 MB: both map the same weights."""
-    session = _session(model, variant=variant, compact=compact, origin=origin, threads=runs_at_once())
+    costs ~2 MB: both map the same weights. `optimised=False`: the graph as it is, unoptimised by onnxruntime (the
+    pinned model as shipped, the reference a fresh rewrite is checked against)."""
+    session = _session(model, variant=variant, optimised=optimised, origin=origin, threads=runs_at_once())
     side_by_side = session
     if isinstance(model, Path) and variant != "pinned" and runs_at_once() > 1:
-        side_by_side = _session(model, variant=variant, compact=compact, origin=origin, threads=1)
+        side_by_side = _session(model, variant=variant, optimised=optimised, origin=origin, threads=1)
     return _Runtime(
         session=session,
         side_by_side=side_by_side,
@@ -290,7 +284,7 @@ def _runtime(model: bytes | Path, tokenizer: Tokenizer, *, variant: str, compact
 
 
 def _session(
-    model: bytes | Path, *, variant: str, compact: bool, origin: Path, threads: int
+    model: bytes | Path, *, variant: str, optimised: bool, origin: Path, threads: int
 ) -> onnxruntime.InferenceSession:
     import onnxruntime
 
@@ -306,7 +300,7 @@ def _session(
     options.log_severity_level = 3  # errors only: onnxruntime's warnings are noise in our JSON logs
     # Buffers are planned per input shape, and ours change with every batch: no gain in keeping the plans.
     options.enable_mem_pattern = False
-    if compact:
+    if not optimised:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     if variant != "pinned":
         # The int8 products' buffers outlive the arena's shrinking (a batch of 64 long texts left ~100 MB behind);
@@ -339,10 +333,9 @@ def _cached_rewrite_runtime(
         cached = minilm_rewrite.cached_file(cache_dir, model_sha256, products)
     if cached is None:
         return None
-    # Its weights are int8 already, or float32 for its products only, and its tables are int8: the fully optimised
-    # session folds no weight into another float32 copy, so `compact` is moot.
+    minilm_rewrite.mark_in_use(cached)
     try:
-        return _runtime(cached, tokenizer, variant=f"{products}-matmul", compact=False, origin=cached)
+        return _runtime(cached, tokenizer, variant=f"{products}-matmul", origin=cached)
     except EmbedderUnavailable as exc:  # e.g. written by another onnxruntime: build it again
         logger.warning("embeddings.rewrite_unreadable", extra={"reason": str(exc)})
         return None
@@ -361,15 +354,15 @@ def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer, p
         rewritten_bytes = minilm_rewrite.rewrite(model_bytes, products)
         try:
             path = minilm_rewrite.store(cache_dir, model_sha256, products, rewritten_bytes)
-            rewritten = _runtime(path, tokenizer, variant=variant, compact=False, origin=path)
+            rewritten = _runtime(path, tokenizer, variant=variant, origin=path)
         except OSError as exc:  # a read-only data directory: run it from memory here, build again next time
             logger.warning("embeddings.rewrite_not_cached", extra={"reason": str(exc)})
-            rewritten = _runtime(rewritten_bytes, tokenizer, variant=variant, compact=False, origin=path)
+            rewritten = _runtime(rewritten_bytes, tokenizer, variant=variant, origin=path)
     except Exception as exc:  # whatever goes wrong, an optimisation must not cost the embedder: run the pinned one
         logger.warning("embeddings.rewrite_failed", extra={"reason": str(exc)})
         minilm_rewrite.discard(path)
         return None
-    pinned = _runtime(model_bytes, tokenizer, variant="pinned", compact=True, origin=path)
+    pinned = _runtime(model_bytes, tokenizer, variant="pinned", origin=path, optimised=False)
     probes = tokenizer.encode_batch(list(REWRITE_PROBES))
     agreement = min(
         sum(a * b for a, b in zip(one, other, strict=True))  # unit vectors: the dot product is the cosine
@@ -379,6 +372,7 @@ def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer, p
         logger.warning("embeddings.rewrite_disagrees", extra={"cosine": round(agreement, 6)})
         minilm_rewrite.discard(path)
         return None
+    minilm_rewrite.mark_in_use(path)
     return rewritten
 
 

@@ -26,6 +26,7 @@ or damaged copy is rebuilt. The caller checks a fresh copy against the pinned mo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -36,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -116,7 +118,7 @@ from pathlib import Path
 import django
 django.setup()
 from memory.embeddings.minilm import _load_runtime
-print(_load_runtime(Path(sys.argv[1]), sys.argv[2], compact=True).variant)
+print(_load_runtime(Path(sys.argv[1]), sys.argv[2]).variant)
 """
 
 
@@ -201,6 +203,37 @@ def store(cache_dir: Path, model_sha256: str, products: str, model: bytes) -> Pa
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return graph
+
+
+# A prepared copy no process has loaded for this long is removed when a process loads another (older versions of a
+# form, copies for an earlier onnxruntime or another machine's CPU: 41-97 MB each). A copy that another machine sharing
+# the data directory still loads is marked at each load, so it stays; one removed is rebuilt where it is wanted again.
+STALE_AFTER_S = 7 * 24 * 3600
+_COPY_PREFIX = "minilm-"
+
+
+def mark_in_use(graph: Path, *, now: float | None = None) -> None:
+    """A process loads this prepared copy: note it (its digests file's time) and remove the copies in the same folder
+    that no process has loaded for STALE_AFTER_S, with what unfinished builds left there. Never raises: a read-only or
+    shared folder only keeps what it has."""
+    now = time.time() if now is None else now
+    with contextlib.suppress(OSError):
+        os.utime(graph.with_suffix(".sha256"), (now, now))
+    try:
+        entries = list(graph.parent.iterdir())
+    except OSError:
+        return
+    last_used: dict[str, float] = {}
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.name.startswith(f".{_COPY_PREFIX}"):  # a build's folder or a half-written digests file
+                if entry.stat().st_mtime < now - STALE_AFTER_S:
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            elif entry.name.startswith(_COPY_PREFIX) and entry.stem != graph.stem:
+                last_used[entry.stem] = max(last_used.get(entry.stem, 0.0), entry.stat().st_mtime)
+    for stem, used in last_used.items():
+        if used < now - STALE_AFTER_S:
+            discard(graph.parent / f"{stem}.onnx")
 
 
 def discard(graph: Path) -> None:

@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -141,7 +142,7 @@ def test_each_form_is_cached_under_its_own_name(data_dir: Path, settings: Any) -
     model_path, cache_dir = _packaged_model_path(), data_dir / "models"
     for choice, variant in (("float", "float-matmul"), ("int8", "int8-matmul"), ("float", "float-matmul")):
         settings.EMBEDDING_INT8_MATMUL = choice
-        assert _load_runtime(model_path, MODEL_SHA256, compact=True).variant == variant
+        assert _load_runtime(model_path, MODEL_SHA256).variant == variant
 
     assert sorted(cache_dir.glob("*.onnx")) == sorted(
         minilm_rewrite.cache_path(cache_dir, MODEL_SHA256, products) for products in ("int8", "float")
@@ -153,7 +154,7 @@ def test_the_rewrite_is_cached_in_the_data_directory_and_rebuilt_when_damaged(da
     model_path = _packaged_model_path()
     cache_dir = data_dir / "models"
 
-    first = _load_runtime(model_path, MODEL_SHA256, compact=True)
+    first = _load_runtime(model_path, MODEL_SHA256)
     cached_path = minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8")
     assert first.variant == "int8-matmul"
     assert cached_path is not None
@@ -164,7 +165,7 @@ def test_the_rewrite_is_cached_in_the_data_directory_and_rebuilt_when_damaged(da
     path.write_bytes(cached[: len(cached) // 2])  # a write cut short
     assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") is None
 
-    again = _load_runtime(model_path, MODEL_SHA256, compact=True)
+    again = _load_runtime(model_path, MODEL_SHA256)
     assert again.variant == "int8-matmul"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == hashlib.sha256(cached).hexdigest()
 
@@ -172,7 +173,7 @@ def test_the_rewrite_is_cached_in_the_data_directory_and_rebuilt_when_damaged(da
     packed = weights.read_bytes()
     weights.write_bytes(packed[:-4096])  # the weights cut short
     assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") is None
-    assert _load_runtime(model_path, MODEL_SHA256, compact=True).variant == "int8-matmul"
+    assert _load_runtime(model_path, MODEL_SHA256).variant == "int8-matmul"
     assert weights.read_bytes() == packed
 
 
@@ -192,10 +193,41 @@ def test_the_cache_is_keyed_by_the_pinned_models_checksum_and_this_machine(
     assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") is None
 
 
+def test_a_load_marks_its_copy_and_removes_copies_no_process_loaded_for_a_week(data_dir: Path, settings: Any) -> None:
+    settings.EMBEDDING_INT8_MATMUL = "int8"
+    model_path, cache_dir = _packaged_model_path(), data_dir / "models"
+    graph = minilm_rewrite.cache_path(cache_dir, MODEL_SHA256, "int8")
+    _load_runtime(model_path, MODEL_SHA256)  # builds and prepares the copy this machine wants
+    week_ago = time.time() - minilm_rewrite.STALE_AFTER_S - 60
+
+    def copy(stem: str, *, used: float) -> list[Path]:
+        files = [cache_dir / f"{stem}{suffix}" for suffix in (".onnx", ".weights", ".sha256")]
+        for file in files:
+            file.write_bytes(b"an older copy")
+            os.utime(file, (used, used))
+        return files
+
+    old_version = copy("minilm-8199be6f699a395f-nbits8-b16-v0-f9ff2781c81c", used=week_ago)
+    other_machine = copy("minilm-8199be6f699a395f-nbits8-b16-v1-another0cpu0", used=time.time() - 3600)
+    unfinished = cache_dir / f".{graph.stem}.abandoned"
+    unfinished.mkdir()
+    (unfinished / graph.name).write_bytes(b"half a build")
+    os.utime(unfinished, (week_ago, week_ago))
+    os.utime(graph.with_suffix(".sha256"), (week_ago, week_ago))  # this copy too was last loaded a week ago
+
+    assert _load_runtime(model_path, MODEL_SHA256).variant == "int8-matmul"  # a process starts
+
+    assert not any(file.exists() for file in old_version)
+    assert not unfinished.exists()
+    assert all(file.exists() for file in other_machine)  # another machine sharing the folder loads it
+    assert graph.with_suffix(".sha256").stat().st_mtime > week_ago + 3600  # marked at this load
+    assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") == graph
+
+
 def test_with_the_setting_off_the_pinned_model_runs_and_nothing_is_written(data_dir: Path, settings: Any) -> None:
     settings.EMBEDDING_INT8_MATMUL = False
 
-    runtime = _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=False)
+    runtime = _load_runtime(_packaged_model_path(), MODEL_SHA256)
 
     assert runtime.variant == "pinned"
     assert not (data_dir / "models").exists()
@@ -249,13 +281,13 @@ def test_loading_the_cached_int8_model_reads_neither_model_file_whole(settings: 
     # process's peak when its model loaded (docs/benchmarks.md, Footprint). The session reads the cached file itself.
     settings.EMBEDDING_INT8_MATMUL = True
     model_path = _packaged_model_path()
-    _load_runtime(model_path, MODEL_SHA256, compact=True)  # builds and caches the rewrite
+    _load_runtime(model_path, MODEL_SHA256)  # builds and caches the rewrite
     graph = minilm_rewrite.cache_path(settings.DATA_DIR / "models", MODEL_SHA256, "int8")
     smallest = min(model_path.stat().st_size, minilm_rewrite.weights_path(graph).stat().st_size)
 
     tracemalloc.start()
     try:
-        runtime = _load_runtime(model_path, MODEL_SHA256, compact=True)
+        runtime = _load_runtime(model_path, MODEL_SHA256)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -272,7 +304,7 @@ def test_a_session_keeps_no_copy_of_the_model_file(settings: Any) -> None:
 
     tracemalloc.start()
     try:
-        runtime = _load_runtime(model_path, MODEL_SHA256, compact=True)
+        runtime = _load_runtime(model_path, MODEL_SHA256)
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -310,7 +342,7 @@ def test_processes_share_the_prepared_weights_from_the_page_cache(data_dir: Path
     # The web process and a pool process each packed their own copy of the weights on the heap (~29 MB each for the
     # float form); mapped from the prepared copy's file, the pages are the page cache's, counted half to each.
     settings.EMBEDDING_INT8_MATMUL = "float"
-    _load_runtime(_packaged_model_path(), MODEL_SHA256, compact=True)  # builds the prepared copy
+    _load_runtime(_packaged_model_path(), MODEL_SHA256)  # builds the prepared copy
     graph = minilm_rewrite.cached_file(data_dir / "models", MODEL_SHA256, "float")
     assert graph is not None
     env = {
