@@ -212,11 +212,11 @@ STALE_AFTER_S = 7 * 24 * 3600
 _COPY_PREFIX = "minilm-"
 
 
-def mark_in_use(graph: Path, *, now: float | None = None) -> None:
+def mark_in_use(graph: Path) -> None:
     """A process loads this prepared copy: note it (its digests file's time) and remove the copies in the same folder
     that no process has loaded for STALE_AFTER_S, with what unfinished builds left there. Never raises: a read-only or
     shared folder only keeps what it has."""
-    now = time.time() if now is None else now
+    now = time.time()
     with contextlib.suppress(OSError):
         os.utime(graph.with_suffix(".sha256"), (now, now))
     try:
