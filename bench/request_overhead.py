@@ -123,17 +123,17 @@ class LeanRest:
     def _exchange(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> int:
         """One request; once more on a new connection where the server closed the kept-alive one while the other
         paths were timed (uvicorn's keep-alive timeout), as httpx does by itself."""
-        for attempt in (1, 2):
-            try:
-                self.connection.request(method, path, body=body, headers=headers)
-                response = self.connection.getresponse()
-                response.read()
-                return response.status
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                self.connection.close()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return self._send(method, path, body, headers)
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.connection.close()
+            return self._send(method, path, body, headers)
+
+    def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> int:
+        self.connection.request(method, path, body=body, headers=headers)
+        response = self.connection.getresponse()
+        response.read()
+        return response.status
 
     def close(self) -> None:
         self.connection.close()

@@ -333,12 +333,14 @@ def _cached_rewrite_runtime(
         cached = minilm_rewrite.cached_file(cache_dir, model_sha256, products)
     if cached is None:
         return None
-    minilm_rewrite.mark_in_use(cached)
     try:
-        return _runtime(cached, tokenizer, variant=f"{products}-matmul", origin=cached)
+        runtime = _runtime(cached, tokenizer, variant=f"{products}-matmul", origin=cached)
     except EmbedderUnavailable as exc:  # e.g. written by another onnxruntime: build it again
         logger.warning("embeddings.rewrite_unreadable", extra={"reason": str(exc)})
         return None
+    # Every process loads its copy here, a fresh one too (built by a child, or in _rewrite_here for the next load).
+    minilm_rewrite.mark_in_use(cached)
+    return runtime
 
 
 def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer, products: str) -> _Runtime | None:
@@ -372,7 +374,6 @@ def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer, p
         logger.warning("embeddings.rewrite_disagrees", extra={"cosine": round(agreement, 6)})
         minilm_rewrite.discard(path)
         return None
-    minilm_rewrite.mark_in_use(path)
     return rewritten
 
 

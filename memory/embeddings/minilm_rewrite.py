@@ -223,16 +223,19 @@ def mark_in_use(graph: Path) -> None:
         entries = list(graph.parent.iterdir())
     except OSError:
         return
+    stale = now - STALE_AFTER_S
     last_used: dict[str, float] = {}
     for entry in entries:
         with contextlib.suppress(OSError):
-            if entry.name.startswith(f".{_COPY_PREFIX}"):  # a build's folder or a half-written digests file
-                if entry.stat().st_mtime < now - STALE_AFTER_S:
-                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            if entry.name.startswith(f".{_COPY_PREFIX}") and entry.stat().st_mtime < stale:
+                if entry.is_dir():  # what an unfinished build left: its folder, or a half-written digests file
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
             elif entry.name.startswith(_COPY_PREFIX) and entry.stem != graph.stem:
                 last_used[entry.stem] = max(last_used.get(entry.stem, 0.0), entry.stat().st_mtime)
     for stem, used in last_used.items():
-        if used < now - STALE_AFTER_S:
+        if used < stale:
             discard(graph.parent / f"{stem}.onnx")
 
 

@@ -283,14 +283,12 @@ def test_a_large_batch_leaves_no_memory_behind_in_the_process() -> None:
 SESSION_SIZE = """
 import json, django
 django.setup()
+from config.heap import resident_bytes
 from memory.embeddings.minilm import MiniLMEmbedder
 
-def resident_mb():
-    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024
-
-before = resident_mb()
+before = resident_bytes()
 MiniLMEmbedder().embed_documents(["a message", "another, longer message"] * 8)
-print(json.dumps(resident_mb() - before))
+print(json.dumps((resident_bytes() - before) // 2**20))
 """
 
 

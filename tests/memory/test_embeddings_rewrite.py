@@ -224,6 +224,12 @@ def test_a_load_marks_its_copy_and_removes_copies_no_process_loaded_for_a_week(d
     assert minilm_rewrite.cached_file(cache_dir, MODEL_SHA256, "int8") == graph
 
 
+def test_marking_a_copy_in_a_folder_that_cannot_be_read_does_not_raise(tmp_path: Path) -> None:
+    minilm_rewrite.mark_in_use(tmp_path / "no-such-folder" / "minilm-0-f32-v1-0.onnx")  # a load must not fail on it
+
+    assert not (tmp_path / "no-such-folder").exists()
+
+
 def test_with_the_setting_off_the_pinned_model_runs_and_nothing_is_written(data_dir: Path, settings: Any) -> None:
     settings.EMBEDDING_INT8_MATMUL = False
 
