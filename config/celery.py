@@ -26,7 +26,24 @@ def start_embedded_runtime(**_: Any) -> None:
 
 
 @worker_process_init.connect
-def preload_the_embedder(**_: Any) -> None:
+def start_a_pool_process(**_: Any) -> None:
+    """A new pool process first yields the cores to requests, then loads its embedding model."""
+    yield_the_cpu_to_requests()
+    preload_the_embedder()
+
+
+def yield_the_cpu_to_requests() -> None:
+    """Run at WORKER_NICENESS, so that with every core busy the scheduler serves the web's requests (a receipt, a
+    search) before the pipeline's next batch, which still gets every cycle they leave. Linux keeps a niceness per
+    thread and a new thread inherits its creator's: this runs before the embedder starts any thread. A niceness the
+    worker was started with that is higher already stays (raising priority back would need privileges)."""
+    from django.conf import settings
+
+    if os.getpriority(os.PRIO_PROCESS, 0) < settings.WORKER_NICENESS:
+        os.setpriority(os.PRIO_PROCESS, 0, settings.WORKER_NICENESS)
+
+
+def preload_the_embedder() -> None:
     """Each pool process loads its embedding model as it starts, in a thread, not on its first job: that job then
     does not wait for it, and the process's idle size is the size it works at. (Pool processes once took a compact
     session of the pinned model instead; since a process gives back the heap its model load freed, the optimised

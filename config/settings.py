@@ -313,6 +313,12 @@ WORKER_CONCURRENCY = env_int("WORKER_CONCURRENCY", 2)
 # gives that memory back. 0: never. Celery counts KiB.
 WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 600)
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = WORKER_MAX_MEMORY_MB * 1024 or None
+# A pool process runs at this niceness (0-19; never below the one the worker started with): with every core busy,
+# the scheduler serves requests (accepting, searching) first and the pipeline takes what they leave; when they
+# are idle the pipeline gets all of it. 0: the pool runs at the worker's own priority.
+WORKER_NICENESS = env_int("WORKER_NICENESS", 10)
+if not 0 <= WORKER_NICENESS <= 19:
+    raise ImproperlyConfigured(f"WORKER_NICENESS must be between 0 and 19, got {WORKER_NICENESS}")
 
 # Embeddings (SPEC §8a). `minilm`: local int8 ONNX all-MiniLM-L6-v2, offline. `openai`: any
 # OpenAI-compatible /embeddings endpoint (Ollama, vLLM, OpenAI) at EMBEDDING_URL.

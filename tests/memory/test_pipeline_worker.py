@@ -48,10 +48,12 @@ def wait_for_status(api: Api, persona: Persona, operation_id: str, wanted: set[s
 
 
 def test_a_conversation_is_processed_by_the_worker(api: Api, owner: Persona) -> None:
-    with celery_worker(connection.settings_dict["NAME"]):
+    with celery_worker(connection.settings_dict["NAME"]) as worker:
         receipt = api.post("/ingest/conversation", owner, CONVERSATION).json()
         assert receipt["status"] == "queued"
         done = wait_for_status(api, owner, receipt["operationId"], {"completed", "failed"})
+        pool_niceness = {pid: _niceness(pid) for pid in _pool(worker)}
+        worker_niceness = _niceness(worker.pid)
     assert done["status"] == "completed", done
     assert [step["step"] for step in done["stepsDone"]] == [
         "convert", "chunk", "embed", "extract", "reconcile", "index", "notify",
@@ -61,6 +63,13 @@ def test_a_conversation_is_processed_by_the_worker(api: Api, owner: Persona) -> 
     chunks = Chunk.objects.order_by("authored_at")
     assert [(c.message_id, c.speaker) for c in chunks] == [("msg_001", "user"), ("msg_002", "assistant")]
     assert all(c.embedding is not None and len(c.embedding) == 384 for c in chunks)
+    # Every thread of a pool process (the embedder's too) yields the cores to requests; the worker's own process,
+    # which started the pool, keeps the niceness it was started with.
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert pool_niceness and all(
+        threads == {max(own, django_settings.WORKER_NICENESS)} for threads in pool_niceness.values()
+    )
+    assert worker_niceness == {own}
 
 
 def worker_backends() -> set[tuple[int, str]]:
@@ -112,6 +121,14 @@ def test_a_job_killed_mid_way_reads_interrupted_and_retry_completes_it(api: Api,
     assert done["status"] == "completed", done
     assert done["attempts"] == 2
     assert Chunk.objects.filter(embedding__isnull=True).count() == 0
+
+
+def _niceness(pid: int) -> set[int]:
+    """The niceness of each of the process's threads (Linux keeps one per thread)."""
+    return {
+        int(stat.read_text().rsplit(")", 1)[1].split()[16])  # field 19 of /proc/<pid>/task/<tid>/stat
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat")
+    }
 
 
 def _pool(worker: Any) -> set[int]:
