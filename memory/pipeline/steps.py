@@ -17,6 +17,7 @@ from django.db import transaction
 
 from memory.extraction.base import Extraction
 from memory.models import Chunk, Operation, Source, SourceKind
+from memory.models.copy_rows import copy_rows
 from memory.pipeline.chunking import CONTEXT_TURNS, ChunkDraft, chunks_for_source, message_context
 
 if TYPE_CHECKING:
@@ -126,7 +127,8 @@ class ChunkText(Step):
             sources, drafts = _drafts(job, planned)
             if job.source.kind != SourceKind.CONVERSATION:  # messages to chunk have no chunks, by their query
                 Chunk.objects.filter(source__in=sources).delete()
-            created = Chunk.objects.bulk_create(_with_vectors(_chunks(drafts), vectors))
+            created = _with_vectors(_chunks(drafts), vectors)
+            copy_rows(Chunk, created)
         job.chunks_embedded = sum(chunk.embedding is not None for chunk in created)
         return {"chunks": len(created)}
 

@@ -49,6 +49,7 @@ from memory.models import (
     Source,
     SourceKind,
 )
+from memory.models.copy_rows import copy_rows
 from memory.services.audit import audit_record
 from memory.services.ingestion import IdentityRetired
 from memory.services.memories import statement_for
@@ -182,7 +183,7 @@ def _store(access: Access, session: AgentSession, reading: _Reading, *, dry_run:
     job = reading.job
     if reading.new_source:
         job.source.save(force_insert=True)
-    Source.objects.bulk_create(reading.new_children)
+    copy_rows(Source, reading.new_children)
     operation = job.operation
     operation.started_at = timezone.now()
     operation.steps_done = [{"step": "extract"}]

@@ -16,12 +16,13 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from memory.access import Access
 from memory.errors import Conflict, NotFound, ServiceError, ValidationFailed
 from memory.models import Chunk, Operation, Partition, Scope, Source, SourceKind
+from memory.models.copy_rows import copy_rows
 from memory.services.audit import audit_record
 from memory.services.blobs import SpooledUpload, blob_store
 from memory.services.ingestion_shapes import (
@@ -202,25 +203,18 @@ def ingest_conversation(*, access: Access, conversation: ConversationIn, update_
         created_conversation = True
     else:
         created_conversation = False
-    # Only the turns this request names are read (through the live identity index): a chat host sends each new
-    # turn of a long conversation as it happens, and accepting it must not read the whole conversation again.
-    sent = [f"{conversation.id}/{m.id}" for m in conversation.messages]
-    known = live.children.filter(owner=access.user, partition=partition, kind=SourceKind.MESSAGE, external_id__in=sent)
-    stored = dict(known.live().values_list("message_id", "content_hash"))
+    stored, retired = ({}, set()) if created_conversation else _known_turns(access, live, partition, conversation)
     changed = [m.id for m in conversation.messages if m.id in stored and stored[m.id] != _hash(m.content)]
     if changed:
         raise Conflict(
             "Some messages were already stored with other text; message ids must be immutable.",
             details={"messageIds": changed, "hint": "Send updateExisting: true to replace the conversation."},
         )
-    # Messages erased with their identity retired stay out, however often a sync sends them again.
-    retired = set(known.filter(identity_retired_at__isnull=False).values_list("message_id", flat=True))
     fresh = [m for m in conversation.messages if m.id not in stored and m.id not in retired]
     if not fresh and not created_conversation:
         _refresh_title(access, live, conversation.title)
         return _latest_receipt(live)
-    base = live.children.aggregate(next=Max("ordinal"))["next"]
-    base = 0 if base is None else base + 1
+    base = 0 if created_conversation else _next_ordinal(live)
     try:
         with transaction.atomic():
             _store_messages(access, live, partition, conversation, fresh, base, now)
@@ -235,6 +229,35 @@ def ingest_conversation(*, access: Access, conversation: ConversationIn, update_
     return _accept(access, live, request_hash, counts)
 
 
+def _known_turns(
+    access: Access, live: Source, partition: Partition, conversation: ConversationIn
+) -> tuple[dict[str, str], set[str]]:
+    """Of the turns this request names: the content hash of each stored live, and the ids of those erased with their
+    identity retired (they stay out, however often a sync sends them again). Only these turns are read (through the
+    live identity index): a chat host sends each new turn of a long conversation as it happens, and accepting it
+    must not read the whole conversation again."""
+    sent = [f"{conversation.id}/{m.id}" for m in conversation.messages]
+    turns = live.children.filter(
+        Q(tombstoned_at__isnull=True) | Q(identity_retired_at__isnull=False),
+        owner=access.user,
+        partition=partition,
+        kind=SourceKind.MESSAGE,
+        external_id__in=sent,
+    ).values_list("message_id", "content_hash", "tombstoned_at", "identity_retired_at")
+    stored, retired = {}, set()
+    for message_id, content_hash, tombstoned_at, identity_retired_at in turns:
+        if tombstoned_at is None:
+            stored[message_id] = content_hash
+        if identity_retired_at is not None:
+            retired.add(message_id)
+    return stored, retired
+
+
+def _next_ordinal(conversation: Source) -> int:
+    last = conversation.children.aggregate(last=Max("ordinal"))["last"]
+    return 0 if last is None else last + 1
+
+
 def _store_messages(
     access: Access,
     live: Source,
@@ -244,7 +267,8 @@ def _store_messages(
     base: int,
     now: datetime,
 ) -> None:
-    Source.objects.bulk_create(
+    copy_rows(
+        Source,
         [
             Source(
                 owner=access.user,
@@ -265,7 +289,7 @@ def _store_messages(
                 occurred_at=message.timestamp or now,
             )
             for index, message in enumerate(fresh)
-        ]
+        ],
     )
 
 
