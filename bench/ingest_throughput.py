@@ -3,14 +3,17 @@ real Celery worker (convert, chunk, embed with the default MiniLM, extract, ...)
 is completed.
 
     .venv/bin/python bench/ingest_throughput.py [--conversations 40] [--messages 25] [--concurrency 1] [--search 100]
+        [--search-while 60]
 
 Uses its own embedded data directory (var/bench, or MEMORY_DATA_DIR) and removes nothing else. Prints messages
 per second for the accept path (202 receipts) and for the whole pipeline, and the CPU the pipeline's processes
 (worker, PostgreSQL, Redis) used per message, which other load on the machine does not change. `--search N`:
 then N searches of the ingested memory right away ("fresh data": what the planner knows is whatever the pipeline
 and autovacuum left), twice (the second pass with warm caches), and the same N after an explicit ANALYZE of the
-memory tables, with p50/p95 of each and the tables' statistics state before the first. Use a new MEMORY_DATA_DIR
-for a fresh store.
+memory tables, with p50/p95 of each and the tables' statistics state before the first. `--search-while N`: up to N
+searches in this process, 0.2 s apart, while the worker is still processing (what a person searching during a
+large import sees; the worker runs at WORKER_NICENESS), with their p50/p95. Use a new MEMORY_DATA_DIR for a fresh
+store.
 """
 
 from __future__ import annotations
@@ -46,7 +49,13 @@ def sentence(rng: random.Random) -> str:
 
 
 def ingest_timed(
-    access: Any, rng: random.Random, conversations: int, messages: int, concurrency: int, environment: dict[str, str]
+    access: Any,
+    rng: random.Random,
+    conversations: int,
+    messages: int,
+    concurrency: int,
+    environment: dict[str, str],
+    search_while: int = 0,
 ) -> dict[str, Any]:
     """`conversations` generated conversations of `messages` messages through the ingestion service and one real
     Celery worker (warmed first, outside the measurement): the accept time of each, the seconds until all were
@@ -74,6 +83,8 @@ def ingest_timed(
         )
         while Operation.objects.get(pk=warm.operation.pk).status not in (OperationStatus.COMPLETED, "failed"):
             time.sleep(0.1)
+        if search_while:
+            timed_search(access, rng)  # this process's embedder loads outside the measurement too
         accept_ms: list[float] = []
         operation_ids = []
         cpu_before = pipeline_cpu(worker.pid)
@@ -90,15 +101,31 @@ def ingest_timed(
             accept_ms.append((time.perf_counter() - before) * 1000)
             operation_ids.append(receipt.operation.pk)
         accepted = time.perf_counter() - started
+        busy_search_ms: list[float] = []  # a person searching while the pipeline works: one question every 0.2 s
         while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
-            time.sleep(0.05)
+            if len(busy_search_ms) < search_while:
+                busy_search_ms.append(timed_search(access, rng))
+                time.sleep(0.2)
+            else:
+                time.sleep(0.05)
         finished = time.perf_counter() - started
         cpu = {role: used - cpu_before[role] for role, used in pipeline_cpu(worker.pid).items()}
         failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
     finally:
         worker.terminate()
         worker.wait(timeout=60)
-    return {"accept_ms": accept_ms, "accepted": accepted, "finished": finished, "failed": failed, "cpu": cpu}
+    return {
+        "accept_ms": accept_ms, "accepted": accepted, "finished": finished, "failed": failed, "cpu": cpu,
+        "busy_search_ms": busy_search_ms,
+    }  # fmt: skip
+
+
+def timed_search(access: Any, rng: random.Random) -> float:
+    from memory.recall.search import SearchRequest, search
+
+    before = time.perf_counter()
+    search(access, SearchRequest(query=f"when do I {rng.choice(VERBS)} {rng.choice(SUBJECTS)}?"))
+    return (time.perf_counter() - before) * 1000
 
 
 def pipeline_cpu(worker_pid: int) -> dict[str, float]:
@@ -158,6 +185,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=25)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--search", type=int, default=0, help="searches right after the ingestion, then after ANALYZE")
+    parser.add_argument("--search-while", type=int, default=0, help="searches while the worker processes, 0.2 s apart")
     options = parser.parse_args()
 
     import django
@@ -180,7 +208,9 @@ def main() -> None:
     environment = {**os.environ}
     environment.setdefault("EMBEDDING_THREADS", str(max(1, (os.cpu_count() or 1) // options.concurrency)))
     rng = random.Random(7)  # noqa: S311 (reproducible test data, not secrets)
-    timed = ingest_timed(access, rng, options.conversations, options.messages, options.concurrency, environment)
+    timed = ingest_timed(
+        access, rng, options.conversations, options.messages, options.concurrency, environment, options.search_while
+    )
     accept_ms, accepted, finished, failed = timed["accept_ms"], timed["accepted"], timed["finished"], timed["failed"]
     fresh = fresh_search(access, options.search, rng) if options.search else None
 
@@ -203,6 +233,9 @@ def main() -> None:
     print(f"CPU per message (load-independent): worker {per_message['worker']:.1f} ms + PostgreSQL "
           f"{per_message['postgres']:.1f} ms + Redis {per_message['redis']:.1f} ms = {spent:.1f} ms; {cores} cores "
           f"to themselves: {cores * 1000 / spent:.0f} messages/s; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    if busy := timed["busy_search_ms"]:
+        print(f"search while the worker processed ({len(busy)} queries, 0.2 s apart, WORKER_NICENESS "
+              f"{settings.WORKER_NICENESS}): {summary(busy)}")  # fmt: skip
     headline("accept path", total / accepted, "messages/s", ">= 500")
     headline(f"end to end, one worker of concurrency {options.concurrency}", total / finished, "messages/s", ">= 150")
     headline("receipts failed", failed, "", "0")
@@ -252,14 +285,15 @@ def fresh_search(access: object, count: int, rng: random.Random) -> str:
         analyse_s = time.perf_counter() - started
     second = timed()
 
-    def summary(values: list[float]) -> str:
-        return f"p50 {statistics.median(values):.1f} ms, p95 {statistics.quantiles(values, n=20)[18]:.1f} ms"
-
     return (
         f"tables right after the ingestion: {tables}\n"
         f"search right after the ingestion ({count} queries): {summary(first)}; the same again: {summary(again)}\n"
         f"search after ANALYZE ({analyse_s:.2f} s): {summary(second)}"
     )
+
+
+def summary(values: list[float]) -> str:
+    return f"p50 {statistics.median(values):.1f} ms, p95 {statistics.quantiles(values, n=20)[18]:.1f} ms"
 
 
 if __name__ == "__main__":
