@@ -97,6 +97,21 @@ def test_changed_text_for_a_known_message_id_is_a_conflict(api: Api, owner: Pers
     assert response.json()["error"]["details"]["messageIds"] == ["msg_001"]
 
 
+def test_a_turn_whose_identity_another_conversations_turn_holds_is_a_conflict_and_writes_nothing(
+    api: Api, owner: Persona
+) -> None:
+    # A turn's identity is "<conversation id>/<message id>": turn "b/c" of "a" meets turn "c" of "a/b".
+    api.post("/ingest/conversation", owner, conversation(("c", "user", "First."), conversation_id="a/b"))
+    before = rows()
+
+    response = api.post("/ingest/conversation", owner, conversation(("b/c", "user", "Second."), conversation_id="a"))
+
+    assert response.status_code == 409
+    assert error_code(response) == "CONFLICT"
+    assert response.json()["error"]["details"]["messageIds"] == ["b/c"]
+    assert rows() == before  # not even the new conversation "a"
+
+
 def test_update_existing_tombstones_and_recreates(api: Api, owner: Persona) -> None:
     first = api.post("/ingest/conversation", owner, FIRST).json()
     changed = conversation(("msg_001", "user", "Something else entirely."))
