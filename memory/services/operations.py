@@ -40,11 +40,13 @@ def operation_enqueue(*, source: Source, request_hash: str = "", counts: dict[st
 
 
 def operation_dispatch(operation_id: str) -> None:
-    """Send the job. If the broker is down the receipt stays queued; resubmitting the request restores it."""
+    """Send the job, then record its id: a receipt without one was never sent as far as anyone knows, and the beat
+    sweep (operations_requeue_unsent) sends it. That covers a broker that is down and a sender that dies between
+    the two (a job id recorded first would have marked a job the queue never got as sent, for good). A job sent
+    twice is harmless: the second delivery finds the receipt no longer queued."""
     from memory.tasks import process_operation
 
     task_id = str(uuid.uuid4())
-    Operation.objects.filter(pk=operation_id).update(task_id=task_id)
     try:
         # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED.
         # No publish retries: with the broker down the receipt stays queued and the requeue sweep sends it later.
@@ -52,15 +54,17 @@ def operation_dispatch(operation_id: str) -> None:
             args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S, retry=False
         )
     except Exception:
-        # No job id means "never sent": the beat sweep (operations_requeue_unsent) sends it once the queue is back.
-        Operation.objects.filter(pk=operation_id, task_id=task_id).update(task_id="")
         logger.exception("operation.dispatch_failed", extra={"operationId": operation_id})
+        return
+    # A worker quick enough to have taken the job already recorded its id itself.
+    Operation.objects.filter(pk=operation_id, task_id="").update(task_id=task_id)
 
 
 def operations_requeue_unsent(*, older_than_s: int = 60) -> int:
-    """Send the jobs of queued receipts whose dispatch failed (the queue was down when they were committed).
-    Receipts younger than `older_than_s` are left to their own on-commit dispatch. A job sent twice is harmless:
-    the second delivery finds the receipt no longer queued."""
+    """Send the jobs of queued receipts with no job id: their dispatch failed (the queue was down when they were
+    committed) or their sender died before the queue had the job. Receipts younger than `older_than_s` are left
+    to their own on-commit dispatch. A job sent twice is harmless: the second delivery finds the receipt no longer
+    queued."""
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
     unsent = list(
         Operation.objects.filter(status=OperationStatus.QUEUED, task_id="", queued_at__lt=cutoff)
