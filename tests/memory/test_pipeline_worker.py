@@ -124,11 +124,15 @@ def test_a_job_killed_mid_way_reads_interrupted_and_retry_completes_it(api: Api,
 
 
 def _niceness(pid: int) -> set[int]:
-    """The niceness of each of the process's threads (Linux keeps one per thread)."""
-    return {
-        int(stat.read_text().rsplit(")", 1)[1].split()[16])  # field 19 of /proc/<pid>/task/<tid>/stat
-        for stat in Path(f"/proc/{pid}/task").glob("*/stat")
-    }
+    """The niceness of each of the process's threads (Linux keeps one per thread); a thread that ended meanwhile
+    (the embedder's preload thread ends once the model is loaded) is left out."""
+    found = set()
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            found.add(int(stat.read_text().rsplit(")", 1)[1].split()[16]))  # field 19 of /proc/<pid>/task/<tid>/stat
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
 
 
 def _pool(worker: Any) -> set[int]:
