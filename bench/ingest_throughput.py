@@ -84,7 +84,7 @@ def ingest_timed(
         while Operation.objects.get(pk=warm.operation.pk).status not in (OperationStatus.COMPLETED, "failed"):
             time.sleep(0.1)
         if search_while:
-            timed_search(access, rng)  # this process's embedder loads outside the measurement too
+            timed_search(access, question(rng))  # this process's embedder loads outside the measurement too
         accept_ms: list[float] = []
         operation_ids = []
         cpu_before = pipeline_cpu(worker.pid)
@@ -104,7 +104,7 @@ def ingest_timed(
         busy_search_ms: list[float] = []  # a person searching while the pipeline works: one question every 0.2 s
         while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
             if len(busy_search_ms) < search_while:
-                busy_search_ms.append(timed_search(access, rng))
+                busy_search_ms.append(timed_search(access, question(rng)))
                 time.sleep(0.2)
             else:
                 time.sleep(0.05)
@@ -120,11 +120,16 @@ def ingest_timed(
     }  # fmt: skip
 
 
-def timed_search(access: Any, rng: random.Random) -> float:
+def question(rng: random.Random) -> str:
+    return f"when do I {rng.choice(VERBS)} {rng.choice(SUBJECTS)}?"
+
+
+def timed_search(access: Any, query: str) -> float:
+    """Milliseconds of one in-process search."""
     from memory.recall.search import SearchRequest, search
 
     before = time.perf_counter()
-    search(access, SearchRequest(query=f"when do I {rng.choice(VERBS)} {rng.choice(SUBJECTS)}?"))
+    search(access, SearchRequest(query=query))
     return (time.perf_counter() - before) * 1000
 
 
@@ -243,26 +248,19 @@ def main() -> None:
         print(fresh)
 
 
-def fresh_search(access: object, count: int, rng: random.Random) -> str:
+def fresh_search(access: Any, count: int, rng: random.Random) -> str:
     """Search the memory just ingested (its statistics as the pipeline left them), then ANALYZE and search again."""
     from django.db import connection
-
-    from memory.recall.search import SearchRequest, search
 
     # Named here rather than imported, so the script also runs against a checkout from before issue 18.
     TABLES = ["memory_alias", "memory_chunk", "memory_claim", "memory_evidence", "memory_node", "memory_source"]
 
-    questions = [f"when do I {rng.choice(VERBS)} {rng.choice(SUBJECTS)}?" for _ in range(count)]
+    questions = [question(rng) for _ in range(count)]
 
     def timed() -> list[float]:
-        for question in questions[:5]:  # warm the word statistics caches, as a running service has them
-            search(access, SearchRequest(query=question))  # type: ignore[arg-type]
-        spent = []
-        for question in questions:
-            before = time.perf_counter()
-            search(access, SearchRequest(query=question))  # type: ignore[arg-type]
-            spent.append((time.perf_counter() - before) * 1000)
-        return spent
+        for query in questions[:5]:  # warm the word statistics caches, as a running service has them
+            timed_search(access, query)
+        return [timed_search(access, query) for query in questions]
 
     def state() -> str:
         with connection.cursor() as cursor:
