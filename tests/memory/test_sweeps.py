@@ -1,19 +1,26 @@
 """The beat sweeps that finish what an outage left undone: vectors never made (the queue or the embedder was
-down when the row was written) and receipts whose job could not be sent."""
+down when the row was written) and receipts whose job could not be sent, or whose sender died sending it."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from memory.embeddings import get_embedder
-from memory.models import Chunk, Claim, Node, Operation, Source
+from memory.models import Chunk, Claim, Node, Operation, OperationStatus, Source
 from memory.tasks import requeue_unsent_operations, sweep_missing_vectors
 from tests.factories import ClaimFactory, NodeFactory, UserFactory
+from tests.process import ROOT, child_env
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +84,41 @@ def test_a_receipt_whose_job_could_not_be_sent_is_sent_again() -> None:
     assert Operation.objects.get(pk=unsent.pk).task_id not in {"", "already-sent"}
     assert Operation.objects.get(pk=fresh.pk).task_id == ""  # its own dispatch may still be on the way
     assert Operation.objects.get(pk=sent.pk).task_id == "already-sent"
+
+
+SEND = """
+import sys, django
+django.setup()
+from memory.services.operations import operation_dispatch
+operation_dispatch(sys.argv[1])
+"""
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_a_sender_killed_while_the_queue_takes_the_job_leaves_the_receipt_to_the_sweep() -> None:
+    # A job id is recorded only once the queue has the job. Real processes: the sender is a child on the test
+    # database, its broker a loopback socket that accepts and never answers, and it is killed while it waits.
+    alice = UserFactory.create()
+    source = _source(alice, "doc", content="Kept.")
+    receipt = Operation.objects.create(owner=alice, partition=source.partition, source=source, source_version=1)
+    with socket.create_server(("127.0.0.1", 0)) as black_hole:
+        black_hole.settimeout(60)
+        broker = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
+        env = child_env(connection.settings_dict["NAME"], REDIS_URL=broker)
+        sender = subprocess.Popen(
+            [sys.executable, "-c", SEND, receipt.pk], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
+        )
+        try:
+            held, _ = black_hole.accept()  # the sender is publishing now, and waits for an answer
+            os.kill(sender.pid, signal.SIGKILL)  # before the socket closes: a failed publish would be handled
+            assert sender.wait(timeout=30) == -signal.SIGKILL
+            held.close()
+        finally:
+            sender.kill()
+
+    left = Operation.objects.get(pk=receipt.pk)
+    assert (left.status, left.task_id) == (OperationStatus.QUEUED, "")  # not marked as sent
+    Operation.objects.filter(pk=receipt.pk).update(queued_at=timezone.now() - timedelta(minutes=5))
+    assert requeue_unsent_operations() == 1  # the sweep, on the suite's real Redis, sends it
+    assert Operation.objects.get(pk=receipt.pk).task_id != ""
