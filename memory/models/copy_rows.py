@@ -21,6 +21,7 @@ from typing import Any
 
 from django.db import connection, models
 from django.db.models.expressions import DatabaseDefault
+from django.db.models.fields import NOT_PROVIDED
 
 
 def copy_rows(model: type[models.Model], objects: Sequence[models.Model]) -> None:
@@ -59,10 +60,11 @@ def _copied_fields(model: type[models.Model], objects: Sequence[models.Model]) -
     for field in meta.concrete_fields:
         if field.generated:
             continue
-        left_to_database = {isinstance(getattr(obj, field.attname), DatabaseDefault) for obj in objects}
-        if left_to_database == {True}:
-            continue
-        if left_to_database == {True, False}:
-            raise ValueError(f"{meta.label}.{field.name}: set in some rows and left to the database in others")
+        if field.db_default is not NOT_PROVIDED:  # only such a field can hold a DatabaseDefault
+            left_to_database = {isinstance(getattr(obj, field.attname), DatabaseDefault) for obj in objects}
+            if left_to_database == {True, False}:
+                raise ValueError(f"{meta.label}.{field.name}: set in some rows and left to the database in others")
+            if left_to_database == {True}:
+                continue
         fields.append(field)
     return fields
