@@ -18,8 +18,9 @@ the user) and the same questions (categories 1-4), and alternates which side goe
 - mem0 (`mem0ai==2.2.1`) in a virtualenv of its own (var/peers/venv, created and filled by this script, never a
   project dependency), run in a subprocess by bench/peers_mem0.py: in process, local on-disk Qdrant, one
   `add(..., infer=False)` per turn, `search(top_k=10)` per question, then each question's embedding alone. Its
-  embedder is the project's own all-MiniLM-L6-v2 int8 ONNX file run by onnxruntime (same bytes, sha256-checked), so
-  both sides embed alike.
+  embedder is the project's own all-MiniLM-L6-v2 int8 ONNX file run by onnxruntime (same bytes, sha256-checked),
+  which onnxruntime optimises as it loads it; this project runs the rewrite of that file its settings choose for this
+  CPU (EMBEDDING_INT8_MATMUL), as it does anywhere else.
 
 Scored as bench/locomo.py scores its `results` protocol (its functions, not a copy): the dia ids of the first 10
 results, frac@10 over categories 1-4. Peak memory: the largest sum, sampled every 0.25 s while the side runs, of

@@ -9,7 +9,8 @@ mem0 runs in process, as its own quickstart does: `Memory.from_config` with a lo
 local mode) and `add(..., infer=False)`, so no LLM is ever called; each turn is one `add` carrying its dia id in
 the metadata, and the results are mapped back through it. The embedder is the project's own all-MiniLM-L6-v2 int8
 ONNX file run by onnxruntime (the same bytes, checked by sha256, the same tokenizer, mean pooling and L2
-normalisation), wrapped in mem0's `EmbeddingBase`: both sides then embed with one model and one runtime.
+normalisation), wrapped in mem0's `EmbeddingBase`: both sides then embed with one model and one runtime (the
+project's side through its rewrite of the file for this CPU, bench/peers.py).
 """
 
 from __future__ import annotations

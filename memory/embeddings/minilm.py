@@ -51,8 +51,11 @@ RUN_COST_TOKENS = 4
 
 
 # A fresh rewrite (minilm_rewrite.py) is used only if every probe text's vector agrees with the pinned model's this
-# closely (measured: 0.9995 at worst on chat turns, claims, cards, queries and a truncated text).
-REWRITE_MIN_COSINE = 0.999
+# closely, per form. Measured at worst on chat turns, claims, cards, queries and a truncated text: int8 0.9995, float
+# 1.0; dynamic 0.982, and 0.970 on "🙂 ok" (one scale for a whole matrix of activations, which short odd texts feel
+# most; its vectors find what the pinned model's find, and mix with them: docs/benchmarks.md, issue 18, eleventh
+# pass). A broken build lands far below any of these.
+REWRITE_MIN_COSINE = {"int8": 0.999, "float": 0.999, "dynamic": 0.95}
 REWRITE_PROBES = (
     "Caroline: I went to the support group yesterday and it was so powerful.",
     "I'll send the spec to Marcel by Friday, and I'd like to plan the garden too.",
@@ -71,8 +74,15 @@ class _Runtime:
     tokenizer: Tokenizer
     input_names: tuple[str, ...]
     output_name: str
-    variant: str  # "int8-matmul" or "float-matmul" (the rewrite's two forms), or "pinned" (the package's model)
+    variant: str  # "int8-matmul", "float-matmul" or "dynamic-matmul" (the rewrite's forms), or "pinned" (the package's)
     pad_id: int
+
+    @property
+    def rounds_per_batch(self) -> bool:
+        """Whether a run rounds its activations to one scale for all its texts (the dynamic form): a text's vector
+        would then depend on the texts run beside it and their padding, so each text runs alone (no slower: nothing
+        is padded; docs/benchmarks.md, issue 18, eleventh pass)."""
+        return self.variant == "dynamic-matmul"
 
     @property
     def arena(self) -> bool:
@@ -90,10 +100,12 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 with mean pooling and L2 normalisation; 384 dimensions.
 
     By default (EMBEDDING_INT8_MATMUL) it runs the pinned model rewritten for this CPU (minilm_rewrite.py): int8
-    matrix products where the CPU has int8 dot products, float32 ones from weights scaled once elsewhere, int8 token
-    tables in both; vectors within cosine 0.999 of the pinned model's (the float form: the same), so all share one
-    model id. With EMBEDDING_INT8_MATMUL `off`, a session of the pinned model that onnxruntime optimises (float32
-    copies of its int8 weights: one query ~9 ms instead of ~20-40 ms unoptimised).
+    matrix products in blocks where the CPU has int8 dot products, whole-matrix int8 products with activations
+    quantised at run time elsewhere, int8 token tables in all. The `float` form gives the pinned model's vectors,
+    the int8 one vectors within cosine 0.999 of them, the dynamic one within ~0.97-0.99 and finding the same
+    (REWRITE_MIN_COSINE), so all share one model id. With EMBEDDING_INT8_MATMUL `off`, a session of the pinned
+    model that onnxruntime optimises (float32 copies of its int8 weights: one query ~9 ms instead of ~20-40 ms
+    unoptimised).
     """
 
     def __init__(
@@ -131,8 +143,8 @@ class MiniLMEmbedder:
 
     @property
     def variant(self) -> str:
-        """Which model runs: "int8-matmul" or "float-matmul" (the local rewrite, EMBEDDING_INT8_MATMUL) or
-        "pinned". Loads it."""
+        """Which model runs: "int8-matmul", "float-matmul" or "dynamic-matmul" (the local rewrite,
+        EMBEDDING_INT8_MATMUL) or "pinned". Loads it."""
         return self._load().variant
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -141,7 +153,7 @@ class MiniLMEmbedder:
         if not texts:
             return []
         runtime = self._load()
-        batch_size = max(1, self._batch_size or settings.EMBEDDING_BATCH_SIZE)
+        batch_size = 1 if runtime.rounds_per_batch else max(1, self._batch_size or settings.EMBEDDING_BATCH_SIZE)
         encodings = runtime.tokenizer.encode_batch(list(texts))
         vectors: list[list[float]] = [[] for _ in texts]
         # Padding never changes a vector (the attention mask hides it), so texts are grouped by length and the
@@ -366,11 +378,14 @@ def _rewrite_here(model_bytes: bytes, model_sha256: str, tokenizer: Tokenizer, p
         return None
     pinned = _runtime(model_bytes, tokenizer, variant="pinned", origin=path, optimised=False)
     probes = tokenizer.encode_batch(list(REWRITE_PROBES))
+    # Each probe as embed_documents runs it: alone in the dynamic form, padded to the longest in one batch otherwise.
+    runs = [[probe] for probe in probes] if rewritten.rounds_per_batch else [probes]
     agreement = min(
         sum(a * b for a, b in zip(one, other, strict=True))  # unit vectors: the dot product is the cosine
-        for one, other in zip(_embed_batch(rewritten, probes), _embed_batch(pinned, probes), strict=True)
+        for run in runs
+        for one, other in zip(_embed_batch(rewritten, run), _embed_batch(pinned, run), strict=True)
     )
-    if agreement < REWRITE_MIN_COSINE:
+    if agreement < REWRITE_MIN_COSINE[products]:
         logger.warning("embeddings.rewrite_disagrees", extra={"cosine": round(agreement, 6)})
         minilm_rewrite.discard(path)
         return None

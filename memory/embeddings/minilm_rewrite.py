@@ -3,8 +3,8 @@
 The package's model stores each weight matrix as int8 with a float scale per output column (per row for the
 embedding tables), but turns every matrix back into float32 before multiplying, on every run: float matrix products
 are ~76 % of its time (onnxruntime's profile), and onnxruntime's optimiser, which folds that conversion away, keeps a
-float32 copy of every weight, the 30,522-row embedding tables included (~80 MB more per process). Both forms of the
-rewrite gather token embeddings from the int8 tables before scaling them (a few rows, not all of them first), and
+float32 copy of every weight, the 30,522-row embedding tables included (~80 MB more per process). Every form of the
+rewrite gathers token embeddings from the int8 tables before scaling them (a few rows, not all of them first); the forms
 differ in the products (`products_wanted`, EMBEDDING_INT8_MATMUL):
 
 - "int8": the same int8 weights, unchanged, go to onnxruntime's `MatMulNBits` (8 bits, blocks of 16 along the
@@ -16,6 +16,13 @@ differ in the products (`products_wanted`, EMBEDDING_INT8_MATMUL):
   model does, with none of its per-run conversions and without the float32 tables: the pinned model's vectors
   exactly. On a CPU without int8 dot products (AVX2 only) it takes ~0.65x the CPU of the int8 form per chat turn
   in a batch (docs/benchmarks.md, issue 18, eighth pass); its larger weights are shared between processes (store).
+- "dynamic": the same int8 weights, unchanged, go to onnxruntime's `DynamicQuantizeMatMul`: each product's
+  activations are quantised at run time to uint8 with one scale for the whole matrix, and MLAS's int8 GEMM multiplies
+  them (AVX2's 8-bit multiply-adds where there is no VNNI). On an AVX2-only CPU ~0.65x the CPU of the float form per
+  chat turn and ~0.7x for a query alone. The coarser rounding moves vectors further (cosine to the pinned model's
+  0.982-0.997 on the probes, 0.992 on average over a LoCoMo conversation's turns), but not what they find: LoCoMo
+  frac@10 the same with every vector of this form, or a store of float vectors asked with this form's
+  (docs/benchmarks.md, issue 18, eleventh pass). So it shares the model id, and a store need not be embedded again.
 
 The result is generated data, never shipped or committed: kept *prepared for this machine* under
 `DATA_DIR/models/` (store: onnxruntime's optimised graph and a weights file with its kernels' packed copies), named
@@ -46,7 +53,7 @@ from django.conf import settings
 
 # Part of the cache file's name, per form of the products: change it whenever that form changes, so old copies are
 # not reused.
-REWRITE_VERSIONS = {"int8": "nbits8-b16-v1", "float": "f32-v1"}
+REWRITE_VERSIONS = {"int8": "nbits8-b16-v1", "float": "f32-v1", "dynamic": "dq8-v1"}
 BLOCK_SIZE = 16
 ACCURACY_LEVEL = 4  # int8 activations (0 would dequantise the weights to float again: no faster)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -57,20 +64,21 @@ class RewriteFailed(Exception):
 
 
 # /proc/cpuinfo flags of int8 dot-product instructions, which onnxruntime's int8 kernels use when present: x86's
-# VNNI (AVX-512 or AVX) and AMX, ARM's dotprod and i8mm. Without one, int8 products are slower than float32 ones.
+# VNNI (AVX-512 or AVX) and AMX, ARM's dotprod and i8mm. Without one, the int8 form's products (blocks of 16) are slower
+# than float32 ones, and the dynamic form's (whole matrices, AVX2's 8-bit multiply-adds) faster.
 INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm"})
 
 
 def products_wanted() -> str | None:
-    """The rewrite's matrix products by EMBEDDING_INT8_MATMUL: "int8" or "float", or None for the pinned model as
-    shipped. `auto` (the default) takes int8 where this CPU has int8 dot products, float elsewhere."""
+    """The rewrite's matrix products by EMBEDDING_INT8_MATMUL: "int8", "float" or "dynamic", or None for the pinned
+    model as shipped. `auto` (the default) takes int8 where this CPU has int8 dot products, dynamic elsewhere."""
     choice = settings.EMBEDDING_INT8_MATMUL  # config.settings reads the environment's words into one of these
     if isinstance(choice, bool):  # set in code, as it was before `auto` existed
         choice = "int8" if choice else "off"
-    if choice not in {"auto", "int8", "float", "off"}:
-        raise RewriteFailed(f"EMBEDDING_INT8_MATMUL {choice!r}: use auto, int8, float or off")
+    if choice not in {"auto", *REWRITE_VERSIONS, "off"}:
+        raise RewriteFailed(f"EMBEDDING_INT8_MATMUL {choice!r}: use auto, int8, float, dynamic or off")
     if choice == "auto":
-        return "int8" if int8_dot_products() else "float"
+        return "int8" if int8_dot_products() else "dynamic"
     return None if choice == "off" else choice
 
 
@@ -257,7 +265,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def rewrite(model_bytes: bytes, products: str) -> bytes:
-    """The serialised rewritten model with these products ("int8" or "float"). Raises RewriteFailed if there is
+    """The serialised rewritten model with these products (a key of REWRITE_VERSIONS). Raises RewriteFailed if there is
     nothing to rewrite."""
     try:
         import onnx
@@ -305,7 +313,7 @@ class _Rewriter:
 
     def replacement(self, node: Any) -> list[Any]:
         if node.op_type == "MatMul" and (weight := self._int8_weight(node.input[1])) is not None:
-            nodes = self._matmul(node, *weight) if self.products == "int8" else self._float_matmul(node, *weight)
+            nodes = getattr(self, f"_{self.products}_matmul")(node, *weight)
         elif node.op_type == "Gather" and _axis(node) == 0 and (weight := self._int8_weight(node.input[0])):
             nodes = self._gather(node, *weight)
         else:
@@ -335,7 +343,7 @@ class _Rewriter:
         self.dropped |= {id(scale_node), id(cast)}
         return values, scales
 
-    def _matmul(self, node: Any, values: Any, scales: Any) -> list[Any]:
+    def _int8_matmul(self, node: Any, values: Any, scales: Any) -> list[Any]:
         import numpy as np
         from onnx import helper, numpy_helper
 
@@ -367,6 +375,25 @@ class _Rewriter:
         weight = values.astype(np.float32) * scales.reshape(1, -1).astype(np.float32)
         self.added.append(numpy_helper.from_array(weight, weight_name))
         return [helper.make_node("MatMul", [node.input[0], weight_name], list(node.output), name=node.name)]
+
+    def _dynamic_matmul(self, node: Any, values: Any, scales: Any) -> list[Any]:
+        """The MatMul on the int8 weights as they are, with their column scales, and the activations quantised by
+        onnxruntime on every run (one uint8 scale and zero point for the whole input)."""
+        from onnx import helper, numpy_helper
+
+        if scales.size != values.shape[1]:
+            raise RewriteFailed(f"{node.name}: scales of shape {scales.shape} for weights {values.shape}")
+        values_name, scales_name = f"{node.name}_int8", f"{node.name}_int8_scales"
+        self.added += [
+            numpy_helper.from_array(values, values_name),
+            numpy_helper.from_array(scales.reshape(-1).astype("float32"), scales_name),
+        ]
+        return [
+            helper.make_node(
+                "DynamicQuantizeMatMul", [node.input[0], values_name, scales_name], list(node.output),
+                name=f"{node.name}_dynamic", domain="com.microsoft",
+            )
+        ]  # fmt: skip
 
     def _gather(self, node: Any, values: Any, scales: Any) -> list[Any]:
         from onnx import TensorProto, helper, numpy_helper

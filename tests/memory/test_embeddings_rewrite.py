@@ -67,8 +67,9 @@ def data_dir(tmp_path: Path, settings: Any) -> Iterator[Path]:
 
 @pytest.mark.parametrize(
     ("choice", "variant", "agreement"),
-    # int8 products round the activations (blocks of 16); float ones compute what the pinned model computes.
-    [(True, "int8-matmul", 0.999), ("float", "float-matmul", 0.99999)],
+    # int8 products round the activations (blocks of 16), dynamic ones too (one scale for a whole matrix: further);
+    # float ones compute what the pinned model computes.
+    [(True, "int8-matmul", 0.999), ("float", "float-matmul", 0.99999), ("dynamic", "dynamic-matmul", 0.95)],
 )
 def test_the_rewritten_model_gives_the_pinned_models_vectors(
     settings: Any, choice: Any, variant: str, agreement: float
@@ -84,6 +85,67 @@ def test_the_rewritten_model_gives_the_pinned_models_vectors(
     assert min(cosine(a, b) for a, b in zip(fast, reference, strict=True)) >= agreement
     # A query alone (batch of one) too: the web process embeds queries one at a time.
     assert cosine(rewritten.embed_query(TEXTS[10]), pinned.embed_query(TEXTS[10])) >= agreement
+
+
+# Statements and, for each, a question only it answers (none shares its words with its statement alone).
+STATEMENTS = [
+    "Caroline went to an LGBTQ support group on 7 May and found it powerful.",
+    "Melanie painted a sunrise over the lake last weekend.",
+    "Marcel will review the budget next week.",
+    "I moved to Porto in March for the new job.",
+    "My sister Ana lives in Lyon.",
+    "Weight: 81.5 kg on 2026-11-30.",
+    "The garden needs new tomato plants before spring.",
+    "Ik stuur de offerte uiterlijk vrijdag naar Ilse.",
+]
+QUESTIONS = [
+    "Which meeting for gay and trans people did Caroline attend?",
+    "What picture did Melanie make recently?",
+    "Who checks the spending plan soon?",
+    "Which city is home now after relocating?",
+    "Where does the user's sibling live?",
+    "How heavy was I at the end of November?",
+    "What should be planted in the vegetable patch?",
+    "Wanneer gaat de offerte naar Ilse?",
+]
+
+
+def test_the_dynamic_forms_vectors_find_what_the_pinned_models_find(settings: Any) -> None:
+    """Its vectors move further from the pinned model's than the other forms' (one rounding scale per matrix), so
+    what matters is checked: each question's nearest statement is the same, among its own vectors and against a store
+    of the pinned model's (it shares the model id, so a store may hold both)."""
+    settings.EMBEDDING_INT8_MATMUL = "dynamic"
+    dynamic = MiniLMEmbedder(batch_size=8)
+    assert dynamic.variant == "dynamic-matmul"  # the setting is read when the model loads
+    settings.EMBEDDING_INT8_MATMUL = "off"
+    pinned = MiniLMEmbedder(batch_size=8)
+
+    def nearest(questions: list[list[float]], statements: list[list[float]]) -> list[int]:
+        return [max(range(len(statements)), key=lambda i: cosine(q, statements[i])) for q in questions]
+
+    stored, stored_pinned = dynamic.embed_documents(STATEMENTS), pinned.embed_documents(STATEMENTS)
+    asked = [dynamic.embed_query(question) for question in QUESTIONS]
+    asked_pinned = [pinned.embed_query(question) for question in QUESTIONS]
+
+    assert pinned.variant == "pinned"
+    expected = nearest(asked_pinned, stored_pinned)
+    assert expected == list(range(len(QUESTIONS)))  # the questions are answerable at all
+    assert nearest(asked, stored) == expected
+    assert nearest(asked, stored_pinned) == expected
+    assert nearest(asked_pinned, stored) == expected
+
+
+def test_a_texts_vector_in_the_dynamic_form_does_not_depend_on_the_texts_embedded_beside_it(settings: Any) -> None:
+    """The dynamic form rounds a run's activations to one scale for all its texts, padding included, so each text
+    runs alone: the same text gets the same vector in any company."""
+    settings.EMBEDDING_INT8_MATMUL = "dynamic"
+    embedder = MiniLMEmbedder(batch_size=8)
+    company = embedder.embed_documents(TEXTS)
+    alone = [embedder.embed_documents([text])[0] for text in TEXTS]
+
+    assert embedder.variant == "dynamic-matmul"
+    assert company == alone
+    assert embedder.embed_query(TEXTS[10]) == alone[10]
 
 
 # /proc/cpuinfo as two x86 CPUs and two ARM ones show it (abridged): only the int8 dot-product flags matter.
@@ -106,8 +168,8 @@ def test_int8_dot_products_are_read_off_the_cpus_flags(tmp_path: Path, cpuinfo: 
 @pytest.mark.parametrize(
     ("choice", "dot_products", "wanted"),
     [
-        ("auto", True, "int8"), ("auto", False, "float"), ("int8", False, "int8"), ("float", True, "float"),
-        ("off", True, None), (True, False, "int8"), (False, True, None),
+        ("auto", True, "int8"), ("auto", False, "dynamic"), ("int8", False, "int8"), ("float", True, "float"),
+        ("dynamic", True, "dynamic"), ("off", True, None), (True, False, "int8"), (False, True, None),
     ],
 )  # fmt: skip
 def test_auto_takes_int8_products_only_where_the_cpu_has_int8_dot_products(
@@ -120,7 +182,7 @@ def test_auto_takes_int8_products_only_where_the_cpu_has_int8_dot_products(
 
 def test_a_choice_the_setting_does_not_know_is_refused(settings: Any) -> None:
     settings.EMBEDDING_INT8_MATMUL = "fp16"
-    with pytest.raises(minilm_rewrite.RewriteFailed, match="use auto, int8, float or off"):
+    with pytest.raises(minilm_rewrite.RewriteFailed, match="use auto, int8, float, dynamic or off"):
         minilm_rewrite.products_wanted()
 
 
@@ -140,12 +202,12 @@ def test_the_setting_reads_the_environments_words(monkeypatch: pytest.MonkeyPatc
 
 def test_each_form_is_cached_under_its_own_name(data_dir: Path, settings: Any) -> None:
     model_path, cache_dir = _packaged_model_path(), data_dir / "models"
-    for choice, variant in (("float", "float-matmul"), ("int8", "int8-matmul"), ("float", "float-matmul")):
+    for choice in ("float", "int8", "dynamic", "float"):
         settings.EMBEDDING_INT8_MATMUL = choice
-        assert _load_runtime(model_path, MODEL_SHA256).variant == variant
+        assert _load_runtime(model_path, MODEL_SHA256).variant == f"{choice}-matmul"
 
     assert sorted(cache_dir.glob("*.onnx")) == sorted(
-        minilm_rewrite.cache_path(cache_dir, MODEL_SHA256, products) for products in ("int8", "float")
+        minilm_rewrite.cache_path(cache_dir, MODEL_SHA256, products) for products in ("int8", "float", "dynamic")
     )
 
 
