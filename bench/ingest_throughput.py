@@ -3,7 +3,7 @@ real Celery worker (convert, chunk, embed with the default MiniLM, extract, ...)
 is completed.
 
     .venv/bin/python bench/ingest_throughput.py [--conversations 40] [--messages 25] [--concurrency 1] [--search 100]
-        [--search-while 60]
+        [--search-while 60] [--rounds 3]
 
 Uses its own embedded data directory (var/bench, or MEMORY_DATA_DIR) and removes nothing else. Prints messages
 per second for the accept path (202 receipts) and for the whole pipeline, and the CPU the pipeline's processes
@@ -13,7 +13,8 @@ and autovacuum left), twice (the second pass with warm caches), and the same N a
 memory tables, with p50/p95 of each and the tables' statistics state before the first. `--search-while N`: up to N
 searches in this process, 0.2 s apart, while the worker is still processing (what a person searching during a
 large import sees; the worker runs at WORKER_NICENESS), with their p50/p95. Use a new MEMORY_DATA_DIR for a fresh
-store.
+store. `--rounds N`: the measured part N times with one worker (new conversations each time, in the same store),
+each round printed and the headline figures their median.
 """
 
 from __future__ import annotations
@@ -56,10 +57,12 @@ def ingest_timed(
     concurrency: int,
     environment: dict[str, str],
     search_while: int = 0,
-) -> dict[str, Any]:
-    """`conversations` generated conversations of `messages` messages through the ingestion service and one real
-    Celery worker (warmed first, outside the measurement): the accept time of each, the seconds until all were
-    accepted and until all were processed, and how many receipts failed."""
+    rounds: int = 1,
+) -> list[dict[str, Any]]:
+    """`rounds` times, `conversations` generated conversations of `messages` messages through the ingestion service
+    and one real Celery worker (started and warmed once, outside the measurement); per round: the accept time of
+    each conversation, the seconds until all were accepted and until all were processed, how many receipts failed,
+    the CPU the pipeline's processes used, and the searches made while it worked."""
     from config.celery import app
     from memory.embeddings.minilm import int8_model_prepared
     from memory.models import Operation, OperationStatus
@@ -85,35 +88,47 @@ def ingest_timed(
             time.sleep(0.1)
         if search_while:
             timed_search(access, question(rng))  # this process's embedder loads outside the measurement too
-        accept_ms: list[float] = []
-        operation_ids = []
-        cpu_before = pipeline_cpu(worker.pid)
-        started = time.perf_counter()
-        for index in range(conversations):
-            batch = [
-                MessageIn(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=sentence(rng))
-                for n in range(messages)
-            ]
-            before = time.perf_counter()
-            receipt = ingest_conversation(
-                access=access, conversation=ConversationIn(id=f"chat-{stamp}-{index}", messages=batch)
-            )
-            accept_ms.append((time.perf_counter() - before) * 1000)
-            operation_ids.append(receipt.operation.pk)
-        accepted = time.perf_counter() - started
-        busy_search_ms: list[float] = []  # a person searching while the pipeline works: one question every 0.2 s
-        while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
-            if len(busy_search_ms) < search_while:
-                busy_search_ms.append(timed_search(access, question(rng)))
-                time.sleep(0.2)
-            else:
-                time.sleep(0.05)
-        finished = time.perf_counter() - started
-        cpu = {role: used - cpu_before[role] for role, used in pipeline_cpu(worker.pid).items()}
-        failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
+        return [
+            _round(access, rng, f"{stamp}-{number}", conversations, messages, worker.pid, search_while)
+            for number in range(rounds)
+        ]
     finally:
         worker.terminate()
         worker.wait(timeout=60)
+
+
+def _round(
+    access: Any, rng: random.Random, stamp: str, conversations: int, messages: int, worker_pid: int, search_while: int
+) -> dict[str, Any]:
+    from memory.models import Operation
+    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
+
+    accept_ms: list[float] = []
+    operation_ids = []
+    cpu_before = pipeline_cpu(worker_pid)
+    started = time.perf_counter()
+    for index in range(conversations):
+        batch = [
+            MessageIn(id=f"m{n}", role="user" if n % 2 == 0 else "assistant", content=sentence(rng))
+            for n in range(messages)
+        ]
+        before = time.perf_counter()
+        receipt = ingest_conversation(
+            access=access, conversation=ConversationIn(id=f"chat-{stamp}-{index}", messages=batch)
+        )
+        accept_ms.append((time.perf_counter() - before) * 1000)
+        operation_ids.append(receipt.operation.pk)
+    accepted = time.perf_counter() - started
+    busy_search_ms: list[float] = []  # a person searching while the pipeline works: one question every 0.2 s
+    while Operation.objects.filter(pk__in=operation_ids, status__in=["queued", "processing"]).exists():
+        if len(busy_search_ms) < search_while:
+            busy_search_ms.append(timed_search(access, question(rng)))
+            time.sleep(0.2)
+        else:
+            time.sleep(0.05)
+    finished = time.perf_counter() - started
+    cpu = {role: used - cpu_before[role] for role, used in pipeline_cpu(worker_pid).items()}
+    failed = Operation.objects.filter(pk__in=operation_ids, status="failed").count()
     return {
         "accept_ms": accept_ms, "accepted": accepted, "finished": finished, "failed": failed, "cpu": cpu,
         "busy_search_ms": busy_search_ms,
@@ -191,6 +206,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--search", type=int, default=0, help="searches right after the ingestion, then after ANALYZE")
     parser.add_argument("--search-while", type=int, default=0, help="searches while the worker processes, 0.2 s apart")
+    parser.add_argument("--rounds", type=int, default=1, help="measured rounds (the headline is their median)")
     options = parser.parse_args()
 
     import django
@@ -213,10 +229,10 @@ def main() -> None:
     environment = {**os.environ}
     environment.setdefault("EMBEDDING_THREADS", str(max(1, (os.cpu_count() or 1) // options.concurrency)))
     rng = random.Random(7)  # noqa: S311 (reproducible test data, not secrets)
-    timed = ingest_timed(
-        access, rng, options.conversations, options.messages, options.concurrency, environment, options.search_while
-    )
-    accept_ms, accepted, finished, failed = timed["accept_ms"], timed["accepted"], timed["finished"], timed["failed"]
+    rounds = ingest_timed(
+        access, rng, options.conversations, options.messages, options.concurrency, environment, options.search_while,
+        options.rounds,
+    )  # fmt: skip
     fresh = fresh_search(access, options.search, rng) if options.search else None
 
     total = options.conversations * options.messages
@@ -227,23 +243,33 @@ def main() -> None:
     int8 = f"{products} matrix products" if products else "the pinned model as shipped"
     print(f"workload: {options.conversations} conversations x {options.messages} messages = {total} messages; "
           f"worker concurrency {options.concurrency}, {environment['EMBEDDING_THREADS']} embedding thread(s) each; "
-          f"embedder {settings.EMBEDDER} ({int8})")  # fmt: skip
-    print(f"accept (202 receipts): median {statistics.median(accept_ms):.1f} ms per conversation, "
-          f"{total / accepted:.0f} messages/s")  # fmt: skip
-    print(f"end to end (all receipts completed): {finished:.1f} s, {total / finished:.0f} messages/s, failed {failed}")
-    cpu = timed["cpu"]
-    per_message = {role: seconds / total * 1000 for role, seconds in cpu.items()}
+          f"embedder {settings.EMBEDDER} ({int8}); {len(rounds)} round(s) of new conversations, one store")  # fmt: skip
     cores = os.cpu_count() or 1
-    spent = sum(per_message.values())
-    print(f"CPU per message (load-independent): worker {per_message['worker']:.1f} ms + PostgreSQL "
-          f"{per_message['postgres']:.1f} ms + Redis {per_message['redis']:.1f} ms = {spent:.1f} ms; {cores} cores "
-          f"to themselves: {cores * 1000 / spent:.0f} messages/s; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    if busy := timed["busy_search_ms"]:
-        print(f"search while the worker processed ({len(busy)} queries, 0.2 s apart, WORKER_NICENESS "
-              f"{settings.WORKER_NICENESS}): {summary(busy)}")  # fmt: skip
-    headline("accept path", total / accepted, "messages/s", ">= 500")
-    headline(f"end to end, one worker of concurrency {options.concurrency}", total / finished, "messages/s", ">= 150")
-    headline("receipts failed", failed, "", "0")
+    for number, timed in enumerate(rounds, start=1):
+        print(f"round {number}:")
+        print(f"  accept (202 receipts): median {statistics.median(timed['accept_ms']):.1f} ms per conversation, "
+              f"{total / timed['accepted']:.0f} messages/s")  # fmt: skip
+        print(f"  end to end (all receipts completed): {timed['finished']:.1f} s, {total / timed['finished']:.0f} "
+              f"messages/s, failed {timed['failed']}")  # fmt: skip
+        per_message = {role: seconds / total * 1000 for role, seconds in timed["cpu"].items()}
+        spent = sum(per_message.values())
+        print(f"  CPU per message (load-independent): worker {per_message['worker']:.1f} ms + PostgreSQL "
+              f"{per_message['postgres']:.1f} ms + Redis {per_message['redis']:.1f} ms = {spent:.1f} ms; "
+              f"{cores} cores to themselves: {cores * 1000 / spent:.0f} messages/s; "
+              f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+        if busy := timed["busy_search_ms"]:
+            print(f"  search while the worker processed ({len(busy)} queries, 0.2 s apart, WORKER_NICENESS "
+                  f"{settings.WORKER_NICENESS}): {summary(busy)}")  # fmt: skip
+    accept = statistics.median(total / timed["accepted"] for timed in rounds)
+    end_to_end = statistics.median(total / timed["finished"] for timed in rounds)
+    cpu_ms = statistics.median(sum(timed["cpu"].values()) / total * 1000 for timed in rounds)
+    if len(rounds) > 1:
+        print(f"median of {len(rounds)} rounds: accept {accept:.0f} messages/s, end to end {end_to_end:.0f} "
+              f"messages/s, CPU {cpu_ms:.1f} ms a message")  # fmt: skip
+    headline("accept path", accept, "messages/s", ">= 500")
+    headline(f"end to end, one worker of concurrency {options.concurrency}", end_to_end, "messages/s", ">= 150")
+    headline("pipeline CPU a message (worker, PostgreSQL, Redis)", cpu_ms, "ms", "")
+    headline("receipts failed", sum(timed["failed"] for timed in rounds), "", "0")
     if fresh:
         print(fresh)
 

@@ -87,7 +87,7 @@ def ingest_rate(user: Any, conversations: int, messages: int) -> dict[str, float
     token = token_issue(actor=Actor.system(), owner=user, label="bench-scale", scopes=["read", "write"]).token
     access = access_for_token(token=token, user_id=None, partition_key=None, workspace=False)
     environment = {**os.environ, "EMBEDDING_THREADS": str(os.cpu_count() or 1)}
-    timed = ingest_timed(access, random.Random(7), conversations, messages, 1, environment)  # noqa: S311
+    (timed,) = ingest_timed(access, random.Random(7), conversations, messages, 1, environment)  # noqa: S311
     total = conversations * messages
     return {"accept": total / timed["accepted"], "end_to_end": total / timed["finished"], "failed": timed["failed"]}
 

@@ -19,7 +19,7 @@ differ in the products (`products_wanted`, EMBEDDING_INT8_MATMUL):
 - "dynamic": the same int8 weights, unchanged, go to onnxruntime's `DynamicQuantizeMatMul`: each product's
   activations are quantised at run time to uint8 with one scale for the whole matrix, and MLAS's int8 GEMM multiplies
   them (AVX2's 8-bit multiply-adds where there is no VNNI). On an AVX2-only CPU ~0.65x the CPU of the float form per
-  chat turn and ~0.7x for a query alone. The coarser rounding moves vectors further (cosine to the pinned model's
+  chat turn and ~0.8x for a query alone. The coarser rounding moves vectors further (cosine to the pinned model's
   0.982-0.997 on the probes, 0.992 on average over a LoCoMo conversation's turns), but not what they find: LoCoMo
   frac@10 the same with every vector of this form, or a store of float vectors asked with this form's
   (docs/benchmarks.md, issue 18, eleventh pass). So it shares the model id, and a store need not be embedded again.
