@@ -87,7 +87,7 @@ def test_the_rewritten_model_gives_the_pinned_models_vectors(
     assert cosine(rewritten.embed_query(TEXTS[10]), pinned.embed_query(TEXTS[10])) >= agreement
 
 
-# Statements and, for each, a question only it answers (none shares its words with its statement alone).
+# Statements and, for each, a question only it answers, mostly in other words than its statement's.
 STATEMENTS = [
     "Caroline went to an LGBTQ support group on 7 May and found it powerful.",
     "Melanie painted a sunrise over the lake last weekend.",
