@@ -303,7 +303,9 @@ class _Rewriter:
     def __init__(self, graph: Any, products: str) -> None:
         if products not in REWRITE_VERSIONS:
             raise RewriteFailed(f"no rewrite with {products!r} products")
-        self.products = products
+        # Each form's MatMul, given the int8 values and a scale per output column.
+        forms = {"int8": self._int8_matmul, "float": self._float_matmul, "dynamic": self._dynamic_matmul}
+        self._matmul = forms[products]
         self.initializers = {tensor.name: tensor for tensor in graph.initializer}
         self.producers = {output: node for node in graph.node for output in node.output}
         self.readers = Counter(name for node in graph.node for name in node.input)
@@ -313,7 +315,10 @@ class _Rewriter:
 
     def replacement(self, node: Any) -> list[Any]:
         if node.op_type == "MatMul" and (weight := self._int8_weight(node.input[1])) is not None:
-            nodes = getattr(self, f"_{self.products}_matmul")(node, *weight)
+            values, scales = weight
+            if scales.size != values.shape[1]:
+                raise RewriteFailed(f"{node.name}: scales of shape {scales.shape} for weights {values.shape}")
+            nodes = self._matmul(node, values, scales)
         elif node.op_type == "Gather" and _axis(node) == 0 and (weight := self._int8_weight(node.input[0])):
             nodes = self._gather(node, *weight)
         else:
@@ -348,8 +353,8 @@ class _Rewriter:
         from onnx import helper, numpy_helper
 
         inner, outer = values.shape
-        if scales.size != outer or inner % BLOCK_SIZE:
-            raise RewriteFailed(f"{node.name}: scales of shape {scales.shape} for weights {values.shape}")
+        if inner % BLOCK_SIZE:
+            raise RewriteFailed(f"{node.name}: weights {values.shape} are not in blocks of {BLOCK_SIZE}")
         blocks = inner // BLOCK_SIZE
         # MatMulNBits wants unsigned values per output column, in blocks, around the zero point 2^(bits-1) = 128.
         packed = (values.T.astype(np.int16) + 128).astype(np.uint8).reshape(outer, blocks, BLOCK_SIZE)
@@ -369,8 +374,6 @@ class _Rewriter:
         import numpy as np
         from onnx import helper, numpy_helper
 
-        if scales.size != values.shape[1]:
-            raise RewriteFailed(f"{node.name}: scales of shape {scales.shape} for weights {values.shape}")
         weight_name = f"{node.name}_float"
         weight = values.astype(np.float32) * scales.reshape(1, -1).astype(np.float32)
         self.added.append(numpy_helper.from_array(weight, weight_name))
@@ -381,8 +384,6 @@ class _Rewriter:
         onnxruntime on every run (one uint8 scale and zero point for the whole input)."""
         from onnx import helper, numpy_helper
 
-        if scales.size != values.shape[1]:
-            raise RewriteFailed(f"{node.name}: scales of shape {scales.shape} for weights {values.shape}")
         values_name, scales_name = f"{node.name}_int8", f"{node.name}_int8_scales"
         self.added += [
             numpy_helper.from_array(values, values_name),
