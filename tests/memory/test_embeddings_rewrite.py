@@ -200,6 +200,30 @@ def test_the_setting_reads_the_environments_words(monkeypatch: pytest.MonkeyPatc
         env_choice("EMBEDDING_INT8_MATMUL", "auto", choices)
 
 
+def settings_module_reading(words: str) -> subprocess.CompletedProcess[str]:
+    """config.settings loaded in a fresh process with EMBEDDING_INT8_MATMUL set to `words`: what it prints."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "EMBEDDING_INT8_MATMUL": words}
+    code = "import django; django.setup(); from django.conf import settings; print(settings.EMBEDDING_INT8_MATMUL)"
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("words", "value"), [("dynamic", "dynamic"), ("Float", "float"), ("yes", "int8"), ("false", "off"), ("", "auto")]
+)
+def test_the_settings_module_reads_each_form_from_the_environment(words: str, value: str) -> None:
+    read = settings_module_reading(words)
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.strip() == value
+
+
+def test_the_settings_module_refuses_a_form_it_does_not_know() -> None:
+    read = settings_module_reading("dynamik")
+    assert read.returncode != 0
+    assert "EMBEDDING_INT8_MATMUL must be one of auto" in read.stderr and "dynamic" in read.stderr
+
+
 def test_each_form_is_cached_under_its_own_name(data_dir: Path, settings: Any) -> None:
     model_path, cache_dir = _packaged_model_path(), data_dir / "models"
     for choice in ("float", "int8", "dynamic", "float"):
