@@ -23,6 +23,7 @@ differ in the products (`products_wanted`, EMBEDDING_INT8_MATMUL):
   0.982-0.997 on the probes, 0.992 on average over a LoCoMo conversation's turns), but not what they find: LoCoMo
   frac@10 the same with every vector of this form, or a store of float vectors asked with this form's
   (docs/benchmarks.md, issue 18, eleventh pass). So it shares the model id, and a store need not be embedded again.
+  Its attention blocks, biases and GELUs then go into onnxruntime's fused kernels (minilm_fusion).
 
 The result is generated data, never shipped or committed: kept *prepared for this machine* under
 `DATA_DIR/models/` (store: onnxruntime's optimised graph and a weights file with its kernels' packed copies), named
@@ -51,9 +52,11 @@ from typing import Any
 
 from django.conf import settings
 
+from memory.embeddings import minilm_fusion
+
 # Part of the cache file's name, per form of the products: change it whenever that form changes, so old copies are
 # not reused.
-REWRITE_VERSIONS = {"int8": "nbits8-b16-v1", "float": "f32-v1", "dynamic": "dq8-v1"}
+REWRITE_VERSIONS = {"int8": "nbits8-b16-v1", "float": "f32-v1", "dynamic": "dq8-fused-v2"}
 BLOCK_SIZE = 16
 ACCURACY_LEVEL = 4  # int8 activations (0 would dequantise the weights to float again: no faster)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -287,6 +290,8 @@ def rewrite(model_bytes: bytes, products: str) -> bytes:
     del graph.node[:]
     graph.node.extend(kept)
     graph.initializer.extend(rewriter.added)
+    if products == "dynamic":
+        minilm_fusion.fuse(graph)
     used = {name for node in graph.node for name in node.input}
     initializers = [tensor for tensor in graph.initializer if tensor.name in used]
     del graph.initializer[:]
