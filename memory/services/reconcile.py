@@ -97,6 +97,11 @@ class Reconciler:
     # are open or who owns one (a new due date changes neither): a job mentioning twenty tasks read them all
     # twenty times (docs/benchmarks.md, issue 18).
     _open: list[tuple[Node, set[str]]] | None = field(default=None, init=False, repr=False)
+    # The tasks this job locked (task_lock): the job's one transaction holds each lock to its end, so a task named
+    # again is not locked again; and the active due dates of tasks it read under that lock, kept true by its own
+    # changes, so a task rescheduled in several turns of a job is read once (docs/benchmarks.md, issue 18).
+    _locked: set[str] = field(default_factory=set, init=False, repr=False)
+    _dues: dict[str, list[Claim]] = field(default_factory=dict, init=False, repr=False)
     # The nodes this job named, by type and normalised name, and when each was last mentioned: a chat names its
     # speakers in nearly every turn, and each mention looked the node up and touched it (issue 18). The touches
     # are written once, at the end of the job (last_seen_at only moves forward, so the latest mention decides).
@@ -299,23 +304,22 @@ class Reconciler:
     # Tasks ----------------------------------------------------------------------------------------
 
     def _open_tasks(self) -> list[tuple[Node, set[str]]]:
-        """Open tasks with the words they answer to (label and owner), in two queries."""
+        """Open tasks with the words they answer to (label and owner), in three queries. Only the tasks become
+        objects: their status and owner claims are read as values (36 open tasks: 7.0 -> 4.7 ms; docs/benchmarks.md,
+        issue 18, twelfth pass)."""
         statuses = Claim.objects.filter(
             owner=self.owner, partition=self.partition, predicate="HAS_TASK_STATUS", status=ClaimStatus.ACTIVE,
             subject__type=NodeType.TASK,
-        ).select_related("subject").defer("embedding", "subject__embedding")  # fmt: skip
-        tasks = {c.subject_id: c.subject for c in statuses if c.object_value in OPEN_STATUSES and c.subject}
-        owners = (
-            Claim.objects.filter(
-                subject_id__in=tasks, predicate="OWNED_BY", status=ClaimStatus.ACTIVE, object_node__isnull=False
-            )
-            .select_related("object_node")
-            .defer("embedding", "object_node__embedding")
-        )
+        ).values_list("subject_id", "object_value")  # fmt: skip
+        open_ids = [task_id for task_id, status in statuses if status in OPEN_STATUSES]
+        tasks = {task.pk: task for task in Node.objects.filter(pk__in=open_ids).defer("embedding")}
+        owners = Claim.objects.filter(
+            subject_id__in=tasks, predicate="OWNED_BY", status=ClaimStatus.ACTIVE, object_node__isnull=False
+        ).values_list("subject_id", "object_node__label")  # fmt: skip
         words = {task_id: _tokens(task.label) for task_id, task in tasks.items()}
-        for owner in owners:
-            words[owner.subject_id] |= _tokens(owner.object_node.label)  # type: ignore[union-attr]
-        return [(task, words[task_id]) for task_id, task in tasks.items()]
+        for task_id, label in owners:
+            words[task_id] |= _tokens(label)
+        return [(tasks[task_id], words[task_id]) for task_id in dict.fromkeys(open_ids) if task_id in tasks]
 
     def _open_task_words(self) -> list[tuple[Node, set[str]]]:
         if self._open is None:
@@ -390,13 +394,21 @@ class Reconciler:
         if predicate == "OWNED_BY" and object_node is not None:  # the owner's name is a word the task answers to
             self._open_changed(task, open_now=None, owner=object_node)
         if current is None:
-            task_lock(task)
+            self._lock(task)
             current = list(Claim.objects.filter(subject=task, predicate=predicate, status=ClaimStatus.ACTIVE))
         claim = self._create(claim_candidate, task, object_node, ClaimStatus.ACTIVE, None, "")
         for old in current:
             old.status, old.superseded_by, old.valid_until = ClaimStatus.SUPERSEDED, claim, claim.valid_from
             old.save(update_fields=["status", "superseded_by", "valid_until", "updated_at"])
+        if predicate == "DUE_ON":
+            self._dues[task.pk] = [claim]
         return claim
+
+    def _lock(self, task: Node) -> None:
+        """task_lock, once per task and job (this job's transaction holds it to the end)."""
+        if task.pk not in self._locked:
+            task_lock(task)
+            self._locked.add(task.pk)
 
     def _create_task(self, candidate: TaskCandidate) -> None:
         """A Task node with its pending status, owner and due date. An instruction-shaped task from an inferred
@@ -447,13 +459,17 @@ class Reconciler:
         set by hand (origin manual) is never cleared; no date in the text keeps the current one."""
         if candidate.due_on is None and not candidate.due_removed:
             return  # nothing to change: no lock to take, no date to read
-        task_lock(task)  # before reading the current date: another job may be changing it
-        dues = list(Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).order_by("pk"))
+        self._lock(task)  # before reading the current date: another job may be changing it
+        dues = self._dues.get(task.pk)
+        if dues is None:
+            dues = list(Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).order_by("pk"))
+            self._dues[task.pk] = dues
         due = dues[0] if dues else None
         if candidate.due_removed:
             if due is not None and due.origin != ClaimOrigin.MANUAL:
                 due.status, due.valid_until = ClaimStatus.RETRACTED, timezone.now()
                 due.save(update_fields=["status", "valid_until", "updated_at"])
+                self._dues[task.pk] = dues[1:]
             return
         if candidate.due_on is not None and (due is None or due.object_value != candidate.due_on.isoformat()):
             if due is not None and due.origin == ClaimOrigin.MANUAL:
