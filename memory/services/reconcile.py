@@ -462,8 +462,8 @@ class Reconciler:
         self._lock(task)  # before reading the current date: another job may be changing it
         dues = self._dues.get(task.pk)
         if dues is None:
-            dues = list(Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE).order_by("pk"))
-            self._dues[task.pk] = dues
+            active = Claim.objects.filter(subject=task, predicate="DUE_ON", status=ClaimStatus.ACTIVE)
+            dues = self._dues[task.pk] = list(active.order_by("pk"))
         due = dues[0] if dues else None
         if candidate.due_removed:
             if due is not None and due.origin != ClaimOrigin.MANUAL:
