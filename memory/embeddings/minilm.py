@@ -300,6 +300,8 @@ def _session(
 ) -> onnxruntime.InferenceSession:
     import onnxruntime
 
+    from memory.embeddings import minilm_rewrite
+
     options = onnxruntime.SessionOptions()
     # A run alone (a query) is split across `threads` (REST search p50 -0.9 ms with two against one, interleaved); runs
     # side by side take the session of one thread each (_runtime).
@@ -320,7 +322,10 @@ def _session(
         options.enable_cpu_mem_arena = False
     source = str(model) if isinstance(model, Path) else model
     try:
-        session = onnxruntime.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(
+            source, sess_options=options, providers=["CPUExecutionProvider"],
+            disabled_optimizers=list(minilm_rewrite.DISABLED_OPTIMIZERS),
+        )  # fmt: skip
     except Exception as exc:  # onnxruntime's own error types do not share a useful base class
         raise EmbedderUnavailable(f"onnxruntime cannot load the embedding model {origin}: {exc}") from exc
     if getattr(session, "_model_bytes", None) is not None:
