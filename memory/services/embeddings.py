@@ -15,6 +15,7 @@ from django.db.models import Model, Q
 
 from memory.embeddings import Embedder, EmbedderUnavailable
 from memory.models import Chunk, Claim, Node
+from memory.models.copy_rows import vector_text
 
 logger = logging.getLogger("memory.embeddings")
 RowT = TypeVar("RowT", Chunk, Claim, Node)
@@ -82,7 +83,7 @@ def vectors_write(model: type[Model], rows: Sequence[Model], vectors: list[list[
         cursor.execute(
             f"UPDATE {model._meta.db_table} AS row SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
             "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE row.id = batch.id",
-            [model_id, [row.pk for row in rows], [_literal(vector) for vector in vectors]],
+            [model_id, [row.pk for row in rows], [vector_text(vector) for vector in vectors]],
         )
     for row, vector in zip(rows, vectors, strict=True):
         row.embedding, row.embedding_model = vector, model_id  # type: ignore[attr-defined]
@@ -191,10 +192,6 @@ def _send_embed_job(owner_id: int) -> None:
         embed_pending_vectors.apply_async(args=(owner_id,), retry=False)
     except Exception:  # the broker is unreachable: the committed write must not turn into an error
         logger.warning("embeddings.dispatch_failed", extra={"ownerId": owner_id}, exc_info=True)
-
-
-def _literal(vector: list[float]) -> str:
-    return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
 
 
 def stale_vectors(model_id: str) -> Q:

@@ -6,13 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 
 from memory.models import Chunk, Partition, Source, SourceKind, User
-from memory.models.copy_rows import copy_rows
+from memory.models.copy_rows import copy_rows, vector_text
 from tests.factories import PartitionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -80,6 +81,19 @@ def test_copied_chunks_keep_their_vectors_and_get_their_generated_search_text(co
     assert rows[0].embedding is None
     assert list(rows[1].embedding) == vector
     assert Chunk.objects.filter(source=conversation, search_vector="garden").count() == 2
+
+
+def test_a_copied_vector_reads_back_as_the_float32_values_it_was_made_of(conversation: Source) -> None:
+    """The copy writes nine significant digits (vector_text): enough for every float32, which pgvector stores."""
+    made = np.random.default_rng(7).standard_normal(384).astype(np.float32)
+    made[:4] = [1e-38, -3.4028235e38, 0.1, 1 / 3]  # tiny, huge, and values with no short decimal form
+    chunk = Chunk(
+        owner=conversation.owner, partition=conversation.partition, source=conversation, ordinal=0, text="x",
+        char_start=0, char_end=1, embedding=made.tolist(), embedding_model="minilm",
+    )  # fmt: skip
+    copy_rows(Chunk, [chunk])
+    assert np.array_equal(np.asarray(Chunk.objects.get(pk=chunk.pk).embedding, dtype=np.float32), made)
+    assert vector_text([0.5, -0.25, 1e-07]) == "[0.5,-0.25,1e-07]"
 
 
 def test_a_row_that_breaks_a_constraint_raises_djangos_integrity_error_and_writes_nothing(conversation: Source) -> None:

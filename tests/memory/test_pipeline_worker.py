@@ -107,7 +107,9 @@ def big_document(owner: Persona, paragraphs: int = 80) -> str:
 def test_a_job_killed_mid_way_reads_interrupted_and_retry_completes_it(api: Api, owner: Persona, settings: Any) -> None:
     settings.PIPELINE_TIME_LIMIT_S = 1  # the job is sent with a one-second hard limit and dies mid-way
     with celery_worker(connection.settings_dict["NAME"]):
-        operation_id = big_document(owner)
+        # ~140 chunks of ~180 tokens: seconds of embedding, however fast the embedder (80 paragraphs were
+        # done within the second now and then once the dynamic form was fused: the test then saw "completed").
+        operation_id = big_document(owner, paragraphs=300)
         interrupted = wait_for_status(api, owner, operation_id, {"failed", "completed"})
     settings.PIPELINE_TIME_LIMIT_S = 900
     assert interrupted["status"] == "failed", interrupted
