@@ -160,15 +160,18 @@ def statistics_counted(
                 f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m"
             )
         if missing := [word for word in terms if word not in held]:
-            # One bounded GIN lookup per word (a LATERAL subquery per unnested word).
+            # One bounded lookup per word (a LATERAL subquery per unnested word). Each word's tsquery is made once,
+            # behind OFFSET 0: inlined, PostgreSQL made it again for every row it matched (a cold question's counts
+            # on 419 chunks: 7.1 -> 3.6 ms; docs/benchmarks.md, issue 18, twelfth pass).
             values[f"terms{number}"] = missing
             scans.append(
                 f"""SELECT '{corpus.name}', t.word, m.rows
-                FROM unnest(%(terms{number})s::text[]) AS t(word), LATERAL (
+                FROM (
+                    SELECT w.word, {WORD_QUERY.format(word="w.word")} AS q
+                    FROM unnest(%(terms{number})s::text[]) AS w(word) OFFSET 0
+                ) t, LATERAL (
                     SELECT count(*) AS rows FROM (
-                        SELECT 1 FROM {corpus.table}
-                        WHERE {corpus.reach} AND c.search_vector @@ {WORD_QUERY.format(word="t.word")}
-                        LIMIT {DF_CAP}
+                        SELECT 1 FROM {corpus.table} WHERE {corpus.reach} AND c.search_vector @@ t.q LIMIT {DF_CAP}
                     ) matched
                 ) m"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
             )
