@@ -5,26 +5,60 @@ request built a new RedisCache, hence a new redis-py client and pool, and its fi
 (connect, HELLO): 100 searches opened 100 connections, ~2 ms of each (docs/benchmarks.md, issue 18). Here every
 backend instance of a process with the same servers and options shares one client. redis-py's pools are
 thread-safe and start afresh in a forked child, so the Celery pool processes get connections of their own.
+
+Django's client also builds a new `redis.Redis` on every call (~0.25 ms here: its options and response callbacks
+set up again), and writes `set_many` as MSET then an EXPIRE per key inside MULTI/EXEC. Here one `redis.Redis` per
+connection pool serves every call, and `set_many` is one SET with its expiry per key in one pipeline without a
+transaction: a cold search's statistics lookups 1.2 -> ~0.3 ms (docs/benchmarks.md, issue 18, twelfth pass).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from django.utils.functional import cached_property
 
-_clients: dict[str, RedisCacheClient] = {}
+
+class SharedRedisCacheClient(RedisCacheClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._redis: dict[int, Any] = {}  # id of a connection pool -> the one redis.Redis on it
+        self._redis_lock = threading.Lock()
+
+    def get_client(self, key: Any = None, *, write: bool = False) -> Any:
+        pool = self._get_connection_pool(write)  # type: ignore[attr-defined]  # private: not in django-stubs
+        client = self._redis.get(id(pool))
+        if client is None:
+            with self._redis_lock:
+                made = self._client(connection_pool=pool)  # type: ignore[attr-defined]  # the redis.Redis class
+                client = self._redis.setdefault(id(pool), made)
+        return client
+
+    def set_many(self, data: Mapping[Any, Any], timeout: Any) -> None:
+        serializer = self._serializer  # type: ignore[attr-defined]  # private: not in django-stubs
+        pipeline = self.get_client(None, write=True).pipeline(transaction=False)
+        for key, value in data.items():
+            if timeout == 0:  # as Django's client: a zero timeout expires the key at once
+                pipeline.delete(key)
+            else:
+                pipeline.set(key, serializer.dumps(value), ex=timeout)
+        pipeline.execute()
+
+
+_clients: dict[str, SharedRedisCacheClient] = {}
 _clients_lock = threading.Lock()
 
 
 class SharedClientRedisCache(RedisCache):
     @cached_property
-    def _cache(self) -> RedisCacheClient:
+    def _cache(self) -> SharedRedisCacheClient:
         servers, options = self._servers, self._options  # type: ignore[attr-defined]  # private: not in django-stubs
         key = repr((servers, sorted(options.items())))
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = RedisCacheClient(servers, **options)
+                client = _clients[key] = SharedRedisCacheClient(servers, **options)
             return client

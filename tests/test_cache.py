@@ -1,0 +1,60 @@
+"""The cache backend (config.cache) on the real embedded Redis: one redis.Redis per connection pool for every call,
+and `set_many` writing each key with its expiry as Django's own client does, in one pipeline without MULTI/EXEC."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import redis
+from django.core.cache import cache
+
+from config.cache import SharedRedisCacheClient
+
+
+def client() -> SharedRedisCacheClient:
+    shared: SharedRedisCacheClient = cache._cache  # type: ignore[attr-defined]  # private: not in django-stubs
+    return shared
+
+
+def test_every_call_gets_the_same_redis_client_on_the_same_pool() -> None:
+    first = client().get_client(write=True)
+    assert client().get_client() is first and client().get_client("some key", write=True) is first
+    assert isinstance(first, redis.Redis)
+    seen: list[Any] = []
+    threads = [threading.Thread(target=lambda: seen.append(client().get_client())) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(found is first for found in seen)
+
+
+def test_set_many_stores_every_value_with_its_expiry() -> None:
+    cache.set_many({"a": 1, "b": {"nested": [1, None]}, "c": "text"}, timeout=60)
+    assert cache.get_many(["a", "b", "c", "missing"]) == {"a": 1, "b": {"nested": [1, None]}, "c": "text"}
+    raw = client().get_client()
+    ttls = [raw.ttl(cache.make_and_validate_key(key)) for key in "abc"]
+    assert all(55 <= ttl <= 60 for ttl in ttls), ttls
+
+
+def test_set_many_without_a_timeout_keeps_the_keys_and_a_zero_timeout_removes_them() -> None:
+    cache.set_many({"kept": 1, "gone": 2}, timeout=None)
+    assert client().get_client().ttl(cache.make_and_validate_key("kept")) == -1  # no expiry
+    cache.set_many({"gone": 3}, timeout=0)
+    assert cache.get_many(["kept", "gone"]) == {"kept": 1}
+
+
+def test_set_many_sends_no_transaction(monkeypatch: Any) -> None:
+    sent: list[tuple[Any, ...]] = []
+    original = redis.client.Pipeline.execute
+
+    def execute(pipeline: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.extend(command[0] for command in pipeline.command_stack)
+        assert not pipeline.transaction
+        return original(pipeline, *args, **kwargs)
+
+    monkeypatch.setattr(redis.client.Pipeline, "execute", execute)
+    cache.set_many({"x": 1, "y": 2}, timeout=30)
+    assert [command[0] for command in sent] == ["SET", "SET"]
+    assert cache.get_many(["x", "y"]) == {"x": 1, "y": 2}
