@@ -14,8 +14,9 @@ turn run alone (~34 tokens) those small nodes cost about as much as a third of t
 
 Each fusion checks the pattern it replaces (the constants included: the scores' scale, GELU's √2, 1 and ½) and leaves a
 layer as it is otherwise; the caller checks the whole rewrite against the pinned model (REWRITE_MIN_COSINE). One chat
-turn: 7.5 -> 6.7 ms of CPU on one thread, vectors within cosine 0.9999 of the unfused form's (docs/benchmarks.md,
-issue 18, twelfth pass).
+turn: 7.3 -> 6.5 ms of CPU on one thread. The vectors move within cosine 0.994 of the unfused form's (a LoCoMo
+conversation's turns; the activations round a little differently) and stay as close to the pinned model's as before
+(0.971 at worst, 0.992 on average; docs/benchmarks.md, issue 18, twelfth pass).
 """
 
 from __future__ import annotations
