@@ -62,6 +62,9 @@ class _Work:
                 kept.append(node)
         self.nodes = kept
 
+    def index(self) -> GraphIndex:
+        return GraphIndex(self.nodes, self.graph)
+
     def drop_unread(self) -> None:
         """Removes the nodes none of whose outputs is read (shape computations the fused nodes no longer need)."""
         outputs = {output.name for output in self.graph.output}
@@ -73,17 +76,18 @@ class _Work:
             self.nodes = kept
 
 
-class _Index:
-    """The graph's nodes by output and by input, and its initializers, as they are now."""
+class GraphIndex:
+    """Nodes by output and by input, and the graph's initializers and outputs, as they are now (the rewrite's
+    products and these fusions read a graph through it)."""
 
-    def __init__(self, work: _Work) -> None:
-        self.producers = {output: node for node in work.nodes for output in node.output}
+    def __init__(self, nodes: list[Any], graph: Any) -> None:
+        self.producers = {output: node for node in nodes for output in node.output}
         self.readers: dict[str, list[Any]] = defaultdict(list)
-        for node in work.nodes:
+        for node in nodes:
             for name in node.input:
                 self.readers[name].append(node)
-        self.initializers = {tensor.name: tensor for tensor in work.graph.initializer}
-        self.outputs = {output.name for output in work.graph.output}
+        self.initializers = {tensor.name: tensor for tensor in graph.initializer}
+        self.outputs = {output.name for output in graph.output}
 
     def only_reader(self, name: str) -> Any | None:
         readers = self.readers[name]
@@ -112,16 +116,18 @@ def _fuse_attention(work: _Work) -> int:
     if MASK_INPUT not in {tensor.name for tensor in work.graph.input}:
         return 0
     fused = 0
-    while (block := _next_attention(work)) is not None:
-        _fuse_block(work, *block)
+    while True:
+        index = work.index()  # of the graph as the last fusion left it
+        block = _next_attention(work, index)
+        if block is None:
+            return fused
+        _fuse_block(work, index, *block)
         fused += 1
-    return fused
 
 
-def _next_attention(work: _Work) -> tuple[list[Any], list[Any], set[int], str, int] | None:
+def _next_attention(work: _Work, index: GraphIndex) -> tuple[list[Any], list[Any], set[int], str, int] | None:
     """The first attention block not fused yet: its projections (query, key, value), their bias adds, the ids of
     the nodes between them and the next product, the tensor those nodes hand on, and the head size."""
-    index = _Index(work)
     by_input: dict[str, list[Any]] = defaultdict(list)
     for node in work.nodes:
         if node.op_type == MATMUL:
@@ -141,7 +147,7 @@ def _next_attention(work: _Work) -> tuple[list[Any], list[Any], set[int], str, i
     return None
 
 
-def _region(work: _Work, index: _Index, starts: list[str]) -> tuple[list[Any], str | None]:
+def _region(work: _Work, index: GraphIndex, starts: list[str]) -> tuple[list[Any], str | None]:
     """The nodes that read, directly or not, any of `starts`, up to (not including) the products that follow, in the
     graph's order, and the one tensor they hand to those products (None if they hand on more than one, or reach the
     graph's output)."""
@@ -162,7 +168,7 @@ def _region(work: _Work, index: _Index, starts: list[str]) -> tuple[list[Any], s
     return region, (ends.pop() if len(ends) == 1 and ends.isdisjoint(starts) else None)
 
 
-def _attention_shape(index: _Index, region: list[Any], adds: list[Any]) -> tuple[list[int], int] | None:
+def _attention_shape(index: GraphIndex, region: list[Any], adds: list[Any]) -> tuple[list[int], int] | None:
     """Which of the three adds is the query, the key and the value (as positions), and the head size, when the
     region is scaled dot-product attention as the model exports it: scores = (query x scale) @ (key x scale)^T, plus
     the additive mask, softmax, then @ value; the two scales' product 1/sqrt(head size)."""
@@ -177,16 +183,15 @@ def _attention_shape(index: _Index, region: list[Any], adds: list[Any]) -> tuple
     if len(query) != 1 or len(key) != 1 or len(value) != 1 or len(query | key | value) != 3:
         return None
     head_size = _head_size(index, region)
-    scales = [scale for node in region if node.op_type == "Mul" and (scale := _scalar(index, node)) is not None]
-    multiplied = [node for node in region if node.op_type == "Mul"]
-    if head_size is None or len(scales) != 2 or len(multiplied) != 2:
+    scales = [_scalar(index, node) for node in region if node.op_type == "Mul"]
+    if head_size is None or len(scales) != 2 or scales[0] is None or scales[1] is None:
         return None
     if not math.isclose(scales[0] * scales[1], 1 / math.sqrt(head_size), rel_tol=1e-5):
         return None
     return [query.pop(), key.pop(), value.pop()], head_size
 
 
-def _origins(index: _Index, name: str, starts: dict[str, int]) -> set[int]:
+def _origins(index: GraphIndex, name: str, starts: dict[str, int]) -> set[int]:
     """Which of `starts` (tensor -> position) the tensor `name` is computed from, following data inputs back."""
     found: set[int] = set()
     pending, seen = [name], set()
@@ -203,7 +208,7 @@ def _origins(index: _Index, name: str, starts: dict[str, int]) -> set[int]:
     return found
 
 
-def _head_size(index: _Index, region: list[Any]) -> int | None:
+def _head_size(index: GraphIndex, region: list[Any]) -> int | None:
     """The last dimension of the reshapes that split the projections into heads: the positive one-element constant
     their shapes end with (a reshape back to one row per token ends with -1), the same for all of them."""
     sizes = set()
@@ -216,16 +221,17 @@ def _head_size(index: _Index, region: list[Any]) -> int | None:
     return sizes.pop() if len(sizes) == 1 and min(sizes) > 0 else None
 
 
-def _scalar(index: _Index, node: Any) -> float | None:
+def _scalar(index: GraphIndex, node: Any) -> float | None:
     values = [value for name in node.input if (value := index.constant(name)) is not None and value.size == 1]
     return float(values[0].reshape(-1)[0]) if len(values) == 1 else None
 
 
-def _fuse_block(work: _Work, products: list[Any], adds: list[Any], region: set[int], end: str, head_size: int) -> None:
+def _fuse_block(
+    work: _Work, index: GraphIndex, products: list[Any], adds: list[Any], region: set[int], end: str, head_size: int
+) -> None:
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    index = _Index(work)
     weights = np.concatenate([index.constant(product.input[1]) for product in products], axis=1)
     scales = np.concatenate([index.constant(product.input[2]).reshape(-1) for product in products])
     biases = np.concatenate([index.constant(add.input[1]) for add in adds])
@@ -258,7 +264,7 @@ def _fuse_block(work: _Work, products: list[Any], adds: list[Any], region: set[i
 def _fold_biases(work: _Work) -> int:
     from onnx import helper
 
-    index = _Index(work)
+    index = work.index()
     folded = 0
     for product in [node for node in work.nodes if node.op_type == MATMUL and len(node.input) == 3]:
         add = index.bias_add(product)
@@ -275,7 +281,7 @@ def _fuse_gelus(work: _Work) -> int:
     """x * 0.5 * (1 + erf(x / sqrt(2))), as Div, Erf, Add, Mul, Mul, becomes Gelu(x)."""
     from onnx import helper
 
-    index = _Index(work)
+    index = work.index()
     fused = 0
     for divide in [node for node in work.nodes if node.op_type == "Div"]:
         nodes = _gelu_nodes(index, divide)
@@ -288,7 +294,7 @@ def _fuse_gelus(work: _Work) -> int:
     return fused
 
 
-def _gelu_nodes(index: _Index, divide: Any) -> list[Any] | None:
+def _gelu_nodes(index: GraphIndex, divide: Any) -> list[Any] | None:
     """The five nodes of one erf GELU starting at this Div, if that is what follows it."""
     x = divide.input[0]
     erf = index.only_reader(divide.output[0])

@@ -46,7 +46,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -319,9 +318,7 @@ class _Rewriter:
         # Each form's MatMul, given the int8 values and a scale per output column.
         forms = {"int8": self._int8_matmul, "float": self._float_matmul, "dynamic": self._dynamic_matmul}
         self._matmul = forms[products]
-        self.initializers = {tensor.name: tensor for tensor in graph.initializer}
-        self.producers = {output: node for node in graph.node for output in node.output}
-        self.readers = Counter(name for node in graph.node for name in node.input)
+        self.index = minilm_fusion.GraphIndex(list(graph.node), graph)
         self.dropped: set[int] = set()
         self.added: list[Any] = []
         self.rewritten = 0
@@ -342,20 +339,17 @@ class _Rewriter:
     def _int8_weight(self, name: str) -> tuple[Any, Any] | None:
         """(int8 values, scales) of a weight dequantised in the graph and read by one node only."""
         import numpy as np
-        from onnx import numpy_helper
 
-        scale_node = self.producers.get(name)
-        if scale_node is None or scale_node.op_type != "Mul" or self.readers[name] != 1:
+        index = self.index
+        scale_node = index.producers.get(name)
+        if scale_node is None or scale_node.op_type != "Mul" or index.only_reader(name) is None:
             return None
-        cast = self.producers.get(scale_node.input[0])
-        if cast is None or cast.op_type != "Cast" or cast.input[0] not in self.initializers:
+        cast = index.producers.get(scale_node.input[0])
+        if cast is None or cast.op_type != "Cast" or index.only_reader(cast.output[0]) is None:
             return None
-        if self.readers[cast.output[0]] != 1:
+        values, scales = index.constant(cast.input[0]), index.constant(scale_node.input[1])
+        if values is None or scales is None:
             return None
-        if scale_node.input[1] not in self.initializers:
-            return None
-        values = numpy_helper.to_array(self.initializers[cast.input[0]])
-        scales = numpy_helper.to_array(self.initializers[scale_node.input[1]])
         if values.dtype != np.int8 or values.ndim != 2 or scales.dtype != np.float32:
             return None
         self.dropped |= {id(scale_node), id(cast)}
