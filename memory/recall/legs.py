@@ -27,6 +27,7 @@ import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 
+from memory.models.copy_rows import vector_text
 from memory.recall.caching import cached_many, keep_many, reach_key
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
@@ -340,8 +341,7 @@ def vector_hits_within(
     """Per time window, the nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus
     and window)."""
     dimensions = len(vector)
-    literal = "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
-    values = params | {"vector": literal, "model": model_id, "limit": limit}
+    values = params | {"vector": vector_text(vector), "model": model_id, "limit": limit}
     values["ef_search"] = str(settings.SEARCH_EF_SEARCH)
     scans = []
     for number, (since, until) in enumerate(spans):
