@@ -3,12 +3,14 @@ through the real ingestion service, then each receipt run in this process by `ru
 one embedding thread as in a worker's pool process.
 
     MEMORY_DATA_DIR=var/bench-profile .venv/bin/python bench/ingest_profile.py [--conversations 16] [--messages 25]
-        [--profile 30]
+        [--profile 30] [--user bench-search]
 
 Prints per step: wall milliseconds per message, SQL queries per job, texts embedded per job and onnxruntime
 runs per job; then the CPU per message of this process and of its PostgreSQL backend (from /proc, so other load on
 the machine does not change it). `--profile N` adds cProfile's top N functions by cumulative time. Use a new
-MEMORY_DATA_DIR for a fresh store; the jobs' Celery messages stay in that store's queue (no worker runs).
+MEMORY_DATA_DIR for a fresh store; the jobs' Celery messages stay in that store's queue (no worker runs). `--user`
+ingests into that user's memory instead of a new user's: with MEMORY_DATA_DIR=var/bench-scale/claims-1000000 and
+`--user bench-search`, into scale.py's partition of a million claims.
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, help="instead: the sessions of this LoCoMo file's first conversation")
     parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative, tottime, ...")
     parser.add_argument("--queries", action="store_true", help="print the kinds of queries of each step per job")
+    parser.add_argument("--user", help="ingest into this user's memory (scale.py's: bench-search)")
     options = parser.parse_args()
 
     import django
@@ -132,7 +135,7 @@ def main() -> None:
     ensure_started(settings.EMBEDDED_RUNTIME)
     call_command("migrate", verbosity=0)
     int8_model_prepared()
-    user, _ = User.objects.get_or_create(username=f"profile-{int(time.time())}")
+    user, _ = User.objects.get_or_create(username=options.user or f"profile-{int(time.time())}")
     token = token_issue(actor=Actor.system(), owner=user, label="profile", scopes=["read", "write"]).token
     access = access_for_token(token=token, user_id=None, partition_key=None, workspace=False)
     rng = random.Random(7)  # noqa: S311 (reproducible test data)

@@ -331,10 +331,10 @@ EMBEDDING_TIMEOUT_S = env_int("EMBEDDING_TIMEOUT_S", 30)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)  # 0: min(cores, 2); the worker under `make run`: cores / pool
 # Run the local MiniLM rewritten for this CPU (memory/embeddings/minilm_rewrite.py; built once per data directory
-# under DATA_DIR/models, checked against the pinned model): `auto` int8 matrix products in blocks where the CPU has
-# int8 dot products (VNNI, ARM dotprod), whole-matrix int8 products with activations quantised per run elsewhere;
-# `int8`, `dynamic` or `float` (the pinned model's vectors exactly) one form everywhere; `off` (or false) the pinned
-# model as shipped. `true`, as before `auto` existed, means int8.
+# under DATA_DIR/models, checked against the pinned model): `auto` the dynamic form, whole-matrix int8 products with
+# activations quantised per run (the least CPU measured, with or without VNNI); `int8` (products in blocks of 16),
+# `dynamic` or `float` (the pinned model's vectors exactly) that form; `off` (or false) the pinned model as shipped.
+# `true`, as before `auto` existed, means int8.
 EMBEDDING_INT8_MATMUL = env_choice(
     "EMBEDDING_INT8_MATMUL",
     "auto",

@@ -99,13 +99,12 @@ _runtimes_lock = threading.Lock()
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 with mean pooling and L2 normalisation; 384 dimensions.
 
-    By default (EMBEDDING_INT8_MATMUL) it runs the pinned model rewritten for this CPU (minilm_rewrite.py): int8
-    matrix products in blocks where the CPU has int8 dot products, whole-matrix int8 products with activations
-    quantised at run time elsewhere, int8 token tables in all. The `float` form gives the pinned model's vectors,
-    the int8 one vectors within cosine 0.999 of them, the dynamic one within ~0.97-0.99 and finding the same
-    (REWRITE_MIN_COSINE), so all share one model id. With EMBEDDING_INT8_MATMUL `off`, a session of the pinned
-    model that onnxruntime optimises (float32 copies of its int8 weights: one query ~9 ms instead of ~20-40 ms
-    unoptimised).
+    By default (EMBEDDING_INT8_MATMUL) it runs the pinned model rewritten for this CPU (minilm_rewrite.py): whole-matrix
+    int8 products with activations quantised at run time (`dynamic`; `int8` multiplies in blocks of 16 instead), int8
+    token tables in all. The `float` form gives the pinned model's vectors, the int8 one vectors within cosine 0.999 of
+    them, the dynamic one within ~0.97-0.99 and finding the same (REWRITE_MIN_COSINE), so all share one model id.
+    With EMBEDDING_INT8_MATMUL `off`, a session of the pinned model that onnxruntime optimises (float32 copies of its
+    int8 weights: one query ~9 ms instead of ~20-40 ms unoptimised).
     """
 
     def __init__(

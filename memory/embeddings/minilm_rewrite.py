@@ -9,17 +9,19 @@ differ in the products (`products_wanted`, EMBEDDING_INT8_MATMUL):
 
 - "int8": the same int8 weights, unchanged, go to onnxruntime's `MatMulNBits` (8 bits, blocks of 16 along the
   inner dimension, accuracy level 4: each block of 16 activations is quantised to int8 and the products run on
-  int8). Fast where the CPU has int8 dot-product instructions (VNNI on x86, dotprod on ARM): ~17 % less CPU per
-  text in a batch of 25 and ~30 % less for a query alone than float products there. Only the activations are
-  rounded, per block of 16 (blocks of 32 or more, or one scale per row, drift further than cosine 0.999).
+  int8). Where the CPU has int8 dot-product instructions (VNNI on x86, dotprod on ARM) ~17 % less CPU per text in a
+  batch of 25 and ~30 % less for a query alone than float products, but twice the dynamic form's on a CPU with
+  AVX-512 VNNI (both ride on VNNI there). Only the activations are rounded, per block of 16 (blocks of 32 or more,
+  or one scale per row, drift further than cosine 0.999): the closest int8 form to the pinned model.
 - "float": each weight matrix scaled to float32 once, here, so onnxruntime multiplies in float32 as the pinned
   model does, with none of its per-run conversions and without the float32 tables: the pinned model's vectors
   exactly. On a CPU without int8 dot products (AVX2 only) it takes ~0.65x the CPU of the int8 form per chat turn
   in a batch (docs/benchmarks.md, issue 18, eighth pass); its larger weights are shared between processes (store).
 - "dynamic": the same int8 weights, unchanged, go to onnxruntime's `DynamicQuantizeMatMul`: each product's
   activations are quantised at run time to uint8 with one scale for the whole matrix, and MLAS's int8 GEMM multiplies
-  them (AVX2's 8-bit multiply-adds where there is no VNNI). On an AVX2-only CPU ~0.65x the CPU of the float form per
-  chat turn and ~0.8x for a query alone. The coarser rounding moves vectors further (cosine to the pinned model's
+  them (VNNI's dot products where the CPU has them, AVX2's 8-bit multiply-adds elsewhere). On an AVX2-only CPU ~0.65x
+  the CPU of the float form per chat turn and ~0.8x for a query alone; with AVX-512 VNNI ~0.5x the CPU of the int8
+  form for both. The default on every CPU. The coarser rounding moves vectors further (cosine to the pinned model's
   0.982-0.997 on the probes, 0.992 on average over a LoCoMo conversation's turns), but not what they find: LoCoMo
   frac@10 the same with every vector of this form, or a store of float vectors asked with this form's
   (docs/benchmarks.md, issue 18, eleventh pass). So it shares the model id, and a store need not be embedded again.
@@ -70,30 +72,19 @@ class RewriteFailed(Exception):
     """The model is not the int8 layout this rewrite knows, or onnx could not read it."""
 
 
-# /proc/cpuinfo flags of int8 dot-product instructions, which onnxruntime's int8 kernels use when present: x86's
-# VNNI (AVX-512 or AVX) and AMX, ARM's dotprod and i8mm. Without one, the int8 form's products (blocks of 16) are slower
-# than float32 ones, and the dynamic form's (whole matrices, AVX2's 8-bit multiply-adds) faster.
-INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm"})
-
-
 def products_wanted() -> str | None:
     """The rewrite's matrix products by EMBEDDING_INT8_MATMUL: "int8", "float" or "dynamic", or None for the pinned
-    model as shipped. `auto` (the default) takes int8 where this CPU has int8 dot products, dynamic elsewhere."""
+    model as shipped. `auto` (the default) takes the dynamic form on every CPU: without int8 dot products (AVX2 only)
+    ~0.65x the CPU of the float form per chat turn, and on a CPU with AVX-512 VNNI ~0.5x the CPU of the int8 form,
+    whose products the earlier `auto` chose there (docs/benchmarks.md, issue 18, thirteenth pass)."""
     choice = settings.EMBEDDING_INT8_MATMUL  # config.settings reads the environment's words into one of these
     if isinstance(choice, bool):  # set in code, as it was before `auto` existed
         choice = "int8" if choice else "off"
     if choice not in {"auto", *REWRITE_VERSIONS, "off"}:
         raise RewriteFailed(f"EMBEDDING_INT8_MATMUL {choice!r}: use auto, int8, float, dynamic or off")
     if choice == "auto":
-        return "int8" if int8_dot_products() else "dynamic"
+        return "dynamic"
     return None if choice == "off" else choice
-
-
-def int8_dot_products(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether this CPU multiplies int8 with dot-product instructions (INT8_DOT_FLAGS). Where the CPU's flags cannot
-    be read (not Linux), int8, as before this choice existed."""
-    flags = cpu_flags(cpuinfo)
-    return not flags or bool(flags & INT8_DOT_FLAGS)
 
 
 @functools.cache

@@ -148,35 +148,32 @@ def test_a_texts_vector_in_the_dynamic_form_does_not_depend_on_the_texts_embedde
     assert embedder.embed_query(TEXTS[10]) == alone[10]
 
 
-# /proc/cpuinfo as two x86 CPUs and two ARM ones show it (abridged): only the int8 dot-product flags matter.
-EPYC_AVX2 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse4_2 avx avx2 fma vaes vpclmulqdq\n"
-XEON_VNNI = "processor\t: 0\nflags\t\t: sse4_2 avx2 avx512f avx512bw avx512_vnni\n"
+# /proc/cpuinfo as an x86 CPU and an ARM one show it (abridged): the flags name the prepared copy (machine_key).
+XEON_VNNI = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: sse4_2 avx2 avx512f avx512bw avx512_vnni\n"
 ARM_DOTPROD = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32 asimddp\n"
-ARM_PLAIN = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32\n"
 
 
 @pytest.mark.parametrize(
-    ("cpuinfo", "int8"), [(EPYC_AVX2, False), (XEON_VNNI, True), (ARM_DOTPROD, True), (ARM_PLAIN, False), ("", True)]
-)
-def test_int8_dot_products_are_read_off_the_cpus_flags(tmp_path: Path, cpuinfo: str, int8: bool) -> None:
+    ("cpuinfo", "flags"),
+    [(XEON_VNNI, {"sse4_2", "avx2", "avx512f", "avx512bw", "avx512_vnni"}),
+     (ARM_DOTPROD, {"fp", "asimd", "evtstrm", "aes", "crc32", "asimddp"})],
+)  # fmt: skip
+def test_the_cpus_flags_are_read_off_cpuinfo(tmp_path: Path, cpuinfo: str, flags: set[str]) -> None:
     path = tmp_path / "cpuinfo"
     path.write_text(cpuinfo)
-    assert minilm_rewrite.int8_dot_products(path) is int8
-    assert minilm_rewrite.int8_dot_products(tmp_path / "no such file") is True  # not Linux: int8, as before
+    assert minilm_rewrite.cpu_flags(path) == flags
+    assert minilm_rewrite.cpu_flags(tmp_path / "no such file") == frozenset()  # not Linux
 
 
 @pytest.mark.parametrize(
-    ("choice", "dot_products", "wanted"),
-    [
-        ("auto", True, "int8"), ("auto", False, "dynamic"), ("int8", False, "int8"), ("float", True, "float"),
-        ("dynamic", True, "dynamic"), ("off", True, None), (True, False, "int8"), (False, True, None),
-    ],
+    ("choice", "wanted"),
+    [("auto", "dynamic"), ("int8", "int8"), ("float", "float"), ("dynamic", "dynamic"), ("off", None),
+     (True, "int8"), (False, None)],
 )  # fmt: skip
-def test_auto_takes_int8_products_only_where_the_cpu_has_int8_dot_products(
-    settings: Any, monkeypatch: pytest.MonkeyPatch, choice: Any, dot_products: bool, wanted: str | None
+def test_auto_takes_the_dynamic_form_and_a_named_form_is_taken_as_named(
+    settings: Any, choice: Any, wanted: str | None
 ) -> None:
     settings.EMBEDDING_INT8_MATMUL = choice
-    monkeypatch.setattr(minilm_rewrite, "int8_dot_products", lambda: dot_products)
     assert minilm_rewrite.products_wanted() == wanted
 
 
