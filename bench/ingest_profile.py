@@ -9,8 +9,8 @@ Prints per step: wall milliseconds per message, SQL queries per job, texts embed
 runs per job; then the CPU per message of this process and of its PostgreSQL backend (from /proc, so other load on
 the machine does not change it). `--profile N` adds cProfile's top N functions by cumulative time. Use a new
 MEMORY_DATA_DIR for a fresh store; the jobs' Celery messages stay in that store's queue (no worker runs). `--user`
-ingests into that user's memory instead of a new user's: with MEMORY_DATA_DIR=var/bench-scale/claims-1000000 and
-`--user bench-search`, into scale.py's partition of a million claims.
+ingests into that existing user's memory instead of a new user's (no such user: refused): with
+MEMORY_DATA_DIR=var/bench-scale/claims-1000000 and `--user bench-search`, into scale.py's partition of a million.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, help="instead: the sessions of this LoCoMo file's first conversation")
     parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative, tottime, ...")
     parser.add_argument("--queries", action="store_true", help="print the kinds of queries of each step per job")
-    parser.add_argument("--user", help="ingest into this user's memory (scale.py's: bench-search)")
+    parser.add_argument("--user", help="an existing user to ingest for (scale.py's is bench-search)")
     options = parser.parse_args()
 
     import django
@@ -135,7 +135,12 @@ def main() -> None:
     ensure_started(settings.EMBEDDED_RUNTIME)
     call_command("migrate", verbosity=0)
     int8_model_prepared()
-    user, _ = User.objects.get_or_create(username=options.user or f"profile-{int(time.time())}")
+    if options.user:
+        user = User.objects.filter(username=options.user).first()
+        if user is None:  # a typo would otherwise profile a new, empty memory and look like a result
+            raise SystemExit(f"no user {options.user!r} in {settings.DATA_DIR}")
+    else:
+        user = User.objects.create(username=f"profile-{int(time.time())}")
     token = token_issue(actor=Actor.system(), owner=user, label="profile", scopes=["read", "write"]).token
     access = access_for_token(token=token, user_id=None, partition_key=None, workspace=False)
     rng = random.Random(7)  # noqa: S311 (reproducible test data)
