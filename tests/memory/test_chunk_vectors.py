@@ -135,3 +135,37 @@ def test_a_document_chunk_is_embedded_with_its_title(api: Api, owner: Persona) -
     chunk = Chunk.objects.get()
     assert chunk.embedding_text == "Garden plan 2026\nPlant the tomatoes after the last frost."
     _assert_vector(chunk, _made_from(chunk.embedding_text))
+
+
+def test_a_turn_longer_than_two_kilobytes_keeps_its_vector_and_words_in_the_row(api: Api, owner: Persona) -> None:
+    """Search reads every candidate's vector and tsvector: kept in the row, not in the TOAST table, where each
+    would cost a lookup in its index (issue 18). A turn with context is about 3 kB: past the 2 kB at which
+    PostgreSQL moves values out, unless the table says otherwise (migration 0025)."""
+    sentence = "We talked about the {} garden, the allotment by the canal and the tomatoes that never ripened. "
+    messages = [
+        {"id": f"m{n}", "role": "user", "content": sentence.format(n) * 4, "timestamp": f"2026-04-22T10:0{n}:00Z"}
+        for n in range(1, 5)
+    ]
+    _processed(api, owner, "/ingest/conversation", {"conversation": {"id": "c", "messages": messages}})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_size(c.*), pg_column_toast_chunk_id(embedding), pg_column_toast_chunk_id(search_vector)"
+            " FROM memory_chunk c ORDER BY authored_at"
+        )
+        rows = cursor.fetchall()
+    assert len(rows) == 4
+    assert all(size > 2100 for size, _, _ in rows[1:]), rows  # rows that would have been toasted
+    assert [(vector, words) for _, vector, words in rows] == [(None, None)] * 4
+
+
+@pytest.mark.parametrize("table", ["memory_chunk", "memory_claim", "memory_node"])
+def test_the_tables_searched_by_vector_keep_rows_whole_up_to_a_page(table: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.reloptions, a.attstorage FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid"
+            " WHERE c.relname = %s AND a.attname = 'embedding'",
+            [table],
+        )
+        options, storage = cursor.fetchone()
+    assert "toast_tuple_target=8160" in options
+    assert storage == "m"  # the vector is the last value moved out of a row longer than a page
