@@ -6,8 +6,10 @@
   ("What does Melanie do to relax?"). Questions about a person are answered by that person's own turns far
   more often than by turns that only mention them (docs/benchmarks.md, issue 17).
 
-Both are cached for a minute per owner and reach (the speakers per word): a minute-old reference time moves
-recency by nothing.
+Both are cached for a minute per owner and reach: a minute-old reference time moves recency by nothing. The
+speakers are read as the set of everyone who spoke in reach (a walk of the index on first names, one probe per
+name), so a question with new words asks nothing more; where more than SPEAKERS_READ people spoke, the words
+of the question are looked up one by one instead (each cached for a minute).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from memory.models.sources import ROLE_SPEAKERS
 from memory.recall.caching import cached_many, keep_many, reach_key
 
 CACHE_SECONDS = 60
+# Past this many people who spoke (of the owner's, in any partition), the set is not read whole.
+SPEAKERS_READ = 500
 # The first word of a speaker's name, as the index on it (memory_chunk.chunk_owner_speaker) has it.
 SPEAKER_NAME = "lower(split_part(c.speaker, ' ', 1))"
 
@@ -31,9 +35,9 @@ def first_name(speaker: str) -> str:
     return speaker.split(" ", 1)[0].lower()
 
 
-def anchor_keys(params: dict[str, Any], terms: list[str]) -> list[str]:
+def anchor_keys(params: dict[str, Any]) -> list[str]:
     """The cache keys `reference_time` and `speakers_named` read (a search reads them ahead)."""
-    return [reach_key("newest", params), *_speaker_keys(params, terms).values()]
+    return [reach_key("newest", params), reach_key("speakers", params)]
 
 
 def reference_time(params: dict[str, Any]) -> datetime:
@@ -62,8 +66,53 @@ def reference_time(params: dict[str, Any]) -> datetime:
 
 def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
     """The query words that are the (first) name of someone who spoke in the memories in reach."""
-    keys = _speaker_keys(params, terms)
-    words = list(keys)
+    words = {term for term in terms if term.isalpha() and term not in ROLE_SPEAKERS}
+    if not words:
+        return frozenset()
+    spoke, complete = _speakers_in_reach(params)
+    if complete:
+        return frozenset(words & spoke)
+    return frozenset(words & spoke) | _words_spoken(params, sorted(words - spoke))
+
+
+def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:
+    """The first names of those who spoke in reach, and whether that is all of them (at most SPEAKERS_READ names of
+    the owner's are walked)."""
+    key = reach_key("speakers", params)
+    held = cached_many([key]).get(key)
+    if held is not None:
+        names, complete = held
+        return frozenset(names), complete
+    with connection.cursor() as cursor:
+        # A loose index scan of chunk_owner_speaker (owner, first name): each step the next name up, so the walk
+        # costs a probe per person, not a row per turn; then whether each spoke in a partition in reach. No row: no
+        # one spoke; a last row without a name: the walk ran out of names.
+        cursor.execute(
+            f"""
+            WITH RECURSIVE walked(name, step) AS (
+                (SELECT {SPEAKER_NAME}, 1 FROM memory_chunk c WHERE c.owner_id = %(owner)s ORDER BY 1 LIMIT 1)
+                UNION ALL
+                SELECT (SELECT {SPEAKER_NAME} FROM memory_chunk c
+                        WHERE c.owner_id = %(owner)s AND {SPEAKER_NAME} > w.name ORDER BY 1 LIMIT 1), w.step + 1
+                FROM walked w WHERE w.name IS NOT NULL AND w.step <= %(most)s
+            )
+            SELECT w.name, w.name IS NOT NULL AND EXISTS (
+                SELECT 1 FROM memory_chunk c
+                WHERE c.owner_id = %(owner)s AND {SPEAKER_NAME} = w.name AND c.partition_id = ANY(%(partitions)s)
+            ) FROM walked w
+            """,  # noqa: S608 (a fixed SQL fragment; every value is a parameter)
+            params | {"most": SPEAKERS_READ},
+        )
+        rows = cursor.fetchall()
+    complete = not rows or rows[-1][0] is None
+    names = sorted(name for name, spoke in rows if spoke and name)
+    keep_many({key: (names, complete)}, CACHE_SECONDS)
+    return frozenset(names), complete
+
+
+def _words_spoken(params: dict[str, Any], words: list[str]) -> frozenset[str]:
+    """Of `words`, those that are the first name of someone who spoke in reach, one lookup per word (cached)."""
+    keys = {word: f"{reach_key('speaker', params)}:{word}" for word in words}
     cached = cached_many(list(keys.values()))
     unknown = [word for word in words if keys[word] not in cached]
     if unknown:
@@ -82,9 +131,3 @@ def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
         keep_many(fresh, CACHE_SECONDS)
         cached |= fresh
     return frozenset(word for word in words if cached[keys[word]])
-
-
-def _speaker_keys(params: dict[str, Any], terms: list[str]) -> dict[str, str]:
-    """The words that may name a speaker (sorted), each with its cache key."""
-    words = sorted({term for term in terms if term.isalpha() and term not in ROLE_SPEAKERS})
-    return {word: f"{reach_key('speaker', params)}:{word}" for word in words}

@@ -105,7 +105,7 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     embedding = _embedding_started(request.query) if request.use_vector else None
     try:
         terms = query_terms(request.query) if request.use_keyword else []
-        with read_ahead([*statistics_keys(CORPORA, terms, params), *anchor_keys(params, terms)]):
+        with read_ahead([*statistics_keys(CORPORA, terms, params), *anchor_keys(params)]):
             reference = reference_time(params)
             # The time the question names ("in May") brings its own candidates, found within it, besides the rest.
             window = asked_window(request.query, reference)

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from memory.access import access_for_user
 from memory.models import Chunk, Evidence, Node, Source, User
@@ -168,6 +170,47 @@ def test_turns_said_by_the_person_a_question_names_come_first(api: Api, owner: P
     assert first["boosts"]["speaker"] > 0
     # Nobody the question names spoke: no speaker boost anywhere.
     assert all("speaker" not in result["boosts"] for result in found(api, owner, "Who goes hiking in the hills?"))
+
+
+def test_who_spoke_in_reach_is_read_once_then_new_questions_ask_nothing_more(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    chat(
+        api, owner, "talk",
+        ("Caroline", "Melanie, the pottery class sounds fun!", "2023-05-01T10:00:00Z"),
+        ("Melanie", "Pottery on Tuesdays, painting on Sundays.", "2023-05-01T10:01:00Z"),
+    )  # fmt: skip
+    cache.clear()
+    access = access_for_user(user=alice)
+    search(access, SearchRequest(query="Does Caroline like pottery?", use_vector=False))
+    with CaptureQueriesContext(connection) as later:
+        results = search(access, SearchRequest(query="What does Melanie paint on Sundays?", use_vector=False))
+    # New words, a speaker never asked about before: no lookup of who spoke (the set is cached for the reach).
+    assert not [query["sql"] for query in later.captured_queries if "split_part" in query["sql"]]
+    chunk = next(result for result in results if result.type == "chunk")
+    assert chunk.evidence[0]["messageId"] == "talk-1" and chunk.candidate.boosts["speaker"] > 0
+
+
+def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(
+    api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.recall import anchors
+
+    monkeypatch.setattr(anchors, "SPEAKERS_READ", 1)  # this handful stands for a group chat of hundreds
+    chat(
+        api, owner, "group",
+        ("Anna", "Who is bringing the cake?", "2023-05-01T10:00:00Z"),
+        ("Bert", "Not me, I bring the drinks.", "2023-05-01T10:01:00Z"),
+        ("Melanie", "I baked a lemon cake.", "2023-05-01T10:02:00Z"),
+    )  # fmt: skip
+    cache.clear()
+    with CaptureQueriesContext(connection) as captured:
+        results = search(access_for_user(user=alice), SearchRequest(query="What cake did Melanie bake?"))
+    # Walked anna and bert, not all: melanie (past them) is looked up as a word of the question.
+    sql = [query["sql"] for query in captured.captured_queries]
+    assert [text for text in sql if "unnest(" in text and "split_part" in text]
+    chunk = next(result for result in results if result.type == "chunk")
+    assert chunk.evidence[0]["messageId"] == "group-2" and chunk.candidate.boosts["speaker"] > 0
 
 
 def test_recency_counts_back_from_the_newest_memory_not_the_wall_clock(api: Api, owner: Persona, alice: User) -> None:
