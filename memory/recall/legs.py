@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from memory.models.copy_rows import vector_text
 from memory.recall.caching import cached_many, keep_many, reach_key
+from memory.recall.prepared import read_prepared
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
 DF_CAP = 5_000
@@ -311,7 +311,8 @@ def _level_sql(
     )"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
 
 
-# Local to the transaction the scans run in: never leaking into a pooled connection.
+# Local to the transaction the scans run in (the pipeline's, memory.recall.prepared): never leaking into a pooled
+# connection.
 _VECTOR_SETTINGS = (
     "SELECT set_config('hnsw.ef_search', %(ef_search)s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"
 )
@@ -341,37 +342,28 @@ def vector_hits_within(
     """Per time window, the nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus
     and window)."""
     dimensions = len(vector)
-    values = params | {"vector": vector_text(vector), "model": model_id, "limit": limit}
-    values["ef_search"] = str(settings.SEARCH_EF_SEARCH)
+    values = params | {"vector": vector_text(vector), "model": model_id}
     scans = []
     for number, (since, until) in enumerate(spans):
         values |= {f"since{number}": since, f"until{number}": until}
+        # The limit is written in: a prepared statement's plan kept for every call would otherwise guess it.
         scans += [
             f"""(SELECT {number} AS span, '{corpus.name}' AS corpus, c.id,
                         (c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions}) AS distance
                  FROM {corpus.table}
                  WHERE {corpus.where(since, until, str(number))} AND c.embedding_model = %(model)s
                  ORDER BY distance
-                 LIMIT %(limit)s)"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+                 LIMIT {int(limit)})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
             for corpus in corpora
         ]
-    with connection.cursor() as cursor:
-        if isinstance(cursor.cursor, psycopg.ClientCursor):
-            # The settings and the scans in one round trip (a search's vector leg was four: savepoint, settings,
-            # scans, release). Statements sent together run as one transaction, so the settings, local to it,
-            # end with the scans and never leak into a pooled connection.
-            cursor.execute(f"{_VECTOR_SETTINGS}; {' UNION ALL '.join(scans)}", values)
-            cursor.nextset()
-            rows = cursor.fetchall()
-        else:  # server-side binding (DATABASES OPTIONS): one statement per execute
-            with transaction.atomic():
-                cursor.execute(_VECTOR_SETTINGS, values)
-                cursor.execute(" UNION ALL ".join(scans), values)
-                rows = cursor.fetchall()
+    # The settings and the scans in one round trip, prepared (memory.recall.prepared).
+    _, rows = read_prepared(
+        [(_VECTOR_SETTINGS, {"ef_search": str(settings.SEARCH_EF_SEARCH)}), (" UNION ALL ".join(scans), values)]
+    )
     # Below the floor a "nearest" row is not related at all; it would only fill the answer.
     floor = settings.SEARCH_MIN_SIMILARITY
     found: list[list[Hit]] = [[] for _ in spans]
-    for span, corpus, row_id, distance in rows:
-        if 1 - distance >= floor:
-            found[span].append(Hit(corpus, row_id, 1 - distance))
+    for row in rows:
+        if 1 - row["distance"] >= floor:
+            found[row["span"]].append(Hit(row["corpus"], row["id"], 1 - row["distance"]))
     return found

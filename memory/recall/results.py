@@ -1,7 +1,7 @@
 """The rows behind ranked candidates, read as results: claims with their evidence, chunks, node cards.
 
-A search hydrates the best candidates of all three corpora in one round trip (the statements sent together, where
-the connection binds on the client), as plain rows in fixed SQL: no model instances, no vectors, no whole source
+A search hydrates the best candidates of all three corpora in one round trip (the statements prepared and sent
+together, memory.recall.prepared), as plain rows in fixed SQL: no model instances, no vectors, no whole source
 texts (the ORM spent more time building these queries than PostgreSQL spent answering them).
 """
 
@@ -12,10 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from django.db import connection
-
 from memory.recall.fusion import Candidate
+from memory.recall.prepared import Statement, read_prepared
 
 
 @dataclass
@@ -88,31 +86,6 @@ _EVIDENCE_ROWS = """
 # of its NEWEST_CLAIMS most recently stated active claims (the index claim_subject_recent), not all of them. Only
 # a claim stated earlier and said again since (new evidence on an old claim) can be missed, on such a node.
 NEWEST_CLAIMS = 100
-
-
-Statement = tuple[str, list[Any]]
-
-
-def _dicts(cursor: Any) -> list[dict[str, Any]]:
-    names = [column.name for column in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
-def read_together(statements: list[Statement]) -> list[list[dict[str, Any]]]:
-    """Each statement's rows, in order: in one round trip where the connection binds on the client (statements
-    sent together run as one implicit transaction, a read-only one here), else one round trip each."""
-    with connection.cursor() as cursor:
-        if len(statements) < 2 or not isinstance(cursor.cursor, psycopg.ClientCursor):
-            found = []
-            for sql, params in statements:
-                cursor.execute(sql, params)
-                found.append(_dicts(cursor))
-            return found
-        cursor.execute("; ".join(sql for sql, _ in statements), [value for _, params in statements for value in params])
-        found = [_dicts(cursor)]
-        while cursor.nextset():
-            found.append(_dicts(cursor))
-        return found
 
 
 def _claim_statements(ids: list[str]) -> list[Statement]:
@@ -237,7 +210,7 @@ _READINGS = {
 
 def _results(corpus: str, ids: list[str]) -> dict[str, SearchResult]:
     reading = _READINGS[corpus]
-    return reading.built(*read_together(reading.statements(ids)))
+    return reading.built(*read_prepared(reading.statements(ids)))
 
 
 def claim_results(ids: list[str]) -> dict[str, SearchResult]:
@@ -266,7 +239,7 @@ def hydrated(candidates: list[Candidate]) -> list[SearchResult]:
             mine = reading.statements(list(wanted[corpus]))
             readings.append((corpus, reading, len(statements), len(mine)))
             statements += mine
-    rows = read_together(statements)
+    rows = read_prepared(statements)
     results = []
     for corpus, reading, first, count in readings:
         for row_id, result in reading.built(*rows[first : first + count]).items():

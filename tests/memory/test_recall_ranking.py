@@ -23,6 +23,7 @@ from memory.recall.search import SearchRequest, search
 from memory.recall.terms import query_terms
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
+from tests.round_trips import round_trips
 
 pytestmark = pytest.mark.django_db
 
@@ -237,9 +238,9 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
 
     def search_cost() -> tuple[list[str], int]:
         search(access, SearchRequest(query="tea", limit=50))  # word statistics are cached from here on
-        with CaptureQueriesContext(connection) as captured:
-            results = search(access, SearchRequest(query="tea", limit=50))
-        return sorted({result.type for result in results}), len(captured.captured_queries)
+        results: list[Any] = []
+        trips = round_trips(lambda: results.extend(search(access, SearchRequest(query="tea", limit=50))))
+        return sorted({result.type for result in results}), len(trips)
 
     add_claims(2)
     few = search_cost()
@@ -248,7 +249,7 @@ def test_a_search_costs_the_same_queries_for_2_or_20_matches(api: Api, owner: Pe
     assert Claim.objects.filter(statement__startswith="Marcel likes tea").count() == 20
     # The keyword legs of every corpus in one statement ("tea" is cut into words without one; word statistics, the
     # newest source in reach and the speakers named cached; few rows, so one level each), the vector legs of every
-    # corpus and their settings in one statement, then the rows shown, in one round trip: claims with their
+    # corpus and their settings in one round trip, then the rows shown, in one round trip: claims with their
     # evidence, chunks (the message's is folded into the task claims drawn from it) and node cards (with a task's
     # status and the newest thing said about each).
     assert few == many == (["claim", "node"], 3)
@@ -340,10 +341,10 @@ def test_when_every_query_word_is_common_rows_holding_several_come_first(
     assert len([sql for sql in levels if "memory_claim" in sql]) == 2
 
 
-def rows_read(sql: str, relation: str) -> float:
+def rows_read(sql: str, relation: str, params: Any = None) -> float:
     """How many rows a captured statement read from `relation`, by EXPLAIN (ANALYZE): work, not time."""
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
         plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
 
@@ -401,9 +402,16 @@ def test_a_cards_time_reads_the_evidence_of_its_latest_claims_only(
         Evidence.objects.create(
             owner=alice, claim=claim, source=message, excerpt="May.", authored_at=start + timedelta(days=n)
         )
-    with CaptureQueriesContext(connection) as captured:
+    sent: list[tuple[str, Any]] = []
+
+    def keep(execute: Any, sql: str, params: Any, *args: Any) -> Any:
+        sent.append((sql, params))  # a prepared statement: its text and values apart
+        return execute(sql, params, *args)
+
+    with connection.execute_wrapper(keep):
         cards = results_module.node_results([card.pk])
     assert cards[card.pk].time == start + timedelta(days=9)
-    newest = [query["sql"] for query in captured.captured_queries if "memory_evidence" in query["sql"]]
+    newest = [(sql, params) for sql, params in sent if "memory_evidence" in sql]
     assert len(newest) == 1
-    assert rows_read(newest[0], "memory_evidence") <= 3
+    sql, params = newest[0]
+    assert rows_read(sql, "memory_evidence", params) <= 3

@@ -19,6 +19,7 @@ from memory.models import User
 from memory.pipeline.runner import run_operation
 from memory.recall.search import SearchRequest, search
 from tests.factories import ClaimFactory
+from tests.round_trips import round_trips
 
 pytestmark = pytest.mark.django_db
 
@@ -39,18 +40,33 @@ def processed(api: Any, owner: Any, *messages: dict[str, Any]) -> None:
     run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
 
 
-def test_the_vector_legs_and_their_settings_are_one_statement(alice: User) -> None:
+def test_the_vector_legs_and_their_settings_are_one_round_trip(alice: User) -> None:
     remember(alice, "Marcel drinks green tea every morning.")
     access = access_for_user(user=alice)
-    with CaptureQueriesContext(connection) as captured:
-        results = search(access, SearchRequest(query="What does Marcel drink?"))
-    assert results[0].text == "Marcel drinks green tea every morning."
-    sql = [query["sql"] for query in captured.captured_queries]
-    vector = [text for text in sql if "<=>" in text]
-    assert len(vector) == 1
-    assert "set_config('hnsw.ef_search'" in vector[0] and "set_config('hnsw.iterative_scan'" in vector[0]
-    assert not [text for text in sql if "hnsw" in text and "<=>" not in text]  # no statement of their own
-    assert not [text for text in sql if text.startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
+    found: list[Any] = []
+    trips = round_trips(lambda: found.extend(search(access, SearchRequest(query="What does Marcel drink?"))))
+    assert found[0].text == "Marcel drinks green tea every morning."
+    vector = [trip for trip in trips if any("<=>" in text for text in trip)]
+    assert len(vector) == 1  # every corpus in one statement, sent with its settings
+    settings, scans = vector[0]
+    assert "set_config('hnsw.ef_search'" in settings and "set_config('hnsw.iterative_scan'" in settings
+    assert "<=>" in scans
+    assert len([text for trip in trips for text in trip if "hnsw" in text]) == 1
+    assert not [text for trip in trips for text in trip if text.startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
+
+
+def test_the_statements_a_search_repeats_are_prepared_on_its_connection(alice: User) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    for _ in range(6):  # Django's own statements bind on the client: never prepared, however often they run
+        assert User.objects.filter(pk=alice.pk).exists()
+    search(access_for_user(user=alice), SearchRequest(query="What does Marcel drink?"))
+    # The next search on this connection sends their names and values, not their text to parse and plan again.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [statement for (statement,) in cursor.fetchall()]
+    for read in ("<=>", "set_config('hnsw.ef_search'", "FROM memory_evidence e", "FROM memory_claim c JOIN"):
+        assert [statement for statement in prepared if read in statement], read
+    assert not [statement for statement in prepared if "memory_user" in statement]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -168,11 +184,12 @@ def test_a_search_reads_the_rows_of_every_corpus_it_shows_in_one_round_trip(api:
             "timestamp": "2026-04-22T09:01:00Z"}  # fmt: skip
     processed(api, owner, TEA_SAMPLES, shop)
     remember(alice, "Marcel prefers green tea samples.")
-    with CaptureQueriesContext(connection) as captured:
-        results = search(access_for_user(user=alice), SearchRequest(query="tea samples for Marcel", limit=20))
+    access = access_for_user(user=alice)
+    results: list[Any] = []
+    trips = round_trips(lambda: results.extend(search(access, SearchRequest(query="tea samples for Marcel", limit=20))))
     assert {"claim", "chunk", "node"} <= {result.type for result in results}
     reads = ["WHERE e.claim_id = ANY(", "WHERE c.id = ANY(", "WHERE k.id = ANY(", "WHERE n.id = ANY("]  # by id
-    hydrating = [query["sql"] for query in captured.captured_queries if any(read in query["sql"] for read in reads)]
+    hydrating = [" ".join(trip) for trip in trips if any(read in text for text in trip for read in reads)]
     assert len(hydrating) == 1 and all(read in hydrating[0] for read in reads)
     claim = next(result for result in results if result.type == "claim" and result.text.startswith("Marcel prefers"))
     chunk = next(result for result in results if result.type == "chunk")
@@ -186,10 +203,10 @@ def test_the_keyword_legs_of_every_corpus_and_window_are_one_statement(api: Any,
     access = access_for_user(user=alice)
     asked = SearchRequest(query="Which tea samples did Marcel get in April 2026?", limit=20)
     search(access, asked)  # word statistics cached: only the legs and the rows shown remain
-    with CaptureQueriesContext(connection) as captured:
-        results = search(access, asked)
+    results: list[Any] = []
+    trips = round_trips(lambda: results.extend(search(access, asked)))
     assert "tea samples" in results[0].text
-    sql = [query["sql"] for query in captured.captured_queries]
+    sql = [text for trip in trips for text in trip]
     keyword = [text for text in sql if "ORDER BY score" in text]
     vector = [text for text in sql if "<=>" in text]
     # The whole memory and the month asked about, each in claims, chunks and node cards: one statement a leg.
@@ -198,4 +215,4 @@ def test_the_keyword_legs_of_every_corpus_and_window_are_one_statement(api: Any,
         assert all(table in tables for table in ("FROM memory_claim c", "FROM memory_chunk c", "FROM memory_node c"))
     assert keyword[0].count("search_vector @@") == 2 * 3 * 2  # candidates and scoring, per corpus and window
     assert vector[0].count("ORDER BY distance") == 3 * 2
-    assert len(sql) == 3  # and the rows shown
+    assert len(trips) == 3  # and the rows shown
