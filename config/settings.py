@@ -131,9 +131,6 @@ DATABASES: dict[str, Any] = {
 if DB_POOL:
     # A short wait: with the database down, /healthz must answer 503 at once, not after psycopg's 30 s.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": DB_POOL_MAX_SIZE, "timeout": 3}
-# Prepared statements allowed on the connections (Django turns them off): Django's own cursors bind on the client and
-# never prepare; the statements a search repeats are prepared explicitly (memory.recall.prepared).
-DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {

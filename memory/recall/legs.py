@@ -312,9 +312,12 @@ def _level_sql(
 
 
 # Local to the transaction the scans run in (the pipeline's, memory.recall.prepared): never leaking into a pooled
-# connection.
+# connection. The scans are prepared, but planned for each search's own values: a plan kept for every call would be
+# chosen from whoever searched first (an owner with a million claims, or with ten, scan alike).
 _VECTOR_SETTINGS = (
-    "SELECT set_config('hnsw.ef_search', %(ef_search)s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+    "SELECT set_config('hnsw.ef_search', %(ef_search)s, true),"
+    "       set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+    "       set_config('plan_cache_mode', 'force_custom_plan', true)"
 )
 
 
@@ -342,18 +345,17 @@ def vector_hits_within(
     """Per time window, the nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus
     and window)."""
     dimensions = len(vector)
-    values = params | {"vector": vector_text(vector), "model": model_id}
+    values = params | {"vector": vector_text(vector), "model": model_id, "limit": limit}
     scans = []
     for number, (since, until) in enumerate(spans):
         values |= {f"since{number}": since, f"until{number}": until}
-        # The limit is written in: a prepared statement's plan kept for every call would otherwise guess it.
         scans += [
             f"""(SELECT {number} AS span, '{corpus.name}' AS corpus, c.id,
                         (c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions}) AS distance
                  FROM {corpus.table}
                  WHERE {corpus.where(since, until, str(number))} AND c.embedding_model = %(model)s
                  ORDER BY distance
-                 LIMIT {int(limit)})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+                 LIMIT %(limit)s)"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
             for corpus in corpora
         ]
     # The settings and the scans in one round trip, prepared (memory.recall.prepared).

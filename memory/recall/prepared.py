@@ -1,13 +1,16 @@
 """The statements every search sends in the same words, prepared once per connection and sent together.
 
 The vector leg's statement and the statements that read the results' rows are the same text call after call, only
-their values change. Sent as text with the values written in (Django's client-side binding), PostgreSQL parsed,
-analysed and planned each of them anew on every search: 0.5-0.75 ms of a 1.5 ms vector statement on a
-conversation's store. `read_prepared` sends them on a server-binding cursor with `prepare=True`: each text is
-parsed once per connection (a pooled connection keeps its prepared statements for its life) and, after a few
-runs, PostgreSQL may keep one plan for it (plan_cache_mode `auto`: only when that plan is estimated no dearer
-than planning each time). The statements go in one pipeline: one round trip, and one transaction from the first
-to the last, so a `set_config(..., true)` of the first holds for the rest and ends with them.
+their values change. Sent as text with the values written in (Django's client-side binding), PostgreSQL parsed
+and analysed each of them anew on every search, and planned the rows' statements anew too. `read_prepared` sends
+them on a server-binding cursor with `prepare=True`: each text is parsed once per connection (a pooled connection
+keeps its prepared statements for its life). The statements go in one pipeline, read after its end: one round
+trip, and one transaction from the first statement to the last, so a `set_config(..., true)` of the first holds
+for the rest and ends with them.
+
+Django turns prepared statements off on its connections (`prepare_threshold` None), and this leaves them off
+outside `read_prepared`: with them on, psycopg would count every statement Django sends (its text, values
+written in: a batch of vectors is half a megabyte) and forget everything prepared at any ROLLBACK.
 
 They still pass through Django's cursor wrapper: execute wrappers see each statement, and the query log (DEBUG,
 tests) shows it with its values written in, as it shows the statements bound on the client.
@@ -21,7 +24,10 @@ from typing import Any
 import psycopg
 from django.db import connection
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
+from django.utils.asyncio import async_unsafe
 
+# While a search's statements are sent; any value but None lets psycopg prepare, and they ask for it themselves.
+PREPARED_AT = 0
 Params = Sequence[Any] | Mapping[str, Any]
 Statement = tuple[str, Params]
 
@@ -38,24 +44,31 @@ class _LoggedCursor(CursorDebugWrapper):
             return CursorWrapper.execute(self, sql, params)
 
 
+@async_unsafe
 def read_prepared(statements: list[Statement]) -> list[list[dict[str, Any]]]:
     """Each statement's rows (as dicts by column name), in order, in one round trip on this thread's connection."""
+    connection.close_if_health_check_failed()  # as connection.cursor() does, before the pipeline
     connection.ensure_connection()
     connection.validate_thread_sharing()
     connection.validate_no_broken_transaction()
     raw = connection.connection
     wrap = _LoggedCursor if connection.queries_logged else CursorWrapper
     cursors = [wrap(_PreparedCursor(raw), connection) for _ in statements]
+    raw.prepare_threshold = PREPARED_AT
     try:
-        with connection.wrap_database_errors, raw.pipeline():
-            for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                cursor.execute(sql, params)
+        with connection.wrap_database_errors:
+            with raw.pipeline():
+                for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(sql, params)
+            # Read once the pipeline has ended: its end sends the statements and waits for every result at once
+            # (a read inside it would be a round trip of its own, before the one that ends it).
             found = []
             for cursor in cursors:
-                rows = cursor.fetchall()  # in pipeline mode the description comes with the rows
+                rows = cursor.fetchall()
                 names = [column.name for column in cursor.description]
                 found.append([dict(zip(names, row, strict=True)) for row in rows])
     finally:
+        raw.prepare_threshold = None
         for cursor in cursors:
             cursor.close()
     return found

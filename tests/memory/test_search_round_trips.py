@@ -67,6 +67,8 @@ def test_the_statements_a_search_repeats_are_prepared_on_its_connection(alice: U
     for read in ("<=>", "set_config('hnsw.ef_search'", "FROM memory_evidence e", "FROM memory_claim c JOIN"):
         assert [statement for statement in prepared if read in statement], read
     assert not [statement for statement in prepared if "memory_user" in statement]
+    # And off again for everything else on the connection: psycopg would count every statement Django sends.
+    assert connection.connection.prepare_threshold is None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -74,10 +76,14 @@ def test_the_vector_settings_end_with_the_search(alice: User) -> None:
     remember(alice, "Marcel drinks green tea every morning.")
     search(access_for_user(user=alice), SearchRequest(query="What does Marcel drink?"))
     with connection.cursor() as cursor:  # the same connection, after the search (autocommit)
-        cursor.execute("SELECT current_setting('hnsw.ef_search', true), current_setting('hnsw.iterative_scan', true)")
-        ef_search, iterative = cursor.fetchone()
+        cursor.execute(
+            "SELECT current_setting('hnsw.ef_search', true), current_setting('hnsw.iterative_scan', true),"
+            " current_setting('plan_cache_mode')"
+        )
+        ef_search, iterative, plan_cache_mode = cursor.fetchone()
     assert ef_search in (None, "", "40")  # unset, or pgvector's default once loaded
     assert iterative in (None, "", "off")
+    assert plan_cache_mode == "auto"
 
 
 def _redis_calls(run: Callable[[], Any]) -> dict[str, int]:
