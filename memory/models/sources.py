@@ -200,11 +200,12 @@ class Chunk(models.Model):
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector"),
             models.Index(fields=["owner", "embedding_model"], name="chunk_owner_model"),
-            # Who spoke, by first name: the people a question names (memory.recall.anchors.speakers_named).
+            # Who spoke in a partition, by first name: the people a question names (memory.recall.anchors).
             models.Index(
                 F("owner"),
+                F("partition"),
                 Lower(Func(F("speaker"), Value(" "), Value(1), function="split_part")),
-                name="chunk_owner_speaker",
+                name="chunk_partition_speaker",
             ),
         ]
 

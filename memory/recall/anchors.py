@@ -7,9 +7,9 @@
   more often than by turns that only mention them (docs/benchmarks.md, issue 17).
 
 Both are cached for a minute per owner and reach: a minute-old reference time moves recency by nothing. The
-speakers are read as the set of everyone who spoke in reach (a walk of the index on first names, one probe per
-name), so a question with new words asks nothing more; where more than SPEAKERS_READ people spoke, the words
-of the question are looked up one by one instead (each cached for a minute).
+speakers are read as the set of everyone who spoke in reach (a walk of each partition's first names in their
+index, one probe per name), so a question with new words asks nothing more; where more than SPEAKERS_READ people
+spoke in a partition, the words of the question are looked up one by one instead (each cached for a minute).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from memory.models.sources import ROLE_SPEAKERS
 from memory.recall.caching import cached_many, keep_many, reach_key
 
 CACHE_SECONDS = 60
-# Past this many people who spoke (of the owner's, in any partition), the set is not read whole.
+# Past this many people who spoke in one partition, the set is not read whole.
 SPEAKERS_READ = 500
-# The first word of a speaker's name, as the index on it (memory_chunk.chunk_owner_speaker) has it.
+# The first word of a speaker's name, as the index on it (memory_chunk.chunk_partition_speaker) has it.
 SPEAKER_NAME = "lower(split_part(c.speaker, ' ', 1))"
 
 
@@ -76,36 +76,40 @@ def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
 
 
 def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:
-    """The first names of those who spoke in reach, and whether that is all of them (at most SPEAKERS_READ names of
-    the owner's are walked)."""
+    """The first names of those who spoke in reach, and whether that is all of them (at most SPEAKERS_READ names a
+    partition are walked)."""
     key = reach_key("speakers", params)
     held = cached_many([key]).get(key)
     if held is not None:
         names, complete = held
         return frozenset(names), complete
     with connection.cursor() as cursor:
-        # A loose index scan of chunk_owner_speaker (owner, first name): each step the next name up, so the walk
-        # costs a probe per person, not a row per turn; then whether each spoke in a partition in reach. No row: no
-        # one spoke; a last row without a name: the walk ran out of names.
+        # A loose index scan of chunk_partition_speaker (owner, partition, first name) in each partition in reach:
+        # each step the next name up, so the walk costs a probe per person, not a row per turn. A partition's walk
+        # ends with a row without a name once it ran out of names (at once, for a partition without turns).
         cursor.execute(
             f"""
-            WITH RECURSIVE walked(name, step) AS (
-                (SELECT {SPEAKER_NAME}, 1 FROM memory_chunk c WHERE c.owner_id = %(owner)s ORDER BY 1 LIMIT 1)
+            WITH RECURSIVE walked(partition, name, step) AS (
+                SELECT p.id, first.name, 1 FROM unnest(%(partitions)s::text[]) AS p(id) LEFT JOIN LATERAL (
+                    SELECT {SPEAKER_NAME} AS name FROM memory_chunk c
+                    WHERE c.owner_id = %(owner)s AND c.partition_id = p.id ORDER BY 1 LIMIT 1
+                ) first ON TRUE
                 UNION ALL
-                SELECT (SELECT {SPEAKER_NAME} FROM memory_chunk c
-                        WHERE c.owner_id = %(owner)s AND {SPEAKER_NAME} > w.name ORDER BY 1 LIMIT 1), w.step + 1
+                SELECT w.partition, (
+                    SELECT {SPEAKER_NAME} FROM memory_chunk c
+                    WHERE c.owner_id = %(owner)s AND c.partition_id = w.partition AND {SPEAKER_NAME} > w.name
+                    ORDER BY 1 LIMIT 1
+                ), w.step + 1
                 FROM walked w WHERE w.name IS NOT NULL AND w.step <= %(most)s
             )
-            SELECT w.name, w.name IS NOT NULL AND EXISTS (
-                SELECT 1 FROM memory_chunk c
-                WHERE c.owner_id = %(owner)s AND {SPEAKER_NAME} = w.name AND c.partition_id = ANY(%(partitions)s)
-            ) FROM walked w
+            SELECT partition, name FROM walked
             """,  # noqa: S608 (a fixed SQL fragment; every value is a parameter)
             params | {"most": SPEAKERS_READ},
         )
         rows = cursor.fetchall()
-    complete = not rows or rows[-1][0] is None
-    names = sorted(name for name, spoke in rows if spoke and name)
+    walked_to_the_end = {partition for partition, name in rows if name is None}
+    complete = walked_to_the_end >= set(params["partitions"])
+    names = sorted({name for _, name in rows if name})
     keep_many({key: (names, complete)}, CACHE_SECONDS)
     return frozenset(names), complete
 

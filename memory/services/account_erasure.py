@@ -280,11 +280,12 @@ def _forget_owner(owner_id: int) -> None:
 
 
 def drop_cached_views(owner_id: int) -> None:
-    """Caches of derived views hold text (the atlas for a day, searched words for minutes): after an erasure
-    the owner's go at once rather than when they expire."""
+    """Caches of derived views hold text (the atlas for a day, searched words for minutes, who spoke for a minute):
+    after an erasure the owner's go at once rather than when they expire."""
     try:
         client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-        for pattern in (f"atlas:{owner_id}:*", f"recall:df:*:{owner_id}:*"):
+        patterns = (f"atlas:{owner_id}:*", f"recall:df:*:{owner_id}:*", f"recall:speaker*:{owner_id}:*")
+        for pattern in patterns:
             keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
             if keys:
                 client.delete(*keys)

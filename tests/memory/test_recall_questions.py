@@ -191,6 +191,18 @@ def test_who_spoke_in_reach_is_read_once_then_new_questions_ask_nothing_more(
     assert chunk.evidence[0]["messageId"] == "talk-1" and chunk.candidate.boosts["speaker"] > 0
 
 
+def test_who_spoke_is_forgotten_with_the_owner_s_other_cached_views(api: Api, owner: Persona, alice: User) -> None:
+    from memory.services.account_erasure import drop_cached_views
+
+    chat(api, owner, "talk", ("Melanie", "Pottery on Tuesdays.", "2023-05-01T10:01:00Z"))
+    cache.clear()
+    search(access_for_user(user=alice), SearchRequest(query="What does Melanie do on Tuesdays?", use_vector=False))
+    client = cache._cache.get_client()  # type: ignore[attr-defined]
+    assert list(client.scan_iter(match=cache.make_key(f"recall:speakers:{alice.pk}:*")))
+    drop_cached_views(alice.pk)  # as an erasure does
+    assert not list(client.scan_iter(match=cache.make_key(f"recall:speaker*:{alice.pk}:*")))
+
+
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(
     api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
