@@ -54,7 +54,7 @@ def read_prepared(statements: list[Statement]) -> list[list[dict[str, Any]]]:
     raw = connection.connection
     wrap = _LoggedCursor if connection.queries_logged else CursorWrapper
     cursors = [wrap(_PreparedCursor(raw), connection) for _ in statements]
-    raw.prepare_threshold = PREPARED_AT
+    threshold, raw.prepare_threshold = raw.prepare_threshold, PREPARED_AT
     try:
         with connection.wrap_database_errors:
             with raw.pipeline():
@@ -68,7 +68,7 @@ def read_prepared(statements: list[Statement]) -> list[list[dict[str, Any]]]:
                 names = [column.name for column in cursor.description]
                 found.append([dict(zip(names, row, strict=True)) for row in rows])
     finally:
-        raw.prepare_threshold = None
+        raw.prepare_threshold = threshold
         for cursor in cursors:
             cursor.close()
     return found
