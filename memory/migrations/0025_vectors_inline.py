@@ -4,7 +4,8 @@ tsvector of the turn and its context, the text) is about 3.2 kB, so 417 of a con
 their vector apart, and every search read it back through the TOAST index, row by row, in both legs (the vector
 leg's distance, the keyword leg's ts_rank on the tsvector left compressed). Rows up to a page's 8 kB now stay
 whole, and the vector is the last value moved out of a larger one. Search on a conversation of 419 turns: vector
-statement 3.4 -> 2.2 ms, keyword statement 3.1 -> 2.2 ms (docs/benchmarks.md, issue 18, fourteenth pass).
+statement 3.5-4.3 -> 2.2-3.0 ms, keyword statement 3.1-4.0 -> 2.2-2.9 ms (docs/benchmarks.md, issue 18, fourteenth
+pass).
 
 Rows written before keep their layout until rewritten (VACUUM FULL, or an update of the row)."""
 

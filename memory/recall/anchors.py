@@ -70,9 +70,8 @@ def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
     if not words:
         return frozenset()
     spoke, complete = _speakers_in_reach(params)
-    if complete:
-        return frozenset(words & spoke)
-    return frozenset(words & spoke) | _words_spoken(params, sorted(words - spoke))
+    named = frozenset(words & spoke)
+    return named if complete else named | _words_spoken(params, sorted(words - spoke))
 
 
 def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:

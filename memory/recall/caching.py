@@ -24,6 +24,11 @@ def reach_key(kind: str, params: dict[str, Any]) -> str:
     return f"recall:{kind}:{params['owner']}:{reach}"
 
 
+def owner_pattern(kind: str, owner_id: int) -> str:
+    """A key pattern (Redis MATCH) of every `reach_key` of these kinds (a glob: "speaker*") for one owner, any reach."""
+    return f"recall:{kind}:{owner_id}:*"
+
+
 # The keys read ahead in this context (one search) and what Redis held for them; _ABSENT: nothing was held.
 _read: ContextVar[dict[str, Any] | None] = ContextVar("recall_read_ahead", default=None)
 _ABSENT = object()

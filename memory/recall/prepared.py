@@ -49,8 +49,7 @@ def read_prepared(statements: list[Statement]) -> list[list[dict[str, Any]]]:
     """Each statement's rows (as dicts by column name), in order, in one round trip on this thread's connection."""
     connection.close_if_health_check_failed()  # as connection.cursor() does, before the pipeline
     connection.ensure_connection()
-    connection.validate_thread_sharing()
-    connection.validate_no_broken_transaction()
+    connection.validate_thread_sharing()  # as connection.cursor() does; each execute checks the transaction
     raw = connection.connection
     wrap = _LoggedCursor if connection.queries_logged else CursorWrapper
     cursors = [wrap(_PreparedCursor(raw), connection) for _ in statements]

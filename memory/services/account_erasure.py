@@ -47,6 +47,7 @@ from memory.models import (
     ToolEvent,
     User,
 )
+from memory.recall.caching import owner_pattern
 from memory.services.audit import audit_record
 from memory.services.claim_erasure import claims_erase
 
@@ -284,8 +285,7 @@ def drop_cached_views(owner_id: int) -> None:
     after an erasure the owner's go at once rather than when they expire."""
     try:
         client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-        patterns = (f"atlas:{owner_id}:*", f"recall:df:*:{owner_id}:*", f"recall:speaker*:{owner_id}:*")
-        for pattern in patterns:
+        for pattern in (f"atlas:{owner_id}:*", owner_pattern("df:*", owner_id), owner_pattern("speaker*", owner_id)):
             keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
             if keys:
                 client.delete(*keys)
