@@ -1,14 +1,12 @@
-"""The SQL of the two ranking legs over each corpus (claims, chunks, node cards).
-
-Each corpus names its table, the filters that keep a row in reach (owner, partitions, scope, liveness, time
-window, node types) and the time a row is "from". The filters are fixed SQL text; every value is a parameter.
+"""The SQL of the two ranking legs over each corpus (claims, chunks, node cards: memory.recall.corpora).
 
 - Keyword: rows matching the query words as written or stemmed (`plainto_tsquery` per word, GIN), scored
   Σ idf(word) · ts_rank(row, word), where idf = ln(1 + (N - df + 0.5) / (df + 0.5)) over the rows in reach:
-  BM25's weighting, so a rare name counts far more than a word every row has. Scoring costs per row, so the
-  candidates are bounded: only words that tell rows apart pick them, and when those words together hold more
-  than CANDIDATE_BUDGET rows, candidates must hold several of them (three, then two), the way a person with
-  thousands of memories is found by the other words of the question; single words come last, rarest first.
+  BM25's weighting, so a rare name counts far more than a word every row has (N and df are counted and cached by
+  memory.recall.word_statistics). Scoring costs per row, so the candidates are bounded: only words that tell rows
+  apart pick them, and when those words together hold more than CANDIDATE_BUDGET rows, candidates must hold
+  several of them (three, then two), the way a person with thousands of memories is found by the other words of
+  the question; single words come last, rarest first.
   Each level scores at most CANDIDATE_BUDGET of its rows (the first the GIN index gives), so a level that still
   holds tens of thousands of rows costs the same as one that holds two thousand.
 - Vector: cosine distance on the per-model HNSW expression index `(embedding::vector(D))`, rows of the
@@ -27,13 +25,14 @@ from django.conf import settings
 from django.db import connection
 
 from memory.models.copy_rows import vector_text
-from memory.recall.caching import cached_many, keep_many, reach_key
+from memory.recall import word_statistics
+from memory.recall.corpora import CHUNKS, CLAIMS, CORPORA, KEYED_MEMORIES, NODES, WORD_QUERY, Corpus, Span
 from memory.recall.prepared import read_prepared
+from memory.recall.word_statistics import statistics_counted
 
-# Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
-DF_CAP = 5_000
-N_CAP = 200_000
-STATS_SECONDS = 600
+__all__ = ["CHUNKS", "CLAIMS", "CORPORA", "KEYED_MEMORIES", "NODES", "Corpus", "Hit", "Span", "keyword_hits",
+           "keyword_hits_within", "vector_hits", "vector_hits_within"]  # fmt: skip
+
 # A word held by more than this share of the rows (and more than MIN_SELECTIVE_ROWS) does not pick candidates.
 SELECTIVE_SHARE = 0.05
 MIN_SELECTIVE_ROWS = 200
@@ -42,11 +41,6 @@ MIN_SELECTIVE_ROWS = 200
 CANDIDATE_BUDGET = 2_000
 MOST_WORDS_TOGETHER = 3  # the first level: rows holding this many of the selective words (or all, if fewer)
 LEVEL_WORDS = 6  # the rarest selective words combined into levels (6 choose 3 = 20 conjunctions at most)
-# A word matches as written or by its English stem, like the text was indexed (memory.models.search).
-# plainto_tsquery, not websearch_to_tsquery: a stored "-1234" must not read as "not 1234".
-WORD_QUERY = "(plainto_tsquery('simple', {word}) || plainto_tsquery('english', {word}))"
-
-Span = tuple[datetime | None, datetime | None]  # a time window: since (inclusive), until (exclusive)
 
 
 def _together(count: int, together: int, key: str = "") -> str:
@@ -58,133 +52,10 @@ def _together(count: int, together: int, key: str = "") -> str:
 
 
 @dataclass(frozen=True)
-class Corpus:
-    name: str  # claim | chunk | node
-    table: str  # FROM clause, aliased `c`
-    reach: str  # WHERE clause over `c` (and joins) of the rows a search can reach, with named parameters
-    narrowing: str  # what a single search adds to it (expiry, node types); word statistics leave it out
-    time: str  # the row's time, for `since`
-
-    @property
-    def filters(self) -> str:
-        return f"{self.reach} AND {self.narrowing}"
-
-    def where(self, since: datetime | None, until: datetime | None = None, key: str = "") -> str:
-        """The filters and the time window, its bounds the parameters `since<key>` and `until<key>` (a statement
-        that scans several windows gives each its own key)."""
-        return (
-            self.filters
-            + (f" AND {self.time} >= %(since{key})s" if since else "")
-            + (f" AND {self.time} < %(until{key})s" if until else "")
-        )
-
-
-CLAIMS = Corpus(
-    name="claim",
-    table="memory_claim c",
-    reach=(
-        "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.status = 'active'"
-        " AND c.scope = %(scope)s"
-    ),
-    narrowing=(
-        "(c.expires_at IS NULL OR c.expires_at > now() OR c.pinned)"
-        " AND NOT EXISTS (SELECT 1 FROM memory_node n WHERE n.id = c.subject_id AND n.type = ANY(%(excluded)s))"
-    ),
-    time="COALESCE(c.stated_at, c.recorded_at)",
-)
-CHUNKS = Corpus(
-    name="chunk",
-    table="memory_chunk c JOIN memory_source s ON s.id = c.source_id",
-    reach=(
-        "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND s.tombstoned_at IS NULL"
-        " AND s.scope = %(scope)s"
-    ),
-    narrowing="TRUE",
-    time="COALESCE(c.authored_at, s.occurred_at)",
-)
-NODES = Corpus(
-    name="node",
-    table="memory_node c",
-    reach=(
-        "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.merged_into_id IS NULL"
-        " AND NOT c.is_self AND c.scope = %(scope)s"
-    ),
-    narrowing="NOT (c.type = ANY(%(excluded)s))",
-    time="COALESCE(c.last_seen_at, c.created_at)",
-)
-CORPORA = (CLAIMS, CHUNKS, NODES)
-# Keyed memories (seeds/004 memory_search): the current values of keys, quarantined ones only when asked for.
-KEYED_MEMORIES = Corpus(
-    name="claim",
-    table="memory_claim c",
-    reach=(
-        "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.status = ANY(%(statuses)s)"
-        " AND c.key <> ''"
-    ),
-    narrowing="TRUE",
-    time="c.recorded_at",
-)
-
-
-@dataclass(frozen=True)
 class Hit:
     corpus: str
     id: str
     score: float  # keyword: Σ idf·rank; vector: cosine similarity
-
-
-def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
-    return f"{reach_key(f'df:{corpus.name}', params)}:{word}"
-
-
-def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
-    """The cache keys `statistics_counted` reads for these words in each corpus (a search reads them ahead)."""
-    return [_stats_key(corpus, params, word) for corpus in corpora for word in ["", *terms]]
-
-
-def statistics_counted(
-    corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]
-) -> dict[str, dict[str, int]]:
-    """N (under the word "") and each word's df in every corpus: what the cache holds, and what it does not
-    counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
-    not in a round trip each) and kept."""
-    keys = {(corpus.name, word): _stats_key(corpus, params, word) for corpus in corpora for word in ["", *terms]}
-    cached = cached_many(list(keys.values()))
-    counts: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
-    scans, values = [], dict(params)
-    for number, corpus in enumerate(corpora):
-        held = {word: cached[keys[corpus.name, word]] for word in ["", *terms] if keys[corpus.name, word] in cached}
-        counts[corpus.name] = {word: int(count) for word, count in held.items()}
-        if "" not in held:
-            scans.append(
-                f"SELECT '{corpus.name}', '', count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
-                f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m"
-            )
-        if missing := [word for word in terms if word not in held]:
-            # One bounded lookup per word (a LATERAL subquery per unnested word). Each word's tsquery is made once,
-            # behind OFFSET 0: inlined, PostgreSQL made it again for every row it matched (a cold question's counts
-            # on 419 chunks: 7.1 -> 3.6 ms; docs/benchmarks.md, issue 18, twelfth pass).
-            values[f"terms{number}"] = missing
-            scans.append(
-                f"""SELECT '{corpus.name}', t.word, m.rows
-                FROM (
-                    SELECT w.word, {WORD_QUERY.format(word="w.word")} AS q
-                    FROM unnest(%(terms{number})s::text[]) AS w(word) OFFSET 0
-                ) t, LATERAL (
-                    SELECT count(*) AS rows FROM (
-                        SELECT 1 FROM {corpus.table} WHERE {corpus.reach} AND c.search_vector @@ t.q LIMIT {DF_CAP}
-                    ) matched
-                ) m"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-            )
-    if not scans:
-        return counts
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), values)
-        fresh = cursor.fetchall()
-    for name, word, count in fresh:
-        counts[name][word] = int(count)
-    keep_many({keys[name, word]: count for name, word, count in fresh}, STATS_SECONDS)
-    return counts
 
 
 def _candidate_levels(selective: list[str], df: dict[str, int]) -> list[tuple[list[str], int]]:
@@ -278,7 +149,7 @@ def _keyword_scan(
     # A word whose count stopped at DF_CAP is common whatever the share says (N stops counting too): at a
     # million claims every such word would look alike, and rows holding two of them crowd out the rare one.
     common = max(MIN_SELECTIVE_ROWS, total * SELECTIVE_SHARE)
-    selective = [word for word in present if df[word] <= common and df[word] < DF_CAP] or present
+    selective = [word for word in present if df[word] <= common and df[word] < word_statistics.DF_CAP] or present
     levels = _candidate_levels(selective, {word: df[word] for word in selective})
     return _KeywordScan(corpus=corpus, window=window, span=span, present=present, idf=idf, levels=levels, scores={})
 

@@ -33,7 +33,8 @@ from memory.recall.fusion import (
     rank,
     recency_boost,
 )
-from memory.recall.legs import CORPORA, Hit, Span, keyword_hits_within, statistics_keys, vector_hits_within
+from memory.recall.legs import CORPORA, Hit, Span, keyword_hits_within, vector_hits_within
+from memory.recall.word_statistics import statistics_keys
 from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms

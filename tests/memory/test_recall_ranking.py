@@ -16,7 +16,7 @@ from memory.access import access_for_user
 from memory.embeddings import get_embedder
 from memory.models import Claim, Evidence, Node, Source, User
 from memory.pipeline.runner import run_operation
-from memory.recall import legs
+from memory.recall import legs, word_statistics
 from memory.recall import results as results_module
 from memory.recall.legs import CORPORA, _candidate_levels, keyword_hits, keyword_hits_within
 from memory.recall.search import SearchRequest, search
@@ -379,7 +379,7 @@ def test_a_word_counted_to_the_cap_leaves_the_candidates_to_a_rarer_one(
     # Word counts stop at DF_CAP: a word that reached it is common, however few rows are in reach. Otherwise,
     # at a million claims every word looks alike and rows holding two common words crowd out the rare one.
     monkeypatch.setattr(legs, "CANDIDATE_BUDGET", 5)
-    monkeypatch.setattr(legs, "DF_CAP", 10)
+    monkeypatch.setattr(word_statistics, "DF_CAP", 10)
     for n in range(30):
         ClaimFactory.create(owner=alice, statement=f"The harbour festival, day {n}.")
     for n in range(3):
