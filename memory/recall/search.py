@@ -8,10 +8,8 @@ rows without one still match by keyword. Runs a fixed number of queries whatever
 from __future__ import annotations
 
 import logging
-import os
 import re
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -34,10 +32,11 @@ from memory.recall.fusion import (
     recency_boost,
 )
 from memory.recall.legs import CORPORA, Hit, Span, keyword_hits_within, vector_hits_within
-from memory.recall.word_statistics import statistics_keys
 from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms
+from memory.recall.threads import process_pool
+from memory.recall.word_statistics import statistics_keys
 
 logger = logging.getLogger("memory.recall")
 _WORD = re.compile(r"\w+")
@@ -76,19 +75,12 @@ def query_vector(query: str) -> tuple[list[float] | None, str]:
 
 
 # Embedding a query (a few ms of onnxruntime, which releases the GIL, or a remote call) runs on one of these threads
-# while the request's own thread cuts the words and runs the keyword legs. Per process: a forked child starts its own.
+# while the request's own thread cuts the words and runs the keyword legs.
 EMBEDDING_THREADS = 4
-_embedding_pool: tuple[int, ThreadPoolExecutor] | None = None
-_embedding_pool_lock = threading.Lock()
 
 
 def _embedding_started(query: str) -> Future[tuple[list[float] | None, str]]:
-    global _embedding_pool
-    with _embedding_pool_lock:
-        if _embedding_pool is None or _embedding_pool[0] != os.getpid():
-            pool = ThreadPoolExecutor(max_workers=EMBEDDING_THREADS, thread_name_prefix="query-embedding")
-            _embedding_pool = (os.getpid(), pool)
-        return _embedding_pool[1].submit(query_vector, query)
+    return process_pool("query-embedding", EMBEDDING_THREADS).submit(query_vector, query)
 
 
 def search(access: Access, request: SearchRequest) -> list[SearchResult]:

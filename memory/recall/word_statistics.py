@@ -1,24 +1,45 @@
 """How many rows in reach a search's words are held by: N and each word's df per corpus, for the keyword leg's
 weights (memory.recall.legs), cached per reach for STATS_SECONDS.
+
+A word is counted the first time a search asks it. On a small memory nearly every question brings a word not asked
+before, and counting it was a third of a first search (docs/benchmarks.md, issue 18, fifteenth pass). So where
+every corpus in reach holds at most VOCABULARY_ROWS rows, the first search that counts a new word also has a
+thread count every word those rows hold, in one statement, into the same cache keys: the questions after it ask
+the database nothing about words held anywhere in reach. The counts are the per-word statement's own (a row holds
+the word as written or its English stem; the same cap), so a search ranks the same whichever counted. A word held
+nowhere, or one the parser cuts into several (an e-mail address), is still counted when it is asked.
+
+The cache keys carry a digest of the word, not the word: the cache holds counts, not a person's vocabulary.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from typing import Any
 
-from django.db import connection
+from django.core.cache import cache
+from django.db import DatabaseError, connection
+from redis.exceptions import RedisError
 
 from memory.recall.caching import cached_many, keep_many, reach_key
 from memory.recall.corpora import WORD_QUERY, Corpus
+from memory.recall.threads import process_pool
+
+logger = logging.getLogger("memory.recall")
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
 DF_CAP = 5_000
 N_CAP = 200_000
 STATS_SECONDS = 600
+# The most rows any corpus in reach may hold for its whole vocabulary to be counted at once (conv-26's 420 turns:
+# ~90 ms on a background thread).
+VOCABULARY_ROWS = 2_000
 
 
 def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
-    return f"{reach_key(f'df:{corpus.name}', params)}:{word}"
+    digest = hashlib.blake2b(word.encode(), digest_size=8).hexdigest() if word else ""
+    return f"{reach_key(f'df:{corpus.name}', params)}:{digest}"
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
@@ -40,10 +61,7 @@ def statistics_counted(
         held = {word: cached[keys[corpus.name, word]] for word in ["", *terms] if keys[corpus.name, word] in cached}
         counts[corpus.name] = {word: int(count) for word, count in held.items()}
         if "" not in held:
-            scans.append(
-                f"SELECT '{corpus.name}', '', count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
-                f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m"
-            )
+            scans.append(_rows_in_reach(corpus))
         if missing := [word for word in terms if word not in held]:
             # One bounded lookup per word (a LATERAL subquery per unnested word). Each word's tsquery is made once,
             # behind OFFSET 0: inlined, PostgreSQL made it again for every row it matched (a cold question's counts
@@ -68,4 +86,90 @@ def statistics_counted(
     for name, word, count in fresh:
         counts[name][word] = int(count)
     keep_many({keys[name, word]: count for name, word, count in fresh}, STATS_SECONDS)
+    if any(word for _, word, _ in fresh):
+        vocabulary_counted_soon(corpora, params, {name: held[""] for name, held in counts.items()})
     return counts
+
+
+def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str, int]) -> bool:
+    """Has a thread count every word held in reach (`vocabulary_counted`) into the cache, once per STATS_SECONDS
+    and reach: only where no corpus holds more than VOCABULARY_ROWS rows (`totals`: N per corpus), and never from
+    inside a transaction, whose rows the thread's own connection would not see. Whether it was asked to."""
+    if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS:
+        return False
+    guard = f"{reach_key('df:vocabulary', params)}:{'+'.join(corpus.name for corpus in corpora)}"
+    try:
+        if not cache.add(guard, 1, STATS_SECONDS):
+            return False  # counted, or being counted, since the words it holds were last cached
+    except RedisError:
+        return False
+    process_pool("vocabulary", 1).submit(_vocabulary_kept, corpora, dict(params))
+    return True
+
+
+def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:
+    try:
+        counts = vocabulary_counted(corpora, params)
+        keep_many(
+            {
+                _stats_key(corpus, params, word): count
+                for corpus in corpora
+                for word, count in counts[corpus.name].items()
+            },
+            STATS_SECONDS,
+        )
+    except (DatabaseError, RedisError) as exc:
+        logger.warning("recall.vocabulary_not_counted", extra={"reason": str(exc)})
+    finally:
+        connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
+
+
+def vocabulary_counted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """N (under "") and the df of every word the rows in reach hold, in each corpus, in one statement: what
+    `statistics_counted` would count for each of those words. A word is held as written (`simple`) or as an
+    English stem; the words counted are those the parser leaves whole and stems to at most one lexeme, so that
+    holding the word is holding one of its two lexemes (a join on lexemes, not a text search per word and row)."""
+    lexemes, counts = [], []
+    for number, corpus in enumerate(corpora):
+        lexemes.append(
+            f"""lexemes{number} AS MATERIALIZED (
+                SELECT c.id, l.lexeme FROM {corpus.table}, unnest(tsvector_to_array(c.search_vector)) AS l(lexeme)
+                WHERE {corpus.reach}
+            )"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+        )
+        counts += [
+            _rows_in_reach(corpus),
+            f"""SELECT '{corpus.name}', m.word, least(count(DISTINCT m.id), {DF_CAP}) FROM (
+                SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.word
+                UNION ALL
+                SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.stem
+            ) m GROUP BY m.word""",  # noqa: S608 (fixed SQL fragments from this module)
+        ]
+    held = " UNION ".join(f"SELECT lexeme FROM lexemes{number}" for number in range(len(corpora)))  # noqa: S608 (names made here)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""WITH {", ".join(lexemes)}, parsed AS MATERIALIZED (
+                    SELECT v.lexeme AS word, tsvector_to_array(to_tsvector('simple', v.lexeme)) AS plain,
+                           tsvector_to_array(to_tsvector('english', v.lexeme)) AS stemmed
+                    FROM ({held}) v
+                ), words AS MATERIALIZED (
+                    SELECT word, stemmed[1] AS stem FROM parsed WHERE plain = ARRAY[word] AND cardinality(stemmed) <= 1
+                )
+            SELECT '', word, 0 FROM words UNION ALL {" UNION ALL ".join(f"({count})" for count in counts)}""",  # noqa: S608
+            params,
+        )
+        rows = cursor.fetchall()
+    words = [word for corpus, word, _ in rows if not corpus]
+    found: dict[str, dict[str, int]] = {corpus.name: dict.fromkeys(words, 0) for corpus in corpora}
+    for corpus, word, count in rows:
+        if corpus:
+            found[corpus][word] = int(count)
+    return found
+
+
+def _rows_in_reach(corpus: Corpus) -> str:
+    """A statement of one row: the corpus's name, "" and its N (counted up to N_CAP)."""
+    return (
+        f"SELECT '{corpus.name}', '', count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
+        f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m"
+    )

@@ -1,0 +1,117 @@
+"""Word statistics of the keyword leg: a small reach's whole vocabulary counted at once, as each word would be."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memory.access import access_for_user
+from memory.models import User
+from memory.recall import word_statistics
+from memory.recall.corpora import CORPORA
+from memory.recall.search import SearchRequest, search
+from memory.recall.threads import process_pool
+from memory.recall.word_statistics import statistics_counted, vocabulary_counted, vocabulary_counted_soon
+from tests.conftest import Api, Persona
+from tests.factories import ClaimFactory, NodeFactory
+from tests.memory.test_recall_api import say
+
+pytestmark = pytest.mark.django_db
+
+
+def reach_of(user: User) -> dict[str, Any]:
+    access = access_for_user(user=user)
+    partitions = [partition.pk for partition in access.read_partitions]
+    return {"owner": user.pk, "partitions": partitions, "scope": "personal", "excluded": []}
+
+
+def held_in_reach(api: Api, owner: Persona, alice: User) -> None:
+    said = [
+        "I painted the garage door on Sunday.",
+        "Painting walls is slower than painting doors.",
+        "Mail the painter at paint.crew@example.test about the re-painted shed.",
+        "The 4.12 release ships today.",
+    ]
+    say(api, owner, *said)
+    ClaimFactory.create(owner=alice, statement="The user paints watercolours of the harbour.")
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    NodeFactory.create(owner=alice, type="Project", label="Harbour painting")
+
+
+def test_a_reachs_vocabulary_is_counted_as_each_of_its_words_would_be(
+    api: Api, owner: Persona, alice: User, bob: User
+) -> None:
+    held_in_reach(api, owner, alice)
+    NodeFactory.create(owner=bob, type="Project", label="Painting the zeppelin")  # out of reach
+    params = reach_of(alice)
+    counted = vocabulary_counted(CORPORA, params)
+    words = sorted(set(counted["chunk"]) - {""})
+    # Held as written and as a stem, an English stop word, a version number, an address, parts of "re-painted".
+    assert {"painted", "painting", "paint", "the", "4.12", "harbour", "cello", "paint.crew@example.test", "re"} <= set(
+        words
+    )
+    assert "zeppelin" not in words
+    cache.clear()
+    assert counted == statistics_counted(CORPORA, words, params)  # the same N and df, word by word
+    assert counted["chunk"]["paint"] >= 3  # held only as the stem of "painted", "painting" and "re-painted"
+
+
+def test_a_new_word_has_a_thread_count_every_word_held_in_reach(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    held_in_reach(api, owner, alice)
+    access = access_for_user(user=alice)
+    first = search(access, SearchRequest(query="When was the garage door painted?", use_vector=False))
+    process_pool("vocabulary", 1).submit(lambda: None).result()  # the thread has kept what it counted
+    with CaptureQueriesContext(connection) as queries:
+        later = search(access, SearchRequest(query="Which watercolours of the harbour?", use_vector=False))
+    assert not [query for query in queries.captured_queries if "count(" in query["sql"]]  # every word was held
+    assert "garage door" in first[0].text
+    assert later[0].text == "The user paints watercolours of the harbour."
+    with CaptureQueriesContext(connection) as queries:
+        search(access, SearchRequest(query="Any zeppelins?", use_vector=False))
+    assert [query for query in queries.captured_queries if "count(" in query["sql"]]  # held nowhere: counted
+
+
+def test_the_cache_holds_digests_of_the_words_not_the_words(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    held_in_reach(api, owner, alice)
+    search(access_for_user(user=alice), SearchRequest(query="Which watercolours?", use_vector=False))
+    process_pool("vocabulary", 1).submit(lambda: None).result()
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    keys = [key.decode() for key in redis.scan_iter(match="*recall:df:*", count=1000)]
+    assert len(keys) > 40  # every word of the reach, in three corpora
+    assert not [key for key in keys if "watercolour" in key or "harbour" in key or "garage" in key]
+
+
+def test_no_vocabulary_is_counted_from_inside_a_transaction(alice: User) -> None:
+    # The test's own transaction: a thread's connection would not see its rows, and would cache them as absent.
+    assert connection.in_atomic_block
+    assert not vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 1, "node": 1})
+
+
+def test_a_large_reach_is_counted_word_by_word(transactional_db: None, alice: User) -> None:
+    totals = {"claim": word_statistics.VOCABULARY_ROWS + 1, "chunk": 0, "node": 0}
+    assert not vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
+    assert vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
+    assert not vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})  # once
+    process_pool("vocabulary", 1).submit(lambda: None).result()
+
+
+def test_an_erasure_forgets_the_counted_vocabulary(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    from memory.services.account_erasure import drop_cached_views
+
+    held_in_reach(api, owner, alice)
+    search(access_for_user(user=alice), SearchRequest(query="Which watercolours?", use_vector=False))
+    process_pool("vocabulary", 1).submit(lambda: None).result()
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    assert list(redis.scan_iter(match=cache.make_key(f"recall:df:vocabulary:{alice.pk}:*")))
+    drop_cached_views(alice.pk)  # as an erasure does
+    assert not list(redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*")))
