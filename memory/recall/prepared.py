@@ -44,9 +44,16 @@ class _LoggedCursor(CursorDebugWrapper):
             return CursorWrapper.execute(self, sql, params)
 
 
+# A plan_cache_mode for one pipeline's statements (local to its transaction).
+_PLANS = "SELECT set_config('plan_cache_mode', %(plans)s, true)"
+
+
 @async_unsafe
-def read_prepared(statements: list[Statement]) -> list[list[dict[str, Any]]]:
-    """Each statement's rows (as dicts by column name), in order, in one round trip on this thread's connection."""
+def read_prepared(statements: list[Statement], *, plans: str = "") -> list[list[dict[str, Any]]]:
+    """Each statement's rows (as dicts by column name), in order, in one round trip on this thread's connection.
+    `plans`: the plan_cache_mode they are planned under (default: PostgreSQL's choice, `auto`)."""
+    if plans:
+        return read_prepared([(_PLANS, {"plans": plans}), *statements])[1:]
     connection.close_if_health_check_failed()  # as connection.cursor() does, before the pipeline
     connection.ensure_connection()
     connection.validate_thread_sharing()  # as connection.cursor() does; each execute checks the transaction

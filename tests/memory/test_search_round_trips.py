@@ -71,6 +71,25 @@ def test_the_statements_a_search_repeats_are_prepared_on_its_connection(alice: U
     assert connection.connection.prepare_threshold is None
 
 
+def test_the_rows_shown_are_planned_once_per_connection(api: Any, owner: Any, alice: User) -> None:
+    shop = {"id": "m2", "role": "assistant", "content": "The tea shop in Lisbon packs samples too.",
+            "timestamp": "2026-04-22T09:01:00Z"}  # fmt: skip
+    processed(api, owner, TEA_SAMPLES, shop)
+    remember(alice, "Marcel prefers green tea samples.")
+    access = access_for_user(user=alice)
+    for _ in range(3):
+        results = search(access, SearchRequest(query="tea samples for Marcel", limit=20))
+    assert {"claim", "chunk", "node"} <= {result.type for result in results}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        plans = {statement: (generic, custom) for statement, generic, custom in cursor.fetchall()}
+    for read in ("memory_evidence e JOIN", "memory_claim c JOIN", "memory_chunk k JOIN", "memory_node n JOIN"):
+        ((generic, custom),) = [counts for statement, counts in plans.items() if read in statement]
+        assert (generic, custom) == (3, 0), read  # a generic plan each time: looked up by id, never planned again
+    vector = [counts for statement, counts in plans.items() if "<=>" in statement]
+    assert vector and all(custom and not generic for generic, custom in vector)  # planned for each search's values
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_vector_settings_end_with_the_search(alice: User) -> None:
     remember(alice, "Marcel drinks green tea every morning.")
