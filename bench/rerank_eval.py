@@ -134,7 +134,8 @@ def rerankers_run(questions: list[Question], rerankers: list[Any], table: Table)
 def embedders_run(samples: list[dict[str, Any]], questions: list[Question], embedders: list[Any], table: Table) -> None:
     """c) every chunk embedded in memory by each model; vector-only and hybrid with our keyword leg (chunks)."""
     from memory.models import Chunk
-    from memory.recall.legs import CHUNKS, keyword_hits
+    from memory.recall.corpora import CHUNKS
+    from memory.recall.legs import keyword_hits
     from memory.recall.terms import query_terms
 
     chunks: dict[int, tuple[list[str], list[str], list[str]]] = {}  # user id -> chunk ids, message ids, texts

@@ -44,8 +44,9 @@ def collect(question: Question) -> None:
     from django.conf import settings
     from django.utils import timezone
 
+    from memory.recall.corpora import CORPORA
     from memory.recall.fusion import PIN_BOOST, importance_boost, rank, recency_boost
-    from memory.recall.legs import CORPORA, keyword_hits, vector_hits
+    from memory.recall.legs import keyword_hits, vector_hits
     from memory.recall.results import HYDRATORS
     from memory.recall.search import query_vector
     from memory.recall.terms import query_terms

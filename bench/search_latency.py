@@ -433,7 +433,7 @@ def _redis() -> Any:
 
 
 def forget_word_statistics() -> None:
-    """Drop the keyword leg's cached N and df (memory.recall.legs keeps them in the cache for a few minutes)."""
+    """Drop the keyword leg's cached N and df (memory.recall.word_statistics keeps them for a few minutes)."""
     stale = list(_redis().scan_iter(match=f"*{STATS_KEYS}*", count=1000))
     if stale:
         _redis().delete(*stale)

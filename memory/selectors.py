@@ -26,7 +26,8 @@ from memory.models import (
 )
 from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
-from memory.recall.legs import KEYED_MEMORIES, vector_hits
+from memory.recall.corpora import KEYED_MEMORIES
+from memory.recall.legs import vector_hits
 from memory.recall.search import query_vector
 
 SHA256 = re.compile(r"[0-9a-fA-F]{64}")

@@ -22,6 +22,7 @@ from config.embedded import Runtime, ensure_started
 from memory.access import Actor
 from memory.connectivity import outage_noted, probe
 from memory.models import AccessToken, Scope, Surface, User
+from memory.recall.threads import drained
 from memory.services.tokens import token_issue, token_revoke
 from tests.factories import UserFactory
 
@@ -54,6 +55,7 @@ def blob_dir(settings: Any, tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
     yield
+    drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
     cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
 
 

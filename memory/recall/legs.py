@@ -26,12 +26,9 @@ from django.db import connection
 
 from memory.models.copy_rows import vector_text
 from memory.recall import word_statistics
-from memory.recall.corpora import CHUNKS, CLAIMS, CORPORA, KEYED_MEMORIES, NODES, WORD_QUERY, Corpus, Span
+from memory.recall.corpora import WORD_QUERY, Corpus, Span
 from memory.recall.prepared import read_prepared
 from memory.recall.word_statistics import statistics_counted
-
-__all__ = ["CHUNKS", "CLAIMS", "CORPORA", "KEYED_MEMORIES", "NODES", "Corpus", "Hit", "Span", "keyword_hits",
-           "keyword_hits_within", "vector_hits", "vector_hits_within"]  # fmt: skip
 
 # A word held by more than this share of the rows (and more than MIN_SELECTIVE_ROWS) does not pick candidates.
 SELECTIVE_SHARE = 0.05

@@ -44,7 +44,9 @@ class _LoggedCursor(CursorDebugWrapper):
             return CursorWrapper.execute(self, sql, params)
 
 
-# A plan_cache_mode for one pipeline's statements (local to its transaction).
+# A plan_cache_mode for one pipeline's statements, local to its transaction: in autocommit it ends with them; inside
+# transaction.atomic it holds until that ends (harmless: Django's own statements are bound on the client, never
+# prepared, and each read_prepared sets the mode its statements want).
 _PLANS = "SELECT set_config('plan_cache_mode', %(plans)s, true)"
 
 

@@ -21,6 +21,7 @@ from memory.models import Scope, SourceScope
 from memory.recall import bookkeeping
 from memory.recall.anchors import anchor_keys, first_name, reference_time, speakers_named
 from memory.recall.caching import read_ahead
+from memory.recall.corpora import CORPORA, Span
 from memory.recall.fusion import (
     CONVERSATION_BOOST,
     PIN_BOOST,
@@ -31,7 +32,7 @@ from memory.recall.fusion import (
     rank,
     recency_boost,
 )
-from memory.recall.legs import CORPORA, Hit, Span, keyword_hits_within, vector_hits_within
+from memory.recall.legs import Hit, keyword_hits_within, vector_hits_within
 from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms

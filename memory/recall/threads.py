@@ -13,6 +13,14 @@ _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _lock = threading.Lock()
 
 
+def drained(name: str) -> None:
+    """Waits until this process's pool `name` has done the work handed to it so far (a one-worker pool: in order)."""
+    with _lock:
+        held = _pools.get(name)
+    if held is not None and held[0] == os.getpid():
+        held[1].submit(lambda: None).result()
+
+
 def process_pool(name: str, workers: int) -> ThreadPoolExecutor:
     """This process's pool `name` (its threads are named after it)."""
     with _lock:

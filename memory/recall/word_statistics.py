@@ -7,23 +7,30 @@ every corpus in reach holds at most VOCABULARY_ROWS rows, the first search that 
 thread count every word those rows hold, in one statement, into the same cache keys: the questions after it ask
 the database nothing about words held anywhere in reach. The counts are the per-word statement's own (a row holds
 the word as written or its English stem; the same cap), so a search ranks the same whichever counted. A word held
-nowhere, or one the parser cuts into several (an e-mail address), is still counted when it is asked.
+nowhere, or one the parser cuts into several ("re-painted"), is still counted when it is asked.
 
-The cache keys carry a digest of the word, not the word: the cache holds counts, not a person's vocabulary.
+A word no row of a corpus holds is kept for ABSENT_SECONDS only: until it is counted again the keyword leg does not
+look for it in that corpus at all, and the next turn may bring it (a count merely out of date only weighs a word a
+little wrong). The cache keys carry a digest of the word keyed by this installation's secret, not the word.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import os
+import threading
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, connection
+from django.db import connection
 from redis.exceptions import RedisError
 
 from memory.recall.caching import cached_many, keep_many, reach_key
 from memory.recall.corpora import WORD_QUERY, Corpus
+from memory.recall.terms import STOPWORDS
 from memory.recall.threads import process_pool
 
 logger = logging.getLogger("memory.recall")
@@ -32,14 +39,29 @@ logger = logging.getLogger("memory.recall")
 DF_CAP = 5_000
 N_CAP = 200_000
 STATS_SECONDS = 600
+ABSENT_SECONDS = 60
 # The most rows any corpus in reach may hold for its whole vocabulary to be counted at once (conv-26's 420 turns:
-# ~90 ms on a background thread).
+# ~90 ms on a background thread), and the counts waiting for the thread at most (past it: word by word).
 VOCABULARY_ROWS = 2_000
+VOCABULARY_QUEUED = 8
+_queued: dict[int, int] = {}  # per process id: a forked child has queued nothing
+_queued_lock = threading.Lock()
+
+
+@functools.cache
+def _digest_key() -> bytes:
+    # Unkeyed, the digest of a word would be a dictionary away from the word.
+    return hashlib.sha256(f"recall.word_statistics:{settings.SECRET_KEY}".encode()).digest()
 
 
 def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
-    digest = hashlib.blake2b(word.encode(), digest_size=8).hexdigest() if word else ""
+    digest = hashlib.blake2b(word.encode(), digest_size=8, key=_digest_key()).hexdigest() if word else ""
     return f"{reach_key(f'df:{corpus.name}', params)}:{digest}"
+
+
+def _kept(counts: dict[str, int]) -> None:
+    keep_many({key: count for key, count in counts.items() if count}, STATS_SECONDS)
+    keep_many({key: count for key, count in counts.items() if not count}, ABSENT_SECONDS)
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
@@ -85,43 +107,66 @@ def statistics_counted(
         fresh = cursor.fetchall()
     for name, word, count in fresh:
         counts[name][word] = int(count)
-    keep_many({keys[name, word]: count for name, word, count in fresh}, STATS_SECONDS)
+    _kept({keys[name, word]: count for name, word, count in fresh})
     if any(word for _, word, _ in fresh):
-        vocabulary_counted_soon(corpora, params, {name: held[""] for name, held in counts.items()})
+        vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
     return counts
 
 
 def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str, int]) -> bool:
     """Has a thread count every word held in reach (`vocabulary_counted`) into the cache, once per STATS_SECONDS
-    and reach: only where no corpus holds more than VOCABULARY_ROWS rows (`totals`: N per corpus), and never from
-    inside a transaction, whose rows the thread's own connection would not see. Whether it was asked to."""
+    and reach: only where no corpus holds more than VOCABULARY_ROWS rows (`totals`: N per corpus as cached; the
+    thread counts them again first), and never from inside a transaction, whose rows the thread's own connection
+    would not see. Whether it was asked to."""
     if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS:
         return False
+    pid = os.getpid()
+    with _queued_lock:
+        if _queued.get(pid, 0) >= VOCABULARY_QUEUED:
+            return False
+        _queued[pid] = _queued.get(pid, 0) + 1
     guard = f"{reach_key('df:vocabulary', params)}:{'+'.join(corpus.name for corpus in corpora)}"
     try:
-        if not cache.add(guard, 1, STATS_SECONDS):
-            return False  # counted, or being counted, since the words it holds were last cached
-    except RedisError:
-        return False
-    process_pool("vocabulary", 1).submit(_vocabulary_kept, corpora, dict(params))
-    return True
+        if cache.add(guard, 1, STATS_SECONDS):  # not counted, nor being counted, since its words were last cached
+            process_pool("vocabulary", 1).submit(_vocabulary_kept, corpora, dict(params), guard)
+            return True
+    except (RedisError, RuntimeError):  # RuntimeError: the interpreter is shutting down
+        pass
+    _done()
+    return False
 
 
-def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:
+def _done() -> None:
+    with _queued_lock:
+        _queued[os.getpid()] -= 1
+
+
+def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:
     try:
+        if not _within(corpora, params, VOCABULARY_ROWS):
+            return
         counts = vocabulary_counted(corpora, params)
-        keep_many(
-            {
-                _stats_key(corpus, params, word): count
-                for corpus in corpora
-                for word, count in counts[corpus.name].items()
-            },
-            STATS_SECONDS,
-        )
-    except (DatabaseError, RedisError) as exc:
-        logger.warning("recall.vocabulary_not_counted", extra={"reason": str(exc)})
+        kept = {
+            _stats_key(corpus, params, word): count
+            for corpus in corpora
+            for word, count in counts[corpus.name].items()
+            if not word or (word not in STOPWORDS and (len(word) > 1 or word.isdigit()))  # words a search may ask
+        }
+        _kept(kept)
+        if cache.get(guard) is None:  # an erasure dropped the owner's cached views while this counted
+            cache.delete_many(list(kept))
+    except Exception:  # a background count: whatever failed, the searches count word by word
+        logger.exception("recall.vocabulary_not_counted")
     finally:
+        _done()
         connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
+
+
+def _within(corpora: tuple[Corpus, ...], params: dict[str, Any], most: int) -> bool:
+    """Whether no corpus holds more than `most` rows in reach now."""
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(f"({_rows_in_reach(corpus, most + 1)})" for corpus in corpora), params)
+        return all(count <= most for _, _, count in cursor.fetchall())
 
 
 def vocabulary_counted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, dict[str, int]]:
@@ -145,13 +190,13 @@ def vocabulary_counted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> d
                 SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.stem
             ) m GROUP BY m.word""",  # noqa: S608 (fixed SQL fragments from this module)
         ]
-    held = " UNION ".join(f"SELECT lexeme FROM lexemes{number}" for number in range(len(corpora)))  # noqa: S608 (names made here)
+    every = " UNION ".join(f"SELECT lexeme FROM lexemes{number}" for number in range(len(corpora)))  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(
             f"""WITH {", ".join(lexemes)}, parsed AS MATERIALIZED (
                     SELECT v.lexeme AS word, tsvector_to_array(to_tsvector('simple', v.lexeme)) AS plain,
                            tsvector_to_array(to_tsvector('english', v.lexeme)) AS stemmed
-                    FROM ({held}) v
+                    FROM ({every}) v
                 ), words AS MATERIALIZED (
                     SELECT word, stemmed[1] AS stem FROM parsed WHERE plain = ARRAY[word] AND cardinality(stemmed) <= 1
                 )
@@ -167,9 +212,9 @@ def vocabulary_counted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> d
     return found
 
 
-def _rows_in_reach(corpus: Corpus) -> str:
-    """A statement of one row: the corpus's name, "" and its N (counted up to N_CAP)."""
+def _rows_in_reach(corpus: Corpus, cap: int = N_CAP) -> str:
+    """A statement of one row: the corpus's name, "" and its N (counted up to `cap`)."""
     return (
         f"SELECT '{corpus.name}', '', count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
-        f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {N_CAP}) m"
+        f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {int(cap)}) m"
     )

@@ -18,7 +18,8 @@ from memory.models import Claim, Evidence, Node, Source, User
 from memory.pipeline.runner import run_operation
 from memory.recall import legs, word_statistics
 from memory.recall import results as results_module
-from memory.recall.legs import CORPORA, _candidate_levels, keyword_hits, keyword_hits_within
+from memory.recall.corpora import CORPORA
+from memory.recall.legs import _candidate_levels, keyword_hits, keyword_hits_within
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import query_terms
 from tests.conftest import Api, Persona

@@ -14,7 +14,7 @@ from memory.models import User
 from memory.recall import word_statistics
 from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
-from memory.recall.threads import process_pool
+from memory.recall.threads import drained
 from memory.recall.word_statistics import statistics_counted, vocabulary_counted, vocabulary_counted_soon
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
@@ -66,7 +66,7 @@ def test_a_new_word_has_a_thread_count_every_word_held_in_reach(
     held_in_reach(api, owner, alice)
     access = access_for_user(user=alice)
     first = search(access, SearchRequest(query="When was the garage door painted?", use_vector=False))
-    process_pool("vocabulary", 1).submit(lambda: None).result()  # the thread has kept what it counted
+    drained("vocabulary")  # the thread has kept what it counted
     with CaptureQueriesContext(connection) as queries:
         later = search(access, SearchRequest(query="Which watercolours of the harbour?", use_vector=False))
     assert not [query for query in queries.captured_queries if "count(" in query["sql"]]  # every word was held
@@ -82,9 +82,9 @@ def test_the_cache_holds_digests_of_the_words_not_the_words(
 ) -> None:
     held_in_reach(api, owner, alice)
     search(access_for_user(user=alice), SearchRequest(query="Which watercolours?", use_vector=False))
-    process_pool("vocabulary", 1).submit(lambda: None).result()
+    drained("vocabulary")
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-    keys = [key.decode() for key in redis.scan_iter(match="*recall:df:*", count=1000)]
+    keys = [key.decode() for key in redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*"), count=1000)]
     assert len(keys) > 40  # every word of the reach, in three corpora
     assert not [key for key in keys if "watercolour" in key or "harbour" in key or "garage" in key]
 
@@ -100,7 +100,7 @@ def test_a_large_reach_is_counted_word_by_word(transactional_db: None, alice: Us
     assert not vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
     assert vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
     assert not vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})  # once
-    process_pool("vocabulary", 1).submit(lambda: None).result()
+    drained("vocabulary")
 
 
 def test_an_erasure_forgets_the_counted_vocabulary(
@@ -110,8 +110,68 @@ def test_an_erasure_forgets_the_counted_vocabulary(
 
     held_in_reach(api, owner, alice)
     search(access_for_user(user=alice), SearchRequest(query="Which watercolours?", use_vector=False))
-    process_pool("vocabulary", 1).submit(lambda: None).result()
+    drained("vocabulary")
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
     assert list(redis.scan_iter(match=cache.make_key(f"recall:df:vocabulary:{alice.pk}:*")))
     drop_cached_views(alice.pk)  # as an erasure does
     assert not list(redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*")))
+
+
+def cached_counts(user: User) -> dict[str, int]:
+    """Every word count cached for `user`'s reaches, by key, with its time to live in seconds."""
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    pattern = cache.make_key(f"recall:df:*:{user.pk}:*")
+    return {
+        key.decode(): redis.ttl(key) for key in redis.scan_iter(match=pattern, count=1000) if b"vocabulary" not in key
+    }
+
+
+def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_only(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    held_in_reach(api, owner, alice)
+    access = access_for_user(user=alice)
+    search(access, SearchRequest(query="Which watercolours?", use_vector=False))
+    drained("vocabulary")
+    params = reach_of(alice)
+    claims = next(corpus for corpus in CORPORA if corpus.name == "claim")
+    ttl = cached_counts(alice)
+    garage = ttl[cache.make_key(word_statistics._stats_key(claims, params, "garage"))]  # in a turn, in no claim
+    watercolours = ttl[cache.make_key(word_statistics._stats_key(claims, params, "watercolours"))]
+    assert 0 < garage <= word_statistics.ABSENT_SECONDS < watercolours <= word_statistics.STATS_SECONDS
+
+
+def test_a_reach_grown_since_its_rows_were_counted_is_counted_word_by_word(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held_in_reach(api, owner, alice)
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 3)  # alice's reach holds more turns than this now
+    totals = {"claim": 1, "chunk": 1, "node": 1}  # as cached before the last turns came
+    assert vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
+    drained("vocabulary")
+    assert not cached_counts(alice)  # the thread counted the rows again first, and left the words alone
+
+
+def test_an_erasure_while_the_vocabulary_is_counted_leaves_no_count_behind(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.services.account_erasure import drop_cached_views
+
+    held_in_reach(api, owner, alice)
+
+    def counted_then_erased(corpora: Any, params: dict[str, Any]) -> dict[str, dict[str, int]]:
+        counts = vocabulary_counted(corpora, params)
+        drop_cached_views(alice.pk)  # the owner erased while the thread counted
+        return counts
+
+    monkeypatch.setattr(word_statistics, "vocabulary_counted", counted_then_erased)
+    assert vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 1, "node": 1})
+    drained("vocabulary")
+    assert not cached_counts(alice)
+
+
+def test_a_full_queue_leaves_a_reach_to_be_counted_word_by_word(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_QUEUED", 0)
+    assert not vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
