@@ -42,6 +42,22 @@ def held_in_reach(api: Api, owner: Persona, alice: User) -> None:
     NodeFactory.create(owner=alice, type="Project", label="Harbour painting")
 
 
+def cached_counts(user: User) -> dict[str, int]:
+    """Every word count cached for `user`'s reaches, by key, with its time to live in seconds."""
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    pattern = cache.make_key(f"recall:df:*:{user.pk}:*")
+    return {
+        key.decode(): redis.ttl(key) for key in redis.scan_iter(match=pattern, count=1000) if b"vocabulary" not in key
+    }
+
+
+def vocabulary_after_a_search(api: Api, owner: Persona, alice: User) -> None:
+    """alice's reach, searched once with a new word, and the count it handed to the thread done."""
+    held_in_reach(api, owner, alice)
+    search(access_for_user(user=alice), SearchRequest(query="Which watercolours?", use_vector=False))
+    drained("vocabulary")
+
+
 def test_a_reachs_vocabulary_is_counted_as_each_of_its_words_would_be(
     api: Api, owner: Persona, alice: User, bob: User
 ) -> None:
@@ -80,11 +96,8 @@ def test_a_new_word_has_a_thread_count_every_word_held_in_reach(
 def test_the_cache_holds_digests_of_the_words_not_the_words(
     transactional_db: None, api: Api, owner: Persona, alice: User
 ) -> None:
-    held_in_reach(api, owner, alice)
-    search(access_for_user(user=alice), SearchRequest(query="Which watercolours?", use_vector=False))
-    drained("vocabulary")
-    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-    keys = [key.decode() for key in redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*"), count=1000)]
+    vocabulary_after_a_search(api, owner, alice)
+    keys = list(cached_counts(alice))
     assert len(keys) > 40  # every word of the reach, in three corpora
     assert not [key for key in keys if "watercolour" in key or "harbour" in key or "garage" in key]
 
@@ -108,31 +121,17 @@ def test_an_erasure_forgets_the_counted_vocabulary(
 ) -> None:
     from memory.services.account_erasure import drop_cached_views
 
-    held_in_reach(api, owner, alice)
-    search(access_for_user(user=alice), SearchRequest(query="Which watercolours?", use_vector=False))
-    drained("vocabulary")
+    vocabulary_after_a_search(api, owner, alice)
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-    assert list(redis.scan_iter(match=cache.make_key(f"recall:df:vocabulary:{alice.pk}:*")))
+    assert cached_counts(alice) and list(redis.scan_iter(match=cache.make_key(f"recall:df:vocabulary:{alice.pk}:*")))
     drop_cached_views(alice.pk)  # as an erasure does
     assert not list(redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*")))
-
-
-def cached_counts(user: User) -> dict[str, int]:
-    """Every word count cached for `user`'s reaches, by key, with its time to live in seconds."""
-    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-    pattern = cache.make_key(f"recall:df:*:{user.pk}:*")
-    return {
-        key.decode(): redis.ttl(key) for key in redis.scan_iter(match=pattern, count=1000) if b"vocabulary" not in key
-    }
 
 
 def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_only(
     transactional_db: None, api: Api, owner: Persona, alice: User
 ) -> None:
-    held_in_reach(api, owner, alice)
-    access = access_for_user(user=alice)
-    search(access, SearchRequest(query="Which watercolours?", use_vector=False))
-    drained("vocabulary")
+    vocabulary_after_a_search(api, owner, alice)
     params = reach_of(alice)
     claims = next(corpus for corpus in CORPORA if corpus.name == "claim")
     ttl = cached_counts(alice)

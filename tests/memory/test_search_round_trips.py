@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memory.access import access_for_user
+from memory.access import Access, access_for_user
 from memory.embeddings import get_embedder
 from memory.models import User
 from memory.pipeline.runner import run_operation
@@ -32,6 +32,17 @@ def remember(owner: User, statement: str) -> None:
 
 TEA_SAMPLES = {"id": "m1", "role": "user", "content": "I'll send the tea samples to Marcel by Friday.",
                "timestamp": "2026-04-22T09:00:00Z"}  # fmt: skip
+
+
+TEA_SHOP = {"id": "m2", "role": "assistant", "content": "The tea shop in Lisbon packs samples too.",
+            "timestamp": "2026-04-22T09:01:00Z"}  # fmt: skip
+
+
+def tea_for_marcel(api: Any, owner: Any, alice: User) -> Access:
+    """Two turns about tea samples and a claim about Marcel: a store whose search shows all three corpora."""
+    processed(api, owner, TEA_SAMPLES, TEA_SHOP)
+    remember(alice, "Marcel prefers green tea samples.")
+    return access_for_user(user=alice)
 
 
 def processed(api: Any, owner: Any, *messages: dict[str, Any]) -> None:
@@ -72,11 +83,7 @@ def test_the_statements_a_search_repeats_are_prepared_on_its_connection(alice: U
 
 
 def test_the_rows_shown_are_planned_once_per_connection(api: Any, owner: Any, alice: User) -> None:
-    shop = {"id": "m2", "role": "assistant", "content": "The tea shop in Lisbon packs samples too.",
-            "timestamp": "2026-04-22T09:01:00Z"}  # fmt: skip
-    processed(api, owner, TEA_SAMPLES, shop)
-    remember(alice, "Marcel prefers green tea samples.")
-    access = access_for_user(user=alice)
+    access = tea_for_marcel(api, owner, alice)
     for _ in range(3):
         results = search(access, SearchRequest(query="tea samples for Marcel", limit=20))
     assert {"claim", "chunk", "node"} <= {result.type for result in results}
@@ -205,11 +212,7 @@ def test_a_cold_search_counts_the_words_of_every_corpus_in_one_statement(alice: 
 
 
 def test_a_search_reads_the_rows_of_every_corpus_it_shows_in_one_round_trip(api: Any, owner: Any, alice: User) -> None:
-    shop = {"id": "m2", "role": "assistant", "content": "The tea shop in Lisbon packs samples too.",
-            "timestamp": "2026-04-22T09:01:00Z"}  # fmt: skip
-    processed(api, owner, TEA_SAMPLES, shop)
-    remember(alice, "Marcel prefers green tea samples.")
-    access = access_for_user(user=alice)
+    access = tea_for_marcel(api, owner, alice)
     results: list[Any] = []
     trips = round_trips(lambda: results.extend(search(access, SearchRequest(query="tea samples for Marcel", limit=20))))
     assert {"claim", "chunk", "node"} <= {result.type for result in results}
