@@ -10,15 +10,14 @@ committed UPDATE and dropping the hash, the next flush applies them again.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import redis
 from django.conf import settings
 from django.db import connection
+
+from memory.recall.threads import drained, submitted
 
 logger = logging.getLogger("memory.recall")
 PENDING = "recall:access:pending"
@@ -32,44 +31,16 @@ def _client() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
 
 
-# One sender thread per process (a forked child starts its own), in order. Counts beyond MAX_QUEUED (Redis slow or
-# away) are dropped, as they are when Redis is down: an access count is not worth unbounded memory.
+# One sender thread per process (memory.recall.threads), in order. Counts beyond MAX_QUEUED (Redis slow or away) are
+# dropped, as they are when Redis is down: an access count is not worth unbounded memory.
 MAX_QUEUED = 1000
-_sending: tuple[int, ThreadPoolExecutor] | None = None
-_queued = 0
-_lock = threading.Lock()
-
-
-def _sender() -> ThreadPoolExecutor:
-    global _sending, _queued
-    with _lock:
-        if _sending is None or _sending[0] != os.getpid():
-            _sending = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="access-bookkeeping"))
-            _queued = 0  # a forked child: what its parent had queued is not its own
-        return _sending[1]
+SENDER = "access-bookkeeping"
 
 
 def note_access(claim_ids: list[str]) -> None:
     """Counts an access of each claim, on the sender thread (returns at once)."""
-    global _queued
-    if not claim_ids:
-        return
-    sender = _sender()
-    with _lock:
-        if _queued >= MAX_QUEUED:
-            logger.warning("recall.bookkeeping_dropped")
-            return
-        _queued += 1
-    sender.submit(_sent, list(claim_ids))
-
-
-def _sent(claim_ids: list[str]) -> None:
-    global _queued
-    try:
-        _send(claim_ids)
-    finally:
-        with _lock:
-            _queued -= 1
+    if claim_ids and not submitted(SENDER, MAX_QUEUED, _send, list(claim_ids)):
+        logger.warning("recall.bookkeeping_dropped")
 
 
 def _send(claim_ids: list[str]) -> None:
@@ -101,7 +72,7 @@ def _apply(client: redis.Redis) -> int:
 def flush_access() -> int:
     """Move the pending counts into the claims (first those of a flush that failed); returns how many claims
     were updated."""
-    _sender().submit(lambda: None).result()  # what this process queued is in Redis first (the sender runs in order)
+    drained(SENDER)  # what this process queued is in Redis first (the sender runs in order)
     client = _client()
     # One flush at a time (beat ticks can overlap a slow one): two would both apply the same FLUSHING hash.
     if not client.set(FLUSH_LOCK, "1", nx=True, ex=FLUSH_LOCK_SECONDS):

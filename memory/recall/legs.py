@@ -179,14 +179,9 @@ def _level_sql(
     )"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
 
 
-# Local to the transaction the scans run in (the pipeline's, memory.recall.prepared): never leaking into a pooled
-# connection. The scans are prepared, but planned for each search's own values: a plan kept for every call would be
-# chosen from whoever searched first (an owner with a million claims, or with ten, scan alike).
-_VECTOR_SETTINGS = (
-    "SELECT set_config('hnsw.ef_search', %(ef_search)s, true),"
-    "       set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-    "       set_config('plan_cache_mode', 'force_custom_plan', true)"
-)
+# The scans are prepared, but planned for each search's own values: a plan kept for every call would be chosen from
+# whoever searched first (an owner with a million claims, or with ten, scan alike).
+_VECTOR_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "plan_cache_mode": "force_custom_plan"}
 
 
 def vector_hits(
@@ -227,8 +222,9 @@ def vector_hits_within(
             for corpus in corpora
         ]
     # The settings and the scans in one round trip, prepared (memory.recall.prepared).
-    _, rows = read_prepared(
-        [(_VECTOR_SETTINGS, {"ef_search": str(settings.SEARCH_EF_SEARCH)}), (" UNION ALL ".join(scans), values)]
+    (rows,) = read_prepared(
+        [(" UNION ALL ".join(scans), values)],
+        settings={"hnsw.ef_search": str(settings.SEARCH_EF_SEARCH), **_VECTOR_SETTINGS},
     )
     # Below the floor a "nearest" row is not related at all; it would only fill the answer.
     floor = settings.SEARCH_MIN_SIMILARITY

@@ -18,6 +18,7 @@ tests) shows it with its values written in, as it shows the statements bound on 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,18 +45,26 @@ class _LoggedCursor(CursorDebugWrapper):
             return CursorWrapper.execute(self, sql, params)
 
 
-# A plan_cache_mode for one pipeline's statements, local to its transaction: in autocommit it ends with them; inside
-# transaction.atomic it holds until that ends (harmless: Django's own statements are bound on the client, never
-# prepared, and each read_prepared sets the mode its statements want).
-_PLANS = "SELECT set_config('plan_cache_mode', %(plans)s, true)"
+_SETTING = re.compile(r"[a-z_]+(\.[a-z_]+)?")
 
 
 @async_unsafe
-def read_prepared(statements: list[Statement], *, plans: str = "") -> list[list[dict[str, Any]]]:
+def read_prepared(statements: list[Statement], *, settings: dict[str, str] | None = None) -> list[list[dict[str, Any]]]:
     """Each statement's rows (as dicts by column name), in order, in one round trip on this thread's connection.
-    `plans`: the plan_cache_mode they are planned under (default: PostgreSQL's choice, `auto`)."""
-    if plans:
-        return read_prepared([(_PLANS, {"plans": plans}), *statements])[1:]
+
+    `settings` (plan_cache_mode, hnsw.ef_search, ...) hold for these statements alone: set by the pipeline's first
+    statement, local to its transaction. In autocommit they end with the statements, never leaking into a pooled
+    connection; inside transaction.atomic they hold until that ends (harmless: Django's own statements are bound on
+    the client, never prepared, and each read_prepared sets what its statements want)."""
+    if settings:
+        calls: list[str] = []
+        values: dict[str, str] = {}
+        for n, (name, value) in enumerate(settings.items()):
+            if not _SETTING.fullmatch(name):
+                raise ValueError(f"not a setting's name: {name!r}")
+            calls.append(f"set_config('{name}', %(value{n})s, true)")  # the name written in: logs read as they ran
+            values[f"value{n}"] = value
+        return read_prepared([(f"SELECT {', '.join(calls)}", values), *statements])[1:]
     connection.close_if_health_check_failed()  # as connection.cursor() does, before the pipeline
     connection.ensure_connection()
     connection.validate_thread_sharing()  # as connection.cursor() does; each execute checks the transaction

@@ -211,12 +211,12 @@ _READINGS = {
 # The rows' statements look rows up by id: every plan is the same index probes whoever searches and however many
 # rows a table holds, so each is planned once per connection (PostgreSQL kept planning the node and evidence
 # statements anew, 0.3-0.4 ms each a search, since a generic plan's estimate for `= ANY($1)` looked dearer).
-_PLANNED_ONCE = "force_generic_plan"
+_PLANNED_ONCE = {"plan_cache_mode": "force_generic_plan"}
 
 
 def _results(corpus: str, ids: list[str]) -> dict[str, SearchResult]:
     reading = _READINGS[corpus]
-    return reading.built(*read_prepared(reading.statements(ids), plans=_PLANNED_ONCE))
+    return reading.built(*read_prepared(reading.statements(ids), settings=_PLANNED_ONCE))
 
 
 def claim_results(ids: list[str]) -> dict[str, SearchResult]:
@@ -245,7 +245,7 @@ def hydrated(candidates: list[Candidate]) -> list[SearchResult]:
             mine = reading.statements(list(wanted[corpus]))
             readings.append((corpus, reading, len(statements), len(mine)))
             statements += mine
-    rows = read_prepared(statements, plans=_PLANNED_ONCE)
+    rows = read_prepared(statements, settings=_PLANNED_ONCE)
     results = []
     for corpus, reading, first, count in readings:
         for row_id, result in reading.built(*rows[first : first + count]).items():

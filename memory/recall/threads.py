@@ -1,16 +1,50 @@
-"""Threads recall hands work to inside this process (embedding a query, counting a small reach's vocabulary).
+"""Threads recall hands work to inside this process (embedding a query, counting a small reach's vocabulary, sending
+access counts).
 
-Each pool is made on first use, and made again in a forked child: a child does not inherit its parent's threads.
+Each pool is made on first use, and made again in a forked child: a child does not inherit its parent's threads (nor
+counts what its parent had queued).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+_queued: dict[tuple[str, int], int] = {}  # (pool, process id) -> work handed to it and not yet done
 _lock = threading.Lock()
+
+
+def submitted(name: str, most: int, work: Callable[..., Any], *args: Any) -> bool:
+    """Hands `work(*args)` to this process's one-thread pool `name`, in order, unless `most` pieces of work are
+    already waiting or running there (or the interpreter is shutting down): then it is dropped. Whether it was
+    handed on. For work worth only so much memory: what fails in it is its own to log."""
+    key = (name, os.getpid())
+    with _lock:
+        if _queued.get(key, 0) >= most:
+            return False
+        _queued[key] = _queued.get(key, 0) + 1
+
+    def run() -> None:
+        try:
+            work(*args)
+        finally:
+            _done(key)
+
+    try:
+        process_pool(name, 1).submit(run)
+    except RuntimeError:  # the interpreter is shutting down
+        _done(key)
+        return False
+    return True
+
+
+def _done(key: tuple[str, int]) -> None:
+    with _lock:
+        _queued[key] -= 1
 
 
 def drained(name: str) -> None:

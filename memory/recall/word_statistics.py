@@ -19,8 +19,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
-import threading
 from typing import Any
 
 from django.conf import settings
@@ -31,7 +29,7 @@ from redis.exceptions import RedisError
 from memory.recall.caching import cached_many, keep_many, reach_key
 from memory.recall.corpora import WORD_QUERY, Corpus
 from memory.recall.terms import STOPWORDS
-from memory.recall.threads import process_pool
+from memory.recall.threads import submitted
 
 logger = logging.getLogger("memory.recall")
 
@@ -44,8 +42,6 @@ ABSENT_SECONDS = 60
 # ~90 ms on a background thread), and the counts waiting for the thread at most (past it: word by word).
 VOCABULARY_ROWS = 2_000
 VOCABULARY_QUEUED = 8
-_queued: dict[int, int] = {}  # per process id: a forked child has queued nothing
-_queued_lock = threading.Lock()
 
 
 @functools.cache
@@ -55,8 +51,17 @@ def _digest_key() -> bytes:
 
 
 def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
-    digest = hashlib.blake2b(word.encode(), digest_size=8, key=_digest_key()).hexdigest() if word else ""
-    return f"{reach_key(f'df:{corpus.name}', params)}:{digest}"
+    return _stats_keys((corpus,), [word], params)[corpus.name, word]
+
+
+def _stats_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """The cache key of each (corpus, word): the reach's part made once per corpus, the word's digest once."""
+    key = _digest_key()
+    digests = {
+        word: hashlib.blake2b(word.encode(), digest_size=8, key=key).hexdigest() if word else "" for word in words
+    }
+    prefixes = {corpus.name: reach_key(f"df:{corpus.name}", params) for corpus in corpora}
+    return {(name, word): f"{prefix}:{digest}" for name, prefix in prefixes.items() for word, digest in digests.items()}
 
 
 def _kept(counts: dict[str, int]) -> None:
@@ -66,7 +71,7 @@ def _kept(counts: dict[str, int]) -> None:
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
     """The cache keys `statistics_counted` reads for these words in each corpus (a search reads them ahead)."""
-    return [_stats_key(corpus, params, word) for corpus in corpora for word in ["", *terms]]
+    return list(_stats_keys(corpora, ["", *terms], params).values())
 
 
 def statistics_counted(
@@ -75,7 +80,7 @@ def statistics_counted(
     """N (under the word "") and each word's df in every corpus: what the cache holds, and what it does not
     counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
     not in a round trip each) and kept."""
-    keys = {(corpus.name, word): _stats_key(corpus, params, word) for corpus in corpora for word in ["", *terms]}
+    keys = _stats_keys(corpora, ["", *terms], params)
     cached = cached_many(list(keys.values()))
     counts: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
     scans, values = [], dict(params)
@@ -120,60 +125,52 @@ def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any],
     would not see. Whether it was asked to."""
     if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS:
         return False
-    pid = os.getpid()
-    with _queued_lock:
-        if _queued.get(pid, 0) >= VOCABULARY_QUEUED:
-            return False
-        _queued[pid] = _queued.get(pid, 0) + 1
     guard = f"{reach_key('df:vocabulary', params)}:{'+'.join(corpus.name for corpus in corpora)}"
     try:
-        if cache.add(guard, 1, STATS_SECONDS):  # not counted, nor being counted, since its words were last cached
-            process_pool("vocabulary", 1).submit(_vocabulary_kept, corpora, dict(params), guard)
+        if not cache.add(guard, 1, STATS_SECONDS):
+            return False  # counted, or being counted, since its words were last cached
+        if submitted("vocabulary", VOCABULARY_QUEUED, _vocabulary_kept, corpora, dict(params), guard):
             return True
-    except (RedisError, RuntimeError):  # RuntimeError: the interpreter is shutting down
+        cache.delete(guard)  # the queue is full: a later search may ask again
+    except RedisError:
         pass
-    _done()
     return False
-
-
-def _done() -> None:
-    with _queued_lock:
-        _queued[os.getpid()] -= 1
 
 
 def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:
     try:
-        if not _within(corpora, params, VOCABULARY_ROWS):
+        counts = vocabulary_counted(corpora, params)  # the rows counted again: N as cached may be minutes old
+        if counts is None:
             return
-        counts = vocabulary_counted(corpora, params)
-        kept = {
-            _stats_key(corpus, params, word): count
-            for corpus in corpora
-            for word, count in counts[corpus.name].items()
-            if not word or (word not in STOPWORDS and (len(word) > 1 or word.isdigit()))  # words a search may ask
-        }
+        # Stop words and single letters are never a search's words.
+        asked = [
+            word for word in counts[corpora[0].name] if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+        ]
+        keys = _stats_keys(corpora, ["", *asked], params)
+        kept = {keys[name, word]: counts[name][word] for name, word in keys}
         _kept(kept)
         if cache.get(guard) is None:  # an erasure dropped the owner's cached views while this counted
             cache.delete_many(list(kept))
     except Exception:  # a background count: whatever failed, the searches count word by word
         logger.exception("recall.vocabulary_not_counted")
     finally:
-        _done()
         connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
 
 
-def _within(corpora: tuple[Corpus, ...], params: dict[str, Any], most: int) -> bool:
-    """Whether no corpus holds more than `most` rows in reach now."""
+def vocabulary_counted(
+    corpora: tuple[Corpus, ...], params: dict[str, Any], most: int | None = None
+) -> dict[str, dict[str, int]] | None:
+    """N (under "") and the df of every word the rows in reach hold, in each corpus: what `statistics_counted` would
+    count for each of those words; None where a corpus holds more than `most` (default VOCABULARY_ROWS) rows in
+    reach. A word is held as written (`simple`) or as an English stem; the words counted are those the parser leaves
+    whole and stems to at most one lexeme, so that holding the word is holding one of its two lexemes (a join on
+    lexemes, not a text search per word and row)."""
+    most = VOCABULARY_ROWS if most is None else most
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(f"({_rows_in_reach(corpus, most + 1)})" for corpus in corpora), params)
-        return all(count <= most for _, _, count in cursor.fetchall())
-
-
-def vocabulary_counted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """N (under "") and the df of every word the rows in reach hold, in each corpus, in one statement: what
-    `statistics_counted` would count for each of those words. A word is held as written (`simple`) or as an
-    English stem; the words counted are those the parser leaves whole and stems to at most one lexeme, so that
-    holding the word is holding one of its two lexemes (a join on lexemes, not a text search per word and row)."""
+        totals = {name: count for name, _, count in cursor.fetchall()}
+    if max(totals.values(), default=0) > most:
+        return None
     lexemes, counts = [], []
     for number, corpus in enumerate(corpora):
         lexemes.append(
@@ -182,14 +179,13 @@ def vocabulary_counted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> d
                 WHERE {corpus.reach}
             )"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         )
-        counts += [
-            _rows_in_reach(corpus),
+        counts.append(
             f"""SELECT '{corpus.name}', m.word, least(count(DISTINCT m.id), {DF_CAP}) FROM (
                 SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.word
                 UNION ALL
                 SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.stem
-            ) m GROUP BY m.word""",  # noqa: S608 (fixed SQL fragments from this module)
-        ]
+            ) m GROUP BY m.word"""  # noqa: S608 (fixed SQL fragments from this module)
+        )
     every = " UNION ".join(f"SELECT lexeme FROM lexemes{number}" for number in range(len(corpora)))  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(
@@ -205,7 +201,7 @@ def vocabulary_counted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> d
         )
         rows = cursor.fetchall()
     words = [word for corpus, word, _ in rows if not corpus]
-    found: dict[str, dict[str, int]] = {corpus.name: dict.fromkeys(words, 0) for corpus in corpora}
+    found: dict[str, dict[str, int]] = {name: {"": total} | dict.fromkeys(words, 0) for name, total in totals.items()}
     for corpus, word, count in rows:
         if corpus:
             found[corpus][word] = int(count)

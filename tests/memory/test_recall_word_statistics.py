@@ -65,6 +65,7 @@ def test_a_reachs_vocabulary_is_counted_as_each_of_its_words_would_be(
     NodeFactory.create(owner=bob, type="Project", label="Painting the zeppelin")  # out of reach
     params = reach_of(alice)
     counted = vocabulary_counted(CORPORA, params)
+    assert counted is not None  # a reach of a few rows
     words = sorted(set(counted["chunk"]) - {""})
     # Held as written and as a stem, an English stop word, a version number, an address, parts of "re-painted".
     assert {"painted", "painting", "paint", "the", "4.12", "harbour", "cello", "paint.crew@example.test", "re"} <= set(
@@ -158,7 +159,7 @@ def test_an_erasure_while_the_vocabulary_is_counted_leaves_no_count_behind(
 
     held_in_reach(api, owner, alice)
 
-    def counted_then_erased(corpora: Any, params: dict[str, Any]) -> dict[str, dict[str, int]]:
+    def counted_then_erased(corpora: Any, params: dict[str, Any]) -> dict[str, dict[str, int]] | None:
         counts = vocabulary_counted(corpora, params)
         drop_cached_views(alice.pk)  # the owner erased while the thread counted
         return counts

@@ -18,6 +18,7 @@ from memory.embeddings import get_embedder
 from memory.models import User
 from memory.pipeline.runner import run_operation
 from memory.recall.search import SearchRequest, search
+from memory.recall.threads import process_pool
 from tests.factories import ClaimFactory
 from tests.round_trips import round_trips
 
@@ -189,7 +190,7 @@ def test_the_access_count_is_sent_off_the_request_thread_and_flushed_after_it(al
     remember(alice, "Marcel drinks green tea every morning.")
     access = access_for_user(user=alice)
     held = threading.Event()
-    bookkeeping._sender().submit(held.wait, 30)  # the sender busy: the search must not wait for it
+    process_pool(bookkeeping.SENDER, 1).submit(held.wait, 30)  # the sender busy: the search must not wait for it
     try:
         results = search(access, SearchRequest(query="What does Marcel drink?"))
         assert results[0].type == "claim"
