@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
@@ -180,6 +183,11 @@ class Chunk(models.Model):
     message_id = models.CharField(max_length=300, blank=True)
     speaker = models.CharField(max_length=200, blank=True)
     authored_at = models.DateTimeField(null=True, blank=True)
+    # Its source's scope, and when what it says happened (its message's time, else its source's): set when it is
+    # made and never changed, as neither changes on a source. A search filters and dates chunks by them without
+    # reading their sources (memory.recall.corpora). A replaced or erased source's chunks are deleted with it.
+    scope = models.CharField(max_length=16, choices=SourceScope.choices)
+    occurred_at = models.DateTimeField()
     # Dimensions are not fixed: the model id says which model (and so which size) made the vector.
     embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
@@ -211,6 +219,20 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_id}#{self.ordinal}"
+
+    @classmethod
+    def of(cls, source: Source, *, authored_at: datetime | None = None, **fields: Any) -> Chunk:
+        """An unsaved chunk of `source`: its owner, partition and scope, and its time (`authored_at`, else the
+        source's)."""
+        return cls(
+            owner_id=source.owner_id,
+            partition_id=source.partition_id,
+            source=source,
+            scope=source.scope,
+            authored_at=authored_at,
+            occurred_at=authored_at or source.occurred_at,
+            **fields,
+        )
 
     @property
     def embedding_text(self) -> str:

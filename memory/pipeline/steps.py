@@ -168,17 +168,15 @@ def _chunks(drafts: list[tuple[Source, list[ChunkDraft]]]) -> list[Chunk]:
 
 
 def _chunk(source: Source, index: int, draft: ChunkDraft) -> Chunk:
-    return Chunk(
-        owner_id=source.owner_id,
-        partition_id=source.partition_id,
-        source=source,
+    return Chunk.of(
+        source,
+        authored_at=draft.authored_at,
         ordinal=index,
         text=draft.text,
         char_start=draft.start,
         char_end=draft.end,
         message_id=draft.message_id,
         speaker=draft.speaker,
-        authored_at=draft.authored_at,
         context=draft.context,
     )
 

@@ -51,15 +51,14 @@ CLAIMS = Corpus(
     ),
     time="COALESCE(c.stated_at, c.recorded_at)",
 )
+# A chunk carries its source's scope and time; a replaced or erased source's chunks are deleted with it (the
+# pipeline writes a job's chunks holding its source's row, so none land after).
 CHUNKS = Corpus(
     name="chunk",
-    table="memory_chunk c JOIN memory_source s ON s.id = c.source_id",
-    reach=(
-        "c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND s.tombstoned_at IS NULL"
-        " AND s.scope = %(scope)s"
-    ),
+    table="memory_chunk c",
+    reach="c.owner_id = %(owner)s AND c.partition_id = ANY(%(partitions)s) AND c.scope = %(scope)s",
     narrowing="TRUE",
-    time="COALESCE(c.authored_at, s.occurred_at)",
+    time="c.occurred_at",
 )
 NODES = Corpus(
     name="node",

@@ -73,10 +73,13 @@ def memory_of(user: User) -> dict[str, Any]:
         "claims": ClaimFactory.create(owner=user, statement=ALLERGY),
         "nodes": NodeFactory.create(owner=user, label="Greta", summary="My dentist in Hamburg"),
         "metrics": MetricDefinition.objects.create(owner=user, partition=partition, slug="weight", label="Weight"),
-        "chunks": Chunk.objects.create(
-            owner=user, partition=partition, source=source, ordinal=0, text=text, char_start=0, char_end=len(text)
-        ),
+        "chunks": _saved(Chunk.of(source, ordinal=0, text=text, char_start=0, char_end=len(text))),
     }
+
+
+def _saved(chunk: Chunk) -> Chunk:
+    chunk.save()
+    return chunk
 
 
 def counts(owner_id: int | None = None) -> dict[str, tuple[int, int, int]]:

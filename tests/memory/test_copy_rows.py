@@ -68,10 +68,9 @@ def test_copied_rows_store_what_bulk_create_stores(conversation: Source) -> None
 def test_copied_chunks_keep_their_vectors_and_get_their_generated_search_text(conversation: Source) -> None:
     vector = [0.5, -0.25] + [0.0] * 382
     chunks = [
-        Chunk(
-            owner=conversation.owner, partition=conversation.partition, source=conversation, ordinal=n,
-            text=f"The garden needs water {n}", char_start=0, char_end=24, embedding=vector if n else None,
-            embedding_model="minilm" if n else "",
+        Chunk.of(
+            conversation, ordinal=n, text=f"The garden needs water {n}", char_start=0, char_end=24,
+            embedding=vector if n else None, embedding_model="minilm" if n else "",
         )
         for n in range(2)
     ]  # fmt: skip
@@ -87,10 +86,9 @@ def test_a_copied_vector_reads_back_as_the_float32_values_it_was_made_of(convers
     """The copy writes nine significant digits (vector_text): enough for every float32, which pgvector stores."""
     made = np.random.default_rng(7).standard_normal(384).astype(np.float32)
     made[:4] = [1e-38, -3.4028235e38, 0.1, 1 / 3]  # tiny, huge, and values with no short decimal form
-    chunk = Chunk(
-        owner=conversation.owner, partition=conversation.partition, source=conversation, ordinal=0, text="x",
-        char_start=0, char_end=1, embedding=made.tolist(), embedding_model="minilm",
-    )  # fmt: skip
+    chunk = Chunk.of(
+        conversation, ordinal=0, text="x", char_start=0, char_end=1, embedding=made.tolist(), embedding_model="minilm"
+    )
     copy_rows(Chunk, [chunk])
     assert np.array_equal(np.asarray(Chunk.objects.get(pk=chunk.pk).embedding, dtype=np.float32), made)
     assert vector_text([0.5, -0.25, 1e-07]) == "[0.5,-0.25,1e-07]"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from memory.models import Claim, Node, Source, User
+from memory.models import Chunk, Claim, Node, Source, User
 from memory.paging import encode_cursor
 from memory.pipeline.runner import run_operation
 from memory.recall.bookkeeping import flush_access
@@ -240,6 +240,15 @@ def test_personal_and_reference_memory_never_mix(api: Api, owner: Persona, alice
     for path in ("/query/atlas", "/query/day", "/context/bootstrap", "/query/recent-changes", "/digest"):
         text = answer_text(api.post(path, owner, ENDPOINTS[path]))
         assert "envelope" not in text and reference not in text, path
+
+
+def test_a_chunk_carries_its_sources_scope_and_time(api: Api, owner: Persona, alice: User, memories: None) -> None:
+    """What the search filters and dates chunks by, without reading their sources (memory.recall.corpora)."""
+    chunks = list(Chunk.objects.filter(owner=alice).select_related("source"))
+    assert {chunk.scope for chunk in chunks} == {"personal", "reference"}
+    for chunk in chunks:
+        assert chunk.scope == chunk.source.scope
+        assert chunk.occurred_at == (chunk.authored_at or chunk.source.occurred_at)
 
 
 # The prompt contract -------------------------------------------------------------------------------

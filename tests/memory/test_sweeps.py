@@ -33,10 +33,9 @@ def _source(user: Any, external_id: str, **fields: Any) -> Source:
 
 
 def _chunk(source: Source, text: str) -> Chunk:
-    return Chunk.objects.create(
-        owner=source.owner, partition=source.partition, source=source, ordinal=0, text=text, char_start=0,
-        char_end=len(text),
-    )  # fmt: skip
+    chunk = Chunk.of(source, ordinal=0, text=text, char_start=0, char_end=len(text))
+    chunk.save()
+    return chunk
 
 
 def test_the_sweep_embeds_claims_nodes_and_chunks_without_a_vector_of_the_active_model() -> None:
