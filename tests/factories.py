@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import factory
 
-from memory.models import Claim, Node, Partition, User
+from memory.models import Chunk, Claim, Node, Partition, Source, User
 
 
 class UserFactory(factory.django.DjangoModelFactory[User]):
@@ -44,3 +46,10 @@ class ClaimFactory(factory.django.DjangoModelFactory[Claim]):
     partition = factory.LazyAttribute(lambda claim: Partition.objects.get(owner=claim.owner, key="memory:personal"))
     statement = factory.Sequence(lambda n: f"The user prefers option {n}.")
     kind = "preference"
+
+
+def saved_chunk(source: Source, text: str, **fields: Any) -> Chunk:
+    """The first chunk of `source`, saved: all of `text`, with its source's owner, partition, scope and time."""
+    chunk = Chunk.of(source, ordinal=0, text=text, char_start=0, char_end=len(text), **fields)
+    chunk.save()
+    return chunk

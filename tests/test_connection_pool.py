@@ -16,7 +16,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from config.database import connection_alive
+import config.database
+from config.database import connection_alive, connection_given_back
 from config.database.base import DatabaseWrapper
 from memory.models import Claim, Scope, User
 from tests.conftest import issue
@@ -56,7 +57,10 @@ def _traced(conn: psycopg.Connection[Any], path: Path) -> Iterator[None]:
             conn.pgconn.untrace()
 
 
-def test_an_idle_connection_is_lent_without_a_round_trip(idle: psycopg.Connection[Any], tmp_path: Path) -> None:
+def test_a_connection_given_back_moments_ago_is_lent_without_a_round_trip(
+    idle: psycopg.Connection[Any], tmp_path: Path
+) -> None:
+    connection_given_back(idle)
     trace = tmp_path / "trace"
     with _traced(idle, trace):
         connection_alive(idle)
@@ -66,9 +70,22 @@ def test_an_idle_connection_is_lent_without_a_round_trip(idle: psycopg.Connectio
     assert "SELECT 1" in trace.read_text()  # the trace does see what a connection sends
 
 
+def test_a_connection_quiet_for_longer_is_asked(
+    idle: psycopg.Connection[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link that died without a word shows nothing on the socket: past QUIET_SECONDS the round trip decides."""
+    connection_given_back(idle)
+    monkeypatch.setattr(config.database, "QUIET_SECONDS", 0.0)
+    trace = tmp_path / "trace"
+    with _traced(idle, trace):
+        connection_alive(idle)
+    assert "Query" in trace.read_text()
+
+
 def test_a_connection_with_something_to_read_is_asked_and_stays_usable(
     idle: psycopg.Connection[Any], tmp_path: Path
 ) -> None:
+    connection_given_back(idle)
     idle.execute("LISTEN pool_check")
     with psycopg.connect(**_params(), autocommit=True) as other:
         other.execute("NOTIFY pool_check")
@@ -94,8 +111,8 @@ def test_a_closed_connection_is_refused(idle: psycopg.Connection[Any]) -> None:
 
 @pytest.fixture
 def pooled() -> Iterator[DatabaseWrapper]:
-    """A Django connection of the web process's kind: this backend with a pool. A short pool timeout: psycopg_pool's
-    own check waits a second after a failed one, which would be past it."""
+    """A Django connection of the web process's kind: this backend with a pool (open, its first connection made). A
+    short pool timeout: psycopg_pool's own check waits a second after a failed one, which would be past it."""
     settings_dict = {
         **connection.settings_dict,
         "ENGINE": "config.database",
@@ -103,13 +120,13 @@ def pooled() -> Iterator[DatabaseWrapper]:
         "CONN_HEALTH_CHECKS": False,
         "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 4, "timeout": 0.8}},
     }
-    wrappers = [DatabaseWrapper(settings_dict, alias="pooled") for _ in range(3)]
+    wrapper = DatabaseWrapper(settings_dict, alias="pooled")
+    wrapper.pool.open(wait=True)
     try:
-        yield wrappers[0]
+        yield wrapper
     finally:
-        for wrapper in wrappers:
-            wrapper.close()
-        wrappers[0].close_pool()
+        wrapper.close()
+        wrapper.close_pool()
 
 
 def _pids_after_borrowing(pooled: DatabaseWrapper, count: int) -> list[int]:
@@ -168,6 +185,7 @@ def test_a_write_after_the_server_ended_every_pooled_connection_is_done_once(ser
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND backend_type = 'client backend'"
         )
         others = [pid for (pid,) in cursor.fetchall()]
     assert others

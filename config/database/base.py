@@ -1,10 +1,11 @@
 """Django's PostgreSQL backend, its connection pool (the web process, DB_POOL) lending only connections the server
-has not ended, checked by `config.database.connection_alive` (no round trip for an idle one).
+has not ended, checked by `config.database.connection_alive` (no round trip for one given back moments ago).
 
 Django would give the pool psycopg_pool's own check, which makes the round trip and, when a check fails, waits
 before the next borrow (1 s, then 2 s, ...): after a restart of PostgreSQL, each ended connection still in the
 pool cost the first request a second, past the pool's timeout (3 s) at the fourth. Here a failed check has the pool
-drop every idle connection the server ended at once (`ConnectionPool.check`) before lending another.
+drop every idle connection the server ended at once (`ConnectionPool.check`, the round trip for each idle one)
+before lending another.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from typing import Any
 import psycopg
 from django.db.backends.postgresql import base
 
-from config.database import connection_alive
+from config.database import connection_alive, connection_given_back
+
+# Borrows after a failed check before giving up (each after the pool dropped every ended idle connection).
+BORROWS = 3
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -24,13 +28,22 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
-        if self.pool is None:
-            return connection
-        try:
-            connection_alive(connection)
-        except psycopg.Error:
-            self.pool.putconn(connection)  # closed by the failed check: the pool drops it and opens another
-            self.pool.check()  # the others the server ended with it, dropped now rather than one borrow at a time
-            connection = super().get_new_connection(conn_params)
-            connection_alive(connection)
+        borrows = 1
+        while self.pool is not None:
+            try:
+                connection_alive(connection)
+                return connection
+            except psycopg.Error:
+                pool = connection._pool
+                pool.putconn(connection)  # closed by the failed check: the pool drops it and opens another
+                if borrows == BORROWS:
+                    raise
+                pool.check()  # the others the server ended with it: dropped now, not one borrow at a time
+                connection = super().get_new_connection(conn_params)
+                borrows += 1
         return connection
+
+    def close(self) -> None:
+        if self.connection is not None and self.pool is not None:
+            connection_given_back(self.connection)
+        super().close()

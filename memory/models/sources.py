@@ -224,15 +224,16 @@ class Chunk(models.Model):
     def of(cls, source: Source, *, authored_at: datetime | None = None, **fields: Any) -> Chunk:
         """An unsaved chunk of `source`: its owner, partition and scope, and its time (`authored_at`, else the
         source's)."""
-        return cls(
-            owner_id=source.owner_id,
-            partition_id=source.partition_id,
-            source=source,
-            scope=source.scope,
-            authored_at=authored_at,
-            occurred_at=authored_at or source.occurred_at,
-            **fields,
+        chunk = cls(
+            owner_id=source.owner_id, partition_id=source.partition_id, source=source, authored_at=authored_at, **fields
         )
+        chunk.take_scope_and_time(source)
+        return chunk
+
+    def take_scope_and_time(self, source: Source) -> None:
+        """This chunk's scope is its source's; its time its own `authored_at`, else the source's."""
+        self.scope = source.scope
+        self.occurred_at = self.authored_at or source.occurred_at
 
     @property
     def embedding_text(self) -> str:

@@ -30,6 +30,7 @@ from memory.models import (
     AccessToken,
     AgentSession,
     Blob,
+    Chunk,
     Claim,
     Feedback,
     Node,
@@ -177,6 +178,7 @@ def _restore(read: _Archive, *, owner: User, new_ids: bool, actor: Actor, writte
         _refuse_taken(read)
     old_owner = read.manifest.get("user", {}).get("id")
     counts: dict[str, int] = {}
+    sources: dict[str, Source] = {}
     try:
         for kind in KINDS:
             rows = read.rows.get(kind.name)
@@ -186,6 +188,11 @@ def _restore(read: _Archive, *, owner: User, new_ids: bool, actor: Actor, writte
             for obj in objects:
                 if isinstance(obj, Blob):
                     obj.storage_name = blob_storage_name(owner, obj.sha256)
+                elif isinstance(obj, Source):
+                    sources[obj.pk] = obj
+                elif isinstance(obj, Chunk) and obj.source_id in sources:
+                    # Its source's, whatever the archive says (archives made before chunks kept them lack them).
+                    obj.take_scope_and_time(sources[obj.source_id])
             kind.model._default_manager.bulk_create(objects, batch_size=_BATCH)
             _keep_auto_now(kind, rows, id_map)
             counts[kind.name] = len(objects)

@@ -37,6 +37,21 @@ def _family(source: Source) -> list[Source]:
     return family
 
 
+def _lock_ancestors(source_id: str, access: Access) -> None:
+    """Holds the rows of the source's ancestors, the root first. A job writes the chunks of its source's messages
+    holding its source's row (memory.pipeline.steps): once the conversation's row is held, no job is between reading
+    one of its messages and writing that message's chunks, so the chunks deleted here are all there will be (a
+    search reads chunks without their sources). Every erasure within one conversation takes its row first: two
+    never wait on each other."""
+    chain: list[str] = []
+    parent = Source.objects.filter(pk=source_id, owner=access.user).values_list("parent_id", flat=True).first()
+    while parent:
+        chain.append(parent)
+        parent = Source.objects.filter(pk=parent).values_list("parent_id", flat=True).first()
+    for pk in reversed(chain):
+        list(Source.objects.select_for_update(of=("self",)).filter(pk=pk).values_list("pk", flat=True))
+
+
 @transaction.atomic
 def source_erase(*, access: Access, source_id: str, retire_identity: bool = False) -> Erasure:
     """Erase a source, its children (messages, attachments), their chunks, blobs no other source uses, and
@@ -46,6 +61,7 @@ def source_erase(*, access: Access, source_id: str, retire_identity: bool = Fals
     (a sync cannot bring erased material back).
     """
     access.require_scope(Scope.EDIT)
+    _lock_ancestors(source_id, access)
     source = (
         Source.objects.select_for_update(of=("self",))
         .select_related("partition")

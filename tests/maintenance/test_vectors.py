@@ -18,10 +18,10 @@ from django.utils import timezone
 from maintenance.vectors import vectors_reindex, vectors_status
 from memory.embeddings import get_embedder, reset_embedder_cache
 from memory.embeddings.minilm import MiniLMEmbedder
-from memory.models import Chunk, Claim, Node, Partition, Scope, Source, ToolProfile, User
+from memory.models import Claim, Node, Partition, Scope, Source, ToolProfile, User
 from metrics.models import MetricDefinition
 from tests.conftest import Api, Persona, error_code, issue
-from tests.factories import ClaimFactory, NodeFactory
+from tests.factories import ClaimFactory, NodeFactory, saved_chunk
 from tests.local_http import JsonHandler, serving
 from tests.mcp.conftest import McpService, call, mcp_persona, rest
 
@@ -73,13 +73,8 @@ def memory_of(user: User) -> dict[str, Any]:
         "claims": ClaimFactory.create(owner=user, statement=ALLERGY),
         "nodes": NodeFactory.create(owner=user, label="Greta", summary="My dentist in Hamburg"),
         "metrics": MetricDefinition.objects.create(owner=user, partition=partition, slug="weight", label="Weight"),
-        "chunks": _saved(Chunk.of(source, ordinal=0, text=text, char_start=0, char_end=len(text))),
+        "chunks": saved_chunk(source, text),
     }
-
-
-def _saved(chunk: Chunk) -> Chunk:
-    chunk.save()
-    return chunk
 
 
 def counts(owner_id: int | None = None) -> dict[str, tuple[int, int, int]]:

@@ -26,6 +26,7 @@ from tests.memory.archive_samples import (
     archive_members,
     build_memory,
     open_commitments,
+    rows,
     say,
     searched,
 )
@@ -182,6 +183,28 @@ def test_an_inconsistent_archive_fails_inside_the_transaction_with_nothing_writt
     assert not any(held(carol).values())
     assert list(Partition.objects.filter(owner=carol).values_list("id", "key")) == partitions
     assert sorted(blob_dir.rglob("*")) == files_before
+
+
+def test_an_archive_made_before_chunks_kept_their_sources_scope_and_time_is_restored(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    """Chunk rows without `scope` and `occurred_at` (archives of migration 0026 and before) take their source's."""
+    build_memory(api, owner)
+    before = searched(api, owner)
+    members = archive_members(exported(api, owner))
+    old = [{k: v for k, v in row.items() if k not in ("scope", "occurred_at")} for row in rows(members, "chunks")]
+    assert old and all(len(row) < len(new) for row, new in zip(old, rows(members, "chunks"), strict=True))
+    carol = UserFactory.create(username="carol")
+    restore(
+        resigned(members, **{"chunks.jsonl": "".join(json.dumps(row) + "\n" for row in old).encode()}),
+        carol,
+        new_ids=True,
+    )
+    chunks = list(Chunk.objects.filter(owner=carol).select_related("source"))
+    assert len(chunks) == Chunk.objects.filter(owner=alice).count()
+    for chunk in chunks:
+        assert (chunk.scope, chunk.occurred_at) == (chunk.source.scope, chunk.authored_at or chunk.source.occurred_at)
+    assert searched(api, full_persona(carol)) == before
 
 
 def test_another_format_version_is_refused(api: Api, owner: Persona) -> None:

@@ -144,9 +144,18 @@ def test_minilm_embeds_the_runs_of_a_job_side_by_side(
     one_at_a_time = minilm.embed_documents(texts)
     threads: set[str] = set()
     original = module._embed_batch
+    # The first two runs wait for each other: one thread running them one after the other would never pass it (an
+    # idle pool thread can otherwise take every run before the other wakes, on a busy machine).
+    together = threading.Barrier(2, timeout=30)
+    lock, started = threading.Lock(), [0]
 
     def watched(runtime: Any, encodings: Any, session: Any = None) -> Any:
-        threads.add(threading.current_thread().name)
+        with lock:
+            threads.add(threading.current_thread().name)
+            first_two = started[0] < 2
+            started[0] += 1
+        if first_two:
+            together.wait()
         return original(runtime, encodings, session)
 
     monkeypatch.setattr(module, "_embed_batch", watched)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from memory.embeddings import get_embedder
 from memory.models import Chunk, Claim, Node, Operation, OperationStatus, Source
 from memory.tasks import requeue_unsent_operations, sweep_missing_vectors
-from tests.factories import ClaimFactory, NodeFactory, UserFactory
+from tests.factories import ClaimFactory, NodeFactory, UserFactory, saved_chunk
 from tests.process import ROOT, child_env
 
 pytestmark = pytest.mark.django_db
@@ -32,20 +32,14 @@ def _source(user: Any, external_id: str, **fields: Any) -> Source:
     )  # fmt: skip
 
 
-def _chunk(source: Source, text: str) -> Chunk:
-    chunk = Chunk.of(source, ordinal=0, text=text, char_start=0, char_end=len(text))
-    chunk.save()
-    return chunk
-
-
 def test_the_sweep_embeds_claims_nodes_and_chunks_without_a_vector_of_the_active_model() -> None:
     alice, bob = UserFactory.create(), UserFactory.create()
     claim = ClaimFactory.create(owner=alice, statement="The user prefers tea.")
     old_model = ClaimFactory.create(owner=bob, statement="Bob likes chess.", embedding=[0.1] * 3, embedding_model="old")
     retracted = ClaimFactory.create(owner=alice, statement="Retracted.", status="retracted")
     node = NodeFactory.create(owner=bob, label="Marcel")
-    live = _chunk(_source(alice, "live"), "Quarterly planning notes.")
-    erased = _chunk(_source(alice, "gone", tombstoned_at=timezone.now()), "Replaced text.")
+    live = saved_chunk(_source(alice, "live"), "Quarterly planning notes.")
+    erased = saved_chunk(_source(alice, "gone", tombstoned_at=timezone.now()), "Replaced text.")
 
     counts = sweep_missing_vectors()
 
