@@ -41,8 +41,8 @@ def _lock_ancestors(source_id: str, access: Access) -> None:
     """Holds the rows of the source's ancestors, the root first. A job writes the chunks of its source's messages
     holding its source's row (memory.pipeline.steps): once the conversation's row is held, no job is between reading
     one of its messages and writing that message's chunks, so the chunks deleted here are all there will be (a
-    search reads chunks without their sources). Every erasure within one conversation takes its row first: two
-    never wait on each other."""
+    search reads chunks without their sources). Every erasure within one conversation takes its row first, so two
+    never deadlock."""
     chain: list[str] = []
     parent = Source.objects.filter(pk=source_id, owner=access.user).values_list("parent_id", flat=True).first()
     while parent:
