@@ -141,3 +141,18 @@ class AsgiService:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+@contextlib.contextmanager
+def served_on_test_database(log_name: str, **env_extra: str) -> Iterator[AsgiService]:
+    """An `AsgiService` on the test database and Redis (`child_env` with `env_extra`) until the block ends; its log
+    is `log_name` in the test data directory."""
+    from django.conf import settings
+
+    env = child_env(settings.DATABASES["default"]["NAME"], **env_extra)
+    service = AsgiService(port=free_port(), env=env, log=Path(settings.DATA_DIR) / log_name)
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop()

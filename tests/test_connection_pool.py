@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from django.conf import settings
 from django.db import connection
 
 import config.database
@@ -21,7 +20,7 @@ from config.database import connection_alive, connection_given_back
 from config.database.base import DatabaseWrapper
 from memory.models import Claim, Scope, User
 from tests.conftest import issue
-from tests.process import AsgiService, child_env, free_port
+from tests.process import AsgiService, served_on_test_database
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -166,13 +165,8 @@ def test_after_the_server_ended_every_idle_connection_the_next_borrow_gets_a_liv
 
 @pytest.fixture
 def server(transactional_db: None) -> Iterator[AsgiService]:
-    env = child_env(settings.DATABASES["default"]["NAME"], RATE_LIMIT_PER_MINUTE="100000")
-    service = AsgiService(port=free_port(), env=env, log=Path(settings.DATA_DIR) / "connection-pool-server.log")
-    service.start()
-    try:
+    with served_on_test_database("connection-pool-server.log", RATE_LIMIT_PER_MINUTE="100000") as service:
         yield service
-    finally:
-        service.stop()
 
 
 def test_a_write_after_the_server_ended_every_pooled_connection_is_done_once(server: AsgiService, alice: User) -> None:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from django.db.models import Count
 
 from memory.access import Actor, access_for_user
@@ -19,7 +17,7 @@ from memory.models import Scope, ToolEvent, ToolProfile, User
 from memory.services.partitions import partition_create, partition_deactivate
 from memory.services.tokens import token_revoke
 from tests.conftest import Persona, error_code, issue
-from tests.process import AsgiService, child_env, free_port
+from tests.process import AsgiService, served_on_test_database
 
 # Rows leave the server's queue in batches of BATCH or at shutdown: the interval is longer than any test.
 BATCH = 10
@@ -27,19 +25,14 @@ BATCH = 10
 
 @pytest.fixture
 def server(transactional_db: None) -> Iterator[AsgiService]:
-    env = child_env(
-        settings.DATABASES["default"]["NAME"],
+    with served_on_test_database(
+        "request-path-server.log",
         RATE_LIMIT_PER_MINUTE="100000",
         TOOL_EVENTS_DEFERRED="1",
         TOOL_EVENTS_BATCH=str(BATCH),
         TOOL_EVENTS_FLUSH_MS="600000",
-    )
-    service = AsgiService(port=free_port(), env=env, log=Path(settings.DATA_DIR) / "request-path-server.log")
-    service.start()
-    try:
+    ) as service:
         yield service
-    finally:
-        service.stop()
 
 
 def _persona(user: User) -> Persona:
