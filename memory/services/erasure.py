@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from memory.access import Access
 from memory.errors import Conflict, NotFound
-from memory.models import ArtifactPlacement, Blob, Claim, Operation, Scope, Source, SourceKind
+from memory.models import ArtifactPlacement, Blob, Chunk, Claim, Operation, Scope, Source, SourceKind
+from memory.pipeline.chunking import CONTEXT_TURNS, message_context
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
 from memory.services.claim_erasure import claims_erase_derived
@@ -52,6 +53,25 @@ def _lock_ancestors(source_id: str, access: Access) -> None:
         list(Source.objects.select_for_update(of=("self",)).filter(pk=pk).values_list("pk", flat=True))
 
 
+def _turns_after_without(message: Source) -> None:
+    """The turns after an erased message carry the end of it in their chunks' context (they are found by it) and
+    lean towards it in their vectors: the next CONTEXT_TURNS live turns get their context again from the live turns
+    before them and lose their vector, which the vector sweep makes again (memory.sweep_missing_vectors; meanwhile
+    they are found by keyword)."""
+    turns = list(
+        Source.objects.filter(parent_id=message.parent_id, kind=SourceKind.MESSAGE, tombstoned_at__isnull=True)
+        .exclude(pk=message.pk)
+        .order_by("ordinal")
+        .only("pk", "ordinal", "speaker", "content")
+    )
+    following = [turn for turn in turns if turn.ordinal > message.ordinal][:CONTEXT_TURNS]
+    for turn in following:
+        before = [earlier.content for earlier in turns if earlier.ordinal < turn.ordinal][-CONTEXT_TURNS:]
+        Chunk.objects.filter(source=turn).update(
+            context=message_context(turn.speaker, before), embedding=None, embedding_model=""
+        )
+
+
 @transaction.atomic
 def source_erase(*, access: Access, source_id: str, retire_identity: bool = False) -> Erasure:
     """Erase a source, its children (messages, attachments), their chunks, blobs no other source uses, and
@@ -86,6 +106,8 @@ def source_erase(*, access: Access, source_id: str, retire_identity: bool = Fals
         )  # fmt: skip
     else:
         Source.objects.filter(pk__in=[member.pk for member in family]).delete()
+    if source.kind == SourceKind.MESSAGE and source.parent_id:
+        _turns_after_without(source)
     erased_blobs = sum(blob_delete_if_unreferenced(blob_id) for blob_id in blob_ids)
     audit_record(
         actor=access.actor,

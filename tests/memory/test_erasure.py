@@ -125,3 +125,23 @@ def test_claims_derived_only_from_an_erased_source_go_with_it(api: Api, owner: P
     assert list(Claim.objects.values_list("statement", flat=True)) == ["Keeps notes."]
     assert list(Evidence.objects.values_list("source_id", flat=True)) == [second["sourceId"]]
     assert tables_containing(MARKER) == []
+
+
+@pytest.mark.parametrize("retire", [False, True])
+def test_erasing_a_turn_removes_its_text_from_the_turns_after_it(api: Api, owner: Persona, retire: bool) -> None:
+    """The turns after a message carry the end of it in their chunks' context (found by it) and lean towards it in
+    their vectors: erased, it leaves those too, and they are embedded again without it."""
+    turns = [f"The alarm code is {MARKER}.", "Noted, I will remember.", "And the spare key is in the shed.", "Okay."]
+    messages = [{"id": f"m{n}", "role": "user", "content": text} for n, text in enumerate(turns)]
+    receipt = api.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": messages}}).json()
+    run_operation(receipt["operationId"])
+    erased = Source.objects.get(kind="message", message_id="m0")
+    after = Chunk.objects.filter(source__message_id__in=["m1", "m2"])
+    assert all(MARKER in chunk.context for chunk in after) and all(chunk.embedding is not None for chunk in after)
+    response = api.post("/source/delete", owner, {"sourceId": erased.pk, "retireIdentity": retire})
+    assert response.status_code == 200, response.content
+    assert tables_containing(MARKER) == []
+    follow = Chunk.objects.get(source__message_id="m1")
+    assert follow.embedding is None and follow.embedding_model == ""  # the vector sweep makes it again
+    assert "Noted" in Chunk.objects.get(source__message_id="m2").context  # the turns still before it stay
+    assert Chunk.objects.get(source__message_id="m3").embedding is not None  # past the context: untouched
