@@ -28,8 +28,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
+        if self.pool is None:
+            return connection
         borrows = 1
-        while self.pool is not None:
+        while True:
             try:
                 connection_alive(connection)
                 return connection
@@ -41,7 +43,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 pool.check()  # the others the server ended with it: dropped now, not one borrow at a time
                 connection = super().get_new_connection(conn_params)
                 borrows += 1
-        return connection
 
     def close(self) -> None:
         if self.connection is not None and self.pool is not None:

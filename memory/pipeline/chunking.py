@@ -57,6 +57,13 @@ def split_text(text: str, target: int) -> list[tuple[int, int]]:
     return spans
 
 
+def turns_before(conversation_id: str, ordinal: int) -> list[str]:
+    """The texts of the live turns of a conversation just before `ordinal`, oldest first: what a turn's context is
+    made from (`message_context`)."""
+    earlier = Source.objects.live().filter(parent_id=conversation_id, ordinal__lt=ordinal).order_by("-ordinal")
+    return list(earlier.values_list("content", flat=True)[:CONTEXT_TURNS])[::-1]
+
+
 def message_context(speaker: str, earlier: list[str]) -> str:
     """Searchable context of a message: the end of the turns before it, then the speaker's name (not a role),
     so the end of the context reads as the line the message continues ("… Where did you go? Caroline:")."""

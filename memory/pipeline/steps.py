@@ -18,7 +18,7 @@ from django.db import transaction
 from memory.extraction.base import Extraction
 from memory.models import Chunk, Operation, Source, SourceKind
 from memory.models.copy_rows import copy_rows
-from memory.pipeline.chunking import CONTEXT_TURNS, ChunkDraft, chunks_for_source, message_context
+from memory.pipeline.chunking import ChunkDraft, chunks_for_source, message_context, turns_before
 
 if TYPE_CHECKING:
     from memory.models.sources import SourceQuerySet
@@ -197,8 +197,7 @@ def _message_drafts(conversation: Source, messages: list[Source]) -> list[tuple[
     """Chunks of new messages, each with the turns before it as context (earlier ones already stored)."""
     if not messages:
         return []
-    earlier = conversation.children.live().filter(ordinal__lt=messages[0].ordinal).order_by("-ordinal")
-    previous = list(earlier.values_list("content", flat=True)[:CONTEXT_TURNS])[::-1]
+    previous = turns_before(conversation.pk, messages[0].ordinal)
     drafts = []
     for message in messages:
         context = message_context(message.speaker, previous)

@@ -50,10 +50,6 @@ def _digest_key() -> bytes:
     return hashlib.sha256(f"recall.word_statistics:{settings.SECRET_KEY}".encode()).digest()
 
 
-def _stats_key(corpus: Corpus, params: dict[str, Any], word: str) -> str:
-    return _stats_keys((corpus,), [word], params)[corpus.name, word]
-
-
 def _stats_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[tuple[str, str], str]:
     """The cache key of each (corpus, word): the reach's part made once per corpus, the word's digest once."""
     key = _digest_key()

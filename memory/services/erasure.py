@@ -10,7 +10,7 @@ from django.utils import timezone
 from memory.access import Access
 from memory.errors import Conflict, NotFound
 from memory.models import ArtifactPlacement, Blob, Chunk, Claim, Operation, Scope, Source, SourceKind
-from memory.pipeline.chunking import CONTEXT_TURNS, message_context
+from memory.pipeline.chunking import CONTEXT_TURNS, message_context, turns_before
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
 from memory.services.claim_erasure import claims_erase_derived
@@ -58,18 +58,10 @@ def _turns_after_without(message: Source) -> None:
     lean towards it in their vectors: the next CONTEXT_TURNS live turns get their context again from the live turns
     before them and lose their vector, which the vector sweep makes again (memory.sweep_missing_vectors; meanwhile
     they are found by keyword)."""
-    turns = list(
-        Source.objects.filter(parent_id=message.parent_id, kind=SourceKind.MESSAGE, tombstoned_at__isnull=True)
-        .exclude(pk=message.pk)
-        .order_by("ordinal")
-        .only("pk", "ordinal", "speaker", "content")
-    )
-    following = [turn for turn in turns if turn.ordinal > message.ordinal][:CONTEXT_TURNS]
-    for turn in following:
-        before = [earlier.content for earlier in turns if earlier.ordinal < turn.ordinal][-CONTEXT_TURNS:]
-        Chunk.objects.filter(source=turn).update(
-            context=message_context(turn.speaker, before), embedding=None, embedding_model=""
-        )
+    following = Source.objects.live().filter(parent_id=message.parent_id, ordinal__gt=message.ordinal)
+    for turn in following.order_by("ordinal").only("pk", "ordinal", "speaker")[:CONTEXT_TURNS]:
+        context = message_context(turn.speaker, turns_before(message.parent_id, turn.ordinal))
+        Chunk.objects.filter(source=turn).update(context=context, embedding=None, embedding_model="")
 
 
 @transaction.atomic

@@ -207,6 +207,20 @@ def test_an_archive_made_before_chunks_kept_their_sources_scope_and_time_is_rest
     assert searched(api, full_persona(carol)) == before
 
 
+def test_a_chunk_whose_source_the_archive_does_not_hold_is_refused_with_nothing_written(
+    api: Api, owner: Persona
+) -> None:
+    """A chunk takes its scope and time from its source in the archive: without that source there is none to take."""
+    build_memory(api, owner)
+    members = archive_members(exported(api, owner))
+    cited = {row["source_id"] for row in rows(members, "chunks")}
+    kept = [line for line in members["sources.jsonl"].splitlines() if json.loads(line)["id"] not in cited]
+    carol = UserFactory.create(username="carol")
+    with pytest.raises(ValidationFailed, match=r"chunks\.jsonl refers to src_"):
+        restore(resigned(members, **{"sources.jsonl": b"".join(line + b"\n" for line in kept)}), carol, new_ids=True)
+    assert not any(held(carol).values())
+
+
 def test_another_format_version_is_refused(api: Api, owner: Persona) -> None:
     say(api, owner, "I prefer morning meetings.")
     members = archive_members(exported(api, owner))

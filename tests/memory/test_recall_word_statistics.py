@@ -136,8 +136,9 @@ def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_only(
     params = reach_of(alice)
     claims = next(corpus for corpus in CORPORA if corpus.name == "claim")
     ttl = cached_counts(alice)
-    garage = ttl[cache.make_key(word_statistics._stats_key(claims, params, "garage"))]  # in a turn, in no claim
-    watercolours = ttl[cache.make_key(word_statistics._stats_key(claims, params, "watercolours"))]
+    keys = word_statistics._stats_keys((claims,), ["garage", "watercolours"], params)
+    garage = ttl[cache.make_key(keys["claim", "garage"])]  # in a turn, in no claim
+    watercolours = ttl[cache.make_key(keys["claim", "watercolours"])]
     assert 0 < garage <= word_statistics.ABSENT_SECONDS < watercolours <= word_statistics.STATS_SECONDS
 
 
