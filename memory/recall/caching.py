@@ -3,7 +3,8 @@ per owner and reach. Redis being away costs the lookups, never the search.
 
 A search knows every key it may read once it has the query's words: `read_ahead` reads them all in one round trip
 (one search read five times: the statistics of each corpus, the reference time, the speakers), and for the rest of
-the block `cached_many` answers from what it read and `keep_many` adds what was computed meanwhile.
+the block `cached_many` answers from what it read, and `keep_many` (or `noted`, which leaves Redis to a thread) adds
+what was computed meanwhile.
 """
 
 from __future__ import annotations
@@ -55,10 +56,15 @@ def cached_many(keys: list[str]) -> dict[str, Any]:
         return {}
 
 
+def noted(values: dict[str, Any]) -> None:
+    """Within a `read_ahead` block, later lookups of these keys answer `values` (Redis is not written)."""
+    read = _read.get()
+    if read is not None:
+        read.update(values)
+
+
 def keep_many(values: dict[str, Any], seconds: int) -> None:
     if values:
-        read = _read.get()
-        if read is not None:
-            read.update(values)
+        noted(values)
         with contextlib.suppress(RedisError):
             cache.set_many(values, seconds)

@@ -7,7 +7,9 @@ every corpus in reach holds at most VOCABULARY_ROWS rows, the first search that 
 thread count every word those rows hold, in one statement, into the same cache keys: the questions after it ask
 the database nothing about words held anywhere in reach. The counts are the per-word statement's own (a row holds
 the word as written or its English stem; the same cap), so a search ranks the same whichever counted. A word held
-nowhere, or one the parser cuts into several ("re-painted"), is still counted when it is asked.
+nowhere, or one held only by its stem ("camped"), or one the parser cuts into several ("re-painted"), is still
+counted when it is asked; the search hands what it counted to that thread to keep, so its own answer waits for no
+Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a search).
 
 A word no row of a corpus holds is kept for ABSENT_SECONDS only: until it is counted again the keyword leg does not
 look for it in that corpus at all, and the next turn may bring it (a count merely out of date only weighs a word a
@@ -16,6 +18,7 @@ little wrong). The cache keys carry a digest of the word keyed by this installat
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -26,7 +29,7 @@ from django.core.cache import cache
 from django.db import connection
 from redis.exceptions import RedisError
 
-from memory.recall.caching import cached_many, keep_many, reach_key
+from memory.recall.caching import cached_many, keep_many, noted, reach_key
 from memory.recall.corpora import WORD_QUERY, Corpus
 from memory.recall.terms import STOPWORDS
 from memory.recall.threads import submitted
@@ -42,6 +45,7 @@ ABSENT_SECONDS = 60
 # ~90 ms on a background thread), and the counts waiting for the thread at most (past it: word by word).
 VOCABULARY_ROWS = 2_000
 VOCABULARY_QUEUED = 8
+VOCABULARY = "vocabulary"  # the thread (memory.recall.threads) that counts a reach's vocabulary and keeps counts
 
 
 @functools.cache
@@ -108,28 +112,54 @@ def statistics_counted(
         fresh = cursor.fetchall()
     for name, word, count in fresh:
         counts[name][word] = int(count)
-    _kept({keys[name, word]: count for name, word, count in fresh})
-    if any(word for _, word, _ in fresh):
-        vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
+    counted = {keys[name, word]: count for name, word, count in fresh}
+    noted(counted)  # the rest of this search reads them here; Redis gets them from the thread, off its path
+    totals = {name: found[""] for name, found in counts.items()}
+    countable = any(word for _, word, _ in fresh) and _vocabulary_countable(totals)
+    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_then_counted, corpora, dict(params), counted, countable):
+        _kept(counted)  # the thread's queue is full: kept here, and the vocabulary left to a later search
     return counts
 
 
-def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str, int]) -> bool:
-    """Has a thread count every word held in reach (`vocabulary_counted`) into the cache, once per STATS_SECONDS
-    and reach: only where no corpus holds more than VOCABULARY_ROWS rows (`totals`: N per corpus as cached; the
-    thread counts them again first), and never from inside a transaction, whose rows the thread's own connection
-    would not see. Whether it was asked to."""
-    if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS:
-        return False
+def _vocabulary_countable(totals: dict[str, int]) -> bool:
+    """Whether a reach's vocabulary may be counted at once: no corpus holds more than VOCABULARY_ROWS rows (`totals`:
+    N per corpus as cached; the count takes them again first), and not from inside a transaction, whose rows the
+    thread's own connection would not see."""
+    return not connection.in_atomic_block and max(totals.values(), default=0) <= VOCABULARY_ROWS
+
+
+def _vocabulary_guard(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str | None:
+    """The reach's guard key if this call took it (its vocabulary is to be counted now), None if it was taken
+    within STATS_SECONDS (counted, or being counted, since its words were last cached) or Redis is away."""
     guard = f"{reach_key('df:vocabulary', params)}:{'+'.join(corpus.name for corpus in corpora)}"
     try:
-        if not cache.add(guard, 1, STATS_SECONDS):
-            return False  # counted, or being counted, since its words were last cached
-        if submitted("vocabulary", VOCABULARY_QUEUED, _vocabulary_kept, corpora, dict(params), guard):
-            return True
-        cache.delete(guard)  # the queue is full: a later search may ask again
+        return guard if cache.add(guard, 1, STATS_SECONDS) else None
     except RedisError:
-        pass
+        return None
+
+
+def _kept_then_counted(
+    corpora: tuple[Corpus, ...], params: dict[str, Any], counted: dict[str, int], countable: bool
+) -> None:
+    """On the vocabulary thread: a search's fresh counts kept, then its reach's vocabulary counted if it may be
+    and no search asked for it within STATS_SECONDS."""
+    try:
+        _kept(counted)
+    except Exception:  # kept in the background: the next search counts these words again
+        logger.exception("recall.counts_not_kept")
+    if countable and (guard := _vocabulary_guard(corpora, params)):
+        _vocabulary_kept(corpora, params, guard)
+
+
+def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str, int]) -> bool:
+    """Has the vocabulary thread count every word held in reach (`vocabulary_counted`) into the cache, once per
+    STATS_SECONDS and reach, where `_vocabulary_countable`. Whether it was asked to."""
+    if not _vocabulary_countable(totals) or not (guard := _vocabulary_guard(corpora, params)):
+        return False
+    if submitted(VOCABULARY, VOCABULARY_QUEUED, _vocabulary_kept, corpora, dict(params), guard):
+        return True
+    with contextlib.suppress(RedisError):
+        cache.delete(guard)  # the queue is full: a later search may ask again
     return False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -176,3 +177,37 @@ def test_a_full_queue_leaves_a_reach_to_be_counted_word_by_word(
 ) -> None:
     monkeypatch.setattr(word_statistics, "VOCABULARY_QUEUED", 0)
     assert not vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
+
+
+def written_from(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads that write word counts to Redis, in order, from now on."""
+    threads: list[str] = []
+    keep = word_statistics.keep_many
+
+    def recorded(values: dict[str, Any], seconds: int) -> None:
+        threads.append(threading.current_thread().name)
+        keep(values, seconds)
+
+    monkeypatch.setattr(word_statistics, "keep_many", recorded)
+    return threads
+
+
+def test_a_searchs_new_counts_reach_redis_from_the_thread_off_its_path(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    threads = written_from(monkeypatch)
+    found = search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
+    drained("vocabulary")
+    assert found[0].text == "The user is learning the cello."
+    assert threads and all(name.startswith("vocabulary") for name in threads)
+    assert cached_counts(alice)  # N and the word, in each corpus
+
+
+def test_a_full_queue_keeps_a_searchs_counts_on_its_own_path(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    monkeypatch.setattr(word_statistics, "VOCABULARY_QUEUED", 0)
+    threads = written_from(monkeypatch)
+    search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
+    assert threads == [threading.current_thread().name] * len(threads) and threads
+    assert cached_counts(alice)
