@@ -182,6 +182,25 @@ def _level_sql(
 # The scans are prepared, but planned for each search's own values: a plan kept for every call would be chosen from
 # whoever searched first (an owner with a million claims, or with ten, scan alike).
 _VECTOR_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "plan_cache_mode": "force_custom_plan"}
+# A reach of at most EXACT_ROWS rows in all (N as word_statistics counted it) is searched exactly: the distance of
+# each of its rows, sorted, which for a few hundred rows is quicker than the index (conv-26's 450: 0.30 ms against
+# 0.42), and planned once per connection, as the same index probes for any such reach whatever the tables hold (a
+# sequential scan is never planned: a generic plan cannot tell that the owner is small). Planning the index's scan
+# was 0.3 ms of every search. N is at most STATS_SECONDS old: a reach that grew past this since is still searched
+# exactly (every row, correct, slower) until N is counted again.
+EXACT_ROWS = 1_000
+_EXACT_SETTINGS = {
+    "plan_cache_mode": "force_generic_plan",
+    "enable_seqscan": "off",
+    "max_parallel_workers_per_gather": "0",
+}
+
+
+def searched_exactly(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> bool:
+    """Whether the vector leg reads every row in reach rather than the HNSW index: the reach is known, from the
+    cached N of each corpus (read ahead within a search), to hold at most EXACT_ROWS rows."""
+    totals = word_statistics.rows_in_reach_cached(corpora, params)
+    return totals is not None and sum(totals.values()) <= EXACT_ROWS
 
 
 def vector_hits(
@@ -204,17 +223,21 @@ def vector_hits_within(
     params: dict[str, Any],
     spans: list[Span],
     limit: int,
+    *,
+    exact: bool = False,
 ) -> list[list[Hit]]:
-    """Per time window, the nearest rows of each corpus, in one statement (a UNION ALL of one HNSW scan per corpus
-    and window)."""
+    """Per time window, the nearest rows of each corpus, in one statement (a UNION ALL of one scan per corpus and
+    window): through the HNSW index, or `exact`ly (`searched_exactly`)."""
     dimensions = len(vector)
     values = params | {"vector": vector_text(vector), "model": model_id, "limit": limit}
+    distance = f"(c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions})"
+    if exact:
+        distance = f"({distance}) + 0"  # not the index's expression: every row in reach, sorted
     scans = []
     for number, (since, until) in enumerate(spans):
         values |= {f"since{number}": since, f"until{number}": until}
         scans += [
-            f"""(SELECT {number} AS span, '{corpus.name}' AS corpus, c.id,
-                        (c.embedding::vector({dimensions})) <=> %(vector)s::vector({dimensions}) AS distance
+            f"""(SELECT {number} AS span, '{corpus.name}' AS corpus, c.id, {distance} AS distance
                  FROM {corpus.table}
                  WHERE {corpus.where(since, until, str(number))} AND c.embedding_model = %(model)s
                  ORDER BY distance
@@ -224,7 +247,7 @@ def vector_hits_within(
     # The settings and the scans in one round trip, prepared (memory.recall.prepared).
     (rows,) = read_prepared(
         [(" UNION ALL ".join(scans), values)],
-        settings={"hnsw.ef_search": str(settings.SEARCH_EF_SEARCH), **_VECTOR_SETTINGS},
+        settings=_EXACT_SETTINGS if exact else {"hnsw.ef_search": str(settings.SEARCH_EF_SEARCH), **_VECTOR_SETTINGS},
     )
     # Below the floor a "nearest" row is not related at all; it would only fill the answer.
     floor = settings.SEARCH_MIN_SIMILARITY

@@ -32,7 +32,7 @@ from memory.recall.fusion import (
     rank,
     recency_boost,
 )
-from memory.recall.legs import Hit, keyword_hits_within, vector_hits_within
+from memory.recall.legs import Hit, keyword_hits_within, searched_exactly, vector_hits_within
 from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms
@@ -112,7 +112,8 @@ def search(access: Access, request: SearchRequest) -> list[SearchResult]:
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []
             if vector is not None:
-                semantic = _united(*vector_hits_within(CORPORA, vector, model_id, params, between, depth))
+                exact = searched_exactly(CORPORA, params)
+                semantic = _united(*vector_hits_within(CORPORA, vector, model_id, params, between, depth, exact=exact))
             speakers = speakers_named(params, terms)
     finally:
         if embedding is not None:

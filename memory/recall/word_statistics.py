@@ -74,6 +74,15 @@ def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[
     return list(_stats_keys(corpora, ["", *terms], params).values())
 
 
+def rows_in_reach_cached(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, int] | None:
+    """N of each corpus as cached (within a search: as read ahead, or as it counted them); None if any is not."""
+    keys = _stats_keys(corpora, [""], params)
+    cached = cached_many(list(keys.values()))
+    if any(key not in cached for key in keys.values()):
+        return None
+    return {name: int(cached[key]) for (name, _), key in keys.items()}
+
+
 def statistics_counted(
     corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]
 ) -> dict[str, dict[str, int]]:

@@ -17,9 +17,12 @@ from memory.access import Access, access_for_user
 from memory.embeddings import get_embedder
 from memory.models import User
 from memory.pipeline.runner import run_operation
+from memory.recall import legs
+from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
 from memory.recall.threads import process_pool
 from tests.factories import ClaimFactory
+from tests.memory.test_recall_word_statistics import reach_of
 from tests.round_trips import round_trips
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +55,17 @@ def processed(api: Any, owner: Any, *messages: dict[str, Any]) -> None:
     run_operation(api.post("/ingest/conversation", owner, body).json()["operationId"])
 
 
-def test_the_vector_legs_and_their_settings_are_one_round_trip(alice: User) -> None:
+def through_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every reach searched through the HNSW index, as one of more than EXACT_ROWS rows is."""
+    monkeypatch.setattr(legs, "EXACT_ROWS", -1)
+
+
+@pytest.mark.parametrize("reach", ["small", "large"])
+def test_the_vector_legs_and_their_settings_are_one_round_trip(
+    alice: User, reach: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if reach == "large":
+        through_the_index(monkeypatch)
     remember(alice, "Marcel drinks green tea every morning.")
     access = access_for_user(user=alice)
     found: list[Any] = []
@@ -61,10 +74,48 @@ def test_the_vector_legs_and_their_settings_are_one_round_trip(alice: User) -> N
     vector = [trip for trip in trips if any("<=>" in text for text in trip)]
     assert len(vector) == 1  # every corpus in one statement, sent with its settings
     settings, scans = vector[0]
-    assert "set_config('hnsw.ef_search'" in settings and "set_config('hnsw.iterative_scan'" in settings
+    assert "set_config('plan_cache_mode'" in settings  # generic or custom: test_the_*_planned_* below
+    if reach == "large":
+        assert "set_config('hnsw.ef_search'" in settings and "set_config('hnsw.iterative_scan'" in settings
+        assert ") + 0" not in scans
+    else:  # every row's distance, sorted, by a plan kept for the connection
+        assert "set_config('enable_seqscan'" in settings and "hnsw" not in settings
+        assert ") + 0 AS distance" in scans
     assert "<=>" in scans
-    assert len([text for trip in trips for text in trip if "hnsw" in text]) == 1
+    assert len([text for trip in trips for text in trip if "set_config" in text and "plan_cache_mode" in text]) == 2
     assert not [text for trip in trips for text in trip if text.startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
+
+
+def test_a_small_reach_searched_exactly_finds_what_the_index_finds(
+    api: Any, owner: Any, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    access = tea_for_marcel(api, owner, alice)
+    remember(alice, "Marcel drinks green tea every morning.")
+    questions = ["tea samples for Marcel", "Where is the tea shop?", "What does Marcel drink?", "Friday"]
+    asked = [SearchRequest(query=question, limit=20, use_keyword=False) for question in questions]
+    search(access, SearchRequest(query=" ".join(questions)))  # N of each corpus counted and cached
+    assert legs.searched_exactly(CORPORA, reach_of(alice))
+    exactly = [[(result.candidate.id, result.candidate.legs) for result in search(access, ask)] for ask in asked]
+    through_the_index(monkeypatch)
+    assert not legs.searched_exactly(CORPORA, reach_of(alice))
+    indexed = [[(result.candidate.id, result.candidate.legs) for result in search(access, ask)] for ask in asked]
+    assert exactly == indexed and all(exactly)
+
+
+def test_an_exact_search_never_plans_a_sequential_scan(alice: User) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    search(access_for_user(user=alice), SearchRequest(query="What does Marcel drink?"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%%) + 0 AS distance%%'")
+        (statement,) = cursor.fetchone()
+        # The plan the connection keeps is made under the leg's own settings; these tables hold a row or two, so
+        # without them the planner would read each whole table.
+        for name, value in legs._EXACT_SETTINGS.items():
+            cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+        cursor.execute(f"EXPLAIN (GENERIC_PLAN) {statement}")
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    assert "Index Scan" in plan or "Bitmap Index Scan" in plan
+    assert "Seq Scan" not in plan, plan
 
 
 def test_the_statements_a_search_repeats_are_prepared_on_its_connection(alice: User) -> None:
@@ -76,7 +127,7 @@ def test_the_statements_a_search_repeats_are_prepared_on_its_connection(alice: U
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [statement for (statement,) in cursor.fetchall()]
-    for read in ("<=>", "set_config('hnsw.ef_search'", "FROM memory_evidence e", "FROM memory_claim c JOIN"):
+    for read in ("<=>", "set_config('enable_seqscan'", "FROM memory_evidence e", "FROM memory_claim c JOIN"):
         assert [statement for statement in prepared if read in statement], read
     assert not [statement for statement in prepared if "memory_user" in statement]
     # And off again for everything else on the connection: psycopg would count every statement Django sends.
@@ -95,7 +146,21 @@ def test_the_rows_shown_are_planned_once_per_connection(api: Any, owner: Any, al
         ((generic, custom),) = [counts for statement, counts in plans.items() if read in statement]
         assert (generic, custom) == (3, 0), read  # a generic plan each time: looked up by id, never planned again
     vector = [counts for statement, counts in plans.items() if "<=>" in statement]
-    assert vector and all(custom and not generic for generic, custom in vector)  # planned for each search's values
+    assert vector and all(generic and not custom for generic, custom in vector)  # a small reach: read exactly
+
+
+def test_the_index_scans_are_planned_for_each_search(
+    api: Any, owner: Any, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    through_the_index(monkeypatch)
+    access = tea_for_marcel(api, owner, alice)
+    for _ in range(3):
+        search(access, SearchRequest(query="tea samples for Marcel", limit=20))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%%<=>%%'")
+        vector = cursor.fetchall()
+    # Planned for each search's own values: a plan kept for all would be the first owner's, small or large.
+    assert vector and all(custom == 3 and not generic for generic, custom in vector)
 
 
 @pytest.mark.django_db(transaction=True)
