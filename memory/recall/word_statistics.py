@@ -18,7 +18,6 @@ little wrong). The cache keys carry a digest of the word keyed by this installat
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import logging
@@ -70,8 +69,9 @@ def _kept(counts: dict[str, int]) -> None:
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
-    """The cache keys `statistics_counted` reads for these words in each corpus (a search reads them ahead)."""
-    return list(_stats_keys(corpora, ["", *terms], params).values())
+    """The cache keys `statistics_counted` reads for these words in each corpus, and the reach's vocabulary guard
+    (a search reads them ahead)."""
+    return [*_stats_keys(corpora, ["", *terms], params).values(), _vocabulary_guard(corpora, params)]
 
 
 def rows_in_reach_cached(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, int] | None:
@@ -123,53 +123,40 @@ def statistics_counted(
         counts[name][word] = int(count)
     counted = {keys[name, word]: count for name, word, count in fresh}
     noted(counted)  # the rest of this search reads them here; Redis gets them from the thread, off its path
-    totals = {name: found[""] for name, found in counts.items()}
-    countable = any(word for _, word, _ in fresh) and _vocabulary_countable(totals)
-    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_then_counted, corpora, dict(params), counted, countable):
-        _kept(counted)  # the thread's queue is full: kept here, and the vocabulary left to a later search
+    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept, counted):
+        _kept(counted)  # the thread's queue is full: kept here
+    if any(word for _, word, _ in fresh):
+        vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
     return counts
 
 
-def _vocabulary_countable(totals: dict[str, int]) -> bool:
-    """Whether a reach's vocabulary may be counted at once: no corpus holds more than VOCABULARY_ROWS rows (`totals`:
-    N per corpus as cached; the count takes them again first), and not from inside a transaction, whose rows the
-    thread's own connection would not see."""
-    return not connection.in_atomic_block and max(totals.values(), default=0) <= VOCABULARY_ROWS
-
-
-def _vocabulary_guard(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str | None:
-    """The reach's guard key if this call took it (its vocabulary is to be counted now), None if it was taken
-    within STATS_SECONDS (counted, or being counted, since its words were last cached) or Redis is away."""
-    guard = f"{reach_key('df:vocabulary', params)}:{'+'.join(corpus.name for corpus in corpora)}"
-    try:
-        return guard if cache.add(guard, 1, STATS_SECONDS) else None
-    except RedisError:
-        return None
-
-
-def _kept_then_counted(
-    corpora: tuple[Corpus, ...], params: dict[str, Any], counted: dict[str, int], countable: bool
-) -> None:
-    """On the vocabulary thread: a search's fresh counts kept, then its reach's vocabulary counted if it may be
-    and no search asked for it within STATS_SECONDS."""
-    try:
-        _kept(counted)
-    except Exception:  # kept in the background: the next search counts these words again
-        logger.exception("recall.counts_not_kept")
-    if countable and (guard := _vocabulary_guard(corpora, params)):
-        _vocabulary_kept(corpora, params, guard)
+def _vocabulary_guard(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
+    """The key a reach's vocabulary count holds for STATS_SECONDS (a search reads it ahead with its words)."""
+    return f"{reach_key('df:vocabulary', params)}:{'+'.join(corpus.name for corpus in corpora)}"
 
 
 def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str, int]) -> bool:
     """Has the vocabulary thread count every word held in reach (`vocabulary_counted`) into the cache, once per
-    STATS_SECONDS and reach, where `_vocabulary_countable`. Whether it was asked to."""
-    if not _vocabulary_countable(totals) or not (guard := _vocabulary_guard(corpora, params)):
+    STATS_SECONDS and reach: only where no corpus holds more than VOCABULARY_ROWS rows (`totals`: N per corpus as
+    cached; the thread counts them again first), never from inside a transaction, whose rows the thread's own
+    connection would not see, and not while the reach's guard is held (counted, or being counted, since its words
+    were last cached). Whether it was handed on; the thread takes the guard first, so of two searches that hand it
+    on at once one counts."""
+    if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS:
         return False
-    if submitted(VOCABULARY, VOCABULARY_QUEUED, _vocabulary_kept, corpora, dict(params), guard):
-        return True
-    with contextlib.suppress(RedisError):
-        cache.delete(guard)  # the queue is full: a later search may ask again
-    return False
+    guard = _vocabulary_guard(corpora, params)
+    if guard in cached_many([guard]):
+        return False
+    return submitted(VOCABULARY, VOCABULARY_QUEUED, _vocabulary_counted_once, corpora, dict(params), guard)
+
+
+def _vocabulary_counted_once(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:
+    try:
+        if not cache.add(guard, 1, STATS_SECONDS):
+            return  # another search handed it on first
+    except RedisError:
+        return
+    _vocabulary_kept(corpora, params, guard)
 
 
 def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:

@@ -15,7 +15,7 @@ from memory.models import User
 from memory.recall import word_statistics
 from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
-from memory.recall.threads import drained
+from memory.recall.threads import drained, process_pool
 from memory.recall.word_statistics import statistics_counted, vocabulary_counted, vocabulary_counted_soon
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
@@ -114,8 +114,8 @@ def test_a_large_reach_is_counted_word_by_word(transactional_db: None, alice: Us
     totals = {"claim": word_statistics.VOCABULARY_ROWS + 1, "chunk": 0, "node": 0}
     assert not vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
     assert vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
+    drained("vocabulary")  # the thread took the reach's guard
     assert not vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})  # once
-    drained("vocabulary")
 
 
 def test_an_erasure_forgets_the_counted_vocabulary(
@@ -210,4 +210,42 @@ def test_a_full_queue_keeps_a_searchs_counts_on_its_own_path(alice: User, monkey
     threads = written_from(monkeypatch)
     search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
     assert threads == [threading.current_thread().name] * len(threads) and threads
+    assert cached_counts(alice)
+
+
+def test_the_vocabulary_guard_is_taken_on_the_thread_and_once(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held_in_reach(api, owner, alice)
+    takers: list[str] = []
+
+    class Recorded:  # Django's cache, each thread's own, noting who takes the guard
+        def __getattr__(self, name: str) -> Any:
+            return getattr(cache, name)
+
+        def add(self, key: str, *args: Any, **kwargs: Any) -> bool:
+            takers.append(threading.current_thread().name)
+            return bool(cache.add(key, *args, **kwargs))
+
+    counted: list[int] = []
+    count = word_statistics.vocabulary_counted
+
+    def counting(*args: Any, **kwargs: Any) -> dict[str, dict[str, int]] | None:
+        counted.append(1)
+        return count(*args, **kwargs)
+
+    monkeypatch.setattr(word_statistics, "cache", Recorded())
+    monkeypatch.setattr(word_statistics, "vocabulary_counted", counting)
+    totals = {"claim": 1, "chunk": 1, "node": 1}
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)  # the thread runs neither before both are handed on
+    try:
+        assert vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
+        assert vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
+        search(access_for_user(user=alice), SearchRequest(query="Which zeppelins?", use_vector=False))
+    finally:
+        busy.set()
+    drained("vocabulary")
+    assert counted == [1]
+    assert takers and all(name.startswith("vocabulary") for name in takers)
     assert cached_counts(alice)
