@@ -25,6 +25,12 @@ def reach_key(kind: str, params: dict[str, Any]) -> str:
     return f"recall:{kind}:{params['owner']}:{reach}"
 
 
+def dropped_key(owner_id: int) -> str:
+    """Set anew each time an erasure drops the owner's cached views: what was computed before it, and is kept after
+    it (by a thread, later), is deleted again (memory.recall.word_statistics)."""
+    return f"recall:dropped:{owner_id}"
+
+
 def owner_pattern(kind: str, owner_id: int) -> str:
     """A key pattern (Redis MATCH) of every `reach_key` of these kinds (a glob: "speaker*") for one owner, any reach."""
     return f"recall:{kind}:{owner_id}:*"

@@ -179,15 +179,15 @@ def _level_sql(
     )"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
 
 
-# The scans are prepared, but planned for each search's own values: a plan kept for every call would be chosen from
-# whoever searched first (an owner with a million claims, or with ten, scan alike).
+# The scans through the index are prepared, but planned for each search's own values: a plan kept for every call
+# would be chosen from whoever searched first (an owner with a million claims, or with ten, scan alike).
 _VECTOR_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "plan_cache_mode": "force_custom_plan"}
-# A reach of at most EXACT_ROWS rows in all (N as word_statistics counted it) is searched exactly: the distance of
-# each of its rows, sorted, which for a few hundred rows is quicker than the index (conv-26's 450: 0.30 ms against
-# 0.42), and planned once per connection, as the same index probes for any such reach whatever the tables hold (a
-# sequential scan is never planned: a generic plan cannot tell that the owner is small). Planning the index's scan
-# was 0.3 ms of every search. N is at most STATS_SECONDS old: a reach that grew past this since is still searched
-# exactly (every row, correct, slower) until N is counted again.
+# An owner with at most EXACT_ROWS rows in all three corpora (every partition and scope: what bounds any index range
+# a search of theirs reads, word_statistics.owner_rows_cached) is searched exactly: the distance of each row in reach,
+# sorted, which for a few hundred rows is quicker than the index (conv-26's 450: 0.30 ms against 0.42), and planned
+# once per connection, as index probes by owner or partition for any such owner whatever the tables hold (a
+# sequential or parallel scan is never planned: a generic plan cannot tell that the owner is small). Planning the
+# index's scan was 0.3 ms of every search. The count is at most a minute old.
 EXACT_ROWS = 1_000
 _EXACT_SETTINGS = {
     "plan_cache_mode": "force_generic_plan",
@@ -197,9 +197,9 @@ _EXACT_SETTINGS = {
 
 
 def searched_exactly(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> bool:
-    """Whether the vector leg reads every row in reach rather than the HNSW index: the reach is known, from the
-    cached N of each corpus (read ahead within a search), to hold at most EXACT_ROWS rows."""
-    totals = word_statistics.rows_in_reach_cached(corpora, params)
+    """Whether the vector leg reads every row in reach rather than the HNSW index: the owner is known, from the
+    cached count of their rows in each corpus (read ahead within a search), to hold at most EXACT_ROWS rows."""
+    totals = word_statistics.owner_rows_cached(corpora, params["owner"])
     return totals is not None and sum(totals.values()) <= EXACT_ROWS
 
 

@@ -54,8 +54,9 @@ def read_prepared(statements: list[Statement], *, settings: dict[str, str] | Non
 
     `settings` (plan_cache_mode, hnsw.ef_search, ...) hold for these statements alone: set by the pipeline's first
     statement, local to its transaction. In autocommit they end with the statements, never leaking into a pooled
-    connection; inside transaction.atomic they hold until that ends (harmless: Django's own statements are bound on
-    the client, never prepared, and each read_prepared sets what its statements want)."""
+    connection; inside transaction.atomic (tests; no caller in the service) they hold until that ends: each
+    read_prepared sets what its own statements want, and the others' plans may change (`enable_seqscan`), never
+    what they return."""
     if settings:
         calls: list[str] = []
         values: dict[str, str] = {}

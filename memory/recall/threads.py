@@ -1,5 +1,5 @@
-"""Threads recall hands work to inside this process (embedding a query, counting a small reach's vocabulary, sending
-access counts).
+"""Threads recall hands work to inside this process (embedding a query, counting a small reach's vocabulary and
+keeping the word counts a search made, sending access counts).
 
 Each pool is made on first use, and made again in a forked child: a child does not inherit its parent's threads (nor
 counts what its parent had queued).

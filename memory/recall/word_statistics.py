@@ -28,7 +28,7 @@ from django.core.cache import cache
 from django.db import connection
 from redis.exceptions import RedisError
 
-from memory.recall.caching import cached_many, keep_many, noted, reach_key
+from memory.recall.caching import cached_many, dropped_key, keep_many, noted, reach_key
 from memory.recall.corpora import WORD_QUERY, Corpus
 from memory.recall.terms import STOPWORDS
 from memory.recall.threads import submitted
@@ -45,6 +45,10 @@ ABSENT_SECONDS = 60
 VOCABULARY_ROWS = 2_000
 VOCABULARY_QUEUED = 8
 VOCABULARY = "vocabulary"  # the thread (memory.recall.threads) that counts a reach's vocabulary and keeps counts
+# The rows an owner holds in each corpus, in every partition and scope, counted up to OWNER_ROWS with a search's words
+# and kept ABSENT_SECONDS: a bound on the rows any index range of the owner's searches covers, whatever the reach
+# (memory.recall.legs.searched_exactly); a memory that grew is seen within a minute.
+OWNER_ROWS = 5_000
 
 
 @functools.cache
@@ -63,24 +67,46 @@ def _stats_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str,
     return {(name, word): f"{prefix}:{digest}" for name, prefix in prefixes.items() for word, digest in digests.items()}
 
 
-def _kept(counts: dict[str, int]) -> None:
+def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
+    """The cache key of the owner's rows in each corpus (`owner_pattern("df:*")` matches it: an erasure drops it)."""
+    return {corpus.name: f"recall:df:{corpus.name}:{owner_id}:owner" for corpus in corpora}
+
+
+def _kept(counts: dict[str, int], owned: dict[str, int] | None = None) -> None:
     keep_many({key: count for key, count in counts.items() if count}, STATS_SECONDS)
-    keep_many({key: count for key, count in counts.items() if not count}, ABSENT_SECONDS)
+    keep_many({key: count for key, count in counts.items() if not count} | (owned or {}), ABSENT_SECONDS)
+
+
+def _kept_unless_dropped(counts: dict[str, int], owned: dict[str, int], owner_id: int, dropped: Any) -> None:
+    """On the vocabulary thread: a search's fresh counts kept, and deleted again if an erasure dropped the owner's
+    cached views since the search read `dropped` (they may have been counted before it)."""
+    try:
+        _kept(counts, owned)
+        if cache.get(dropped_key(owner_id)) != dropped:
+            cache.delete_many([*counts, *owned])
+    except Exception:  # kept in the background: the next search counts these words again
+        logger.exception("recall.counts_not_kept")
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
-    """The cache keys `statistics_counted` reads for these words in each corpus, and the reach's vocabulary guard
-    (a search reads them ahead)."""
-    return [*_stats_keys(corpora, ["", *terms], params).values(), _vocabulary_guard(corpora, params)]
+    """The cache keys `statistics_counted` reads for these words in each corpus, the owner's rows, the reach's
+    vocabulary guard and the owner's last erasure mark (a search reads them ahead)."""
+    return [
+        *_stats_keys(corpora, ["", *terms], params).values(),
+        *_owner_keys(corpora, params["owner"]).values(),
+        _vocabulary_guard(corpora, params),
+        dropped_key(params["owner"]),
+    ]
 
 
-def rows_in_reach_cached(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, int] | None:
-    """N of each corpus as cached (within a search: as read ahead, or as it counted them); None if any is not."""
-    keys = _stats_keys(corpora, [""], params)
+def owner_rows_cached(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, int] | None:
+    """The owner's rows in each corpus (up to OWNER_ROWS) as cached (within a search: as read ahead, or as it counted
+    them); None if any is not."""
+    keys = _owner_keys(corpora, owner_id)
     cached = cached_many(list(keys.values()))
     if any(key not in cached for key in keys.values()):
         return None
-    return {name: int(cached[key]) for (name, _), key in keys.items()}
+    return {name: int(cached[key]) for name, key in keys.items()}
 
 
 def statistics_counted(
@@ -90,7 +116,8 @@ def statistics_counted(
     counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
     not in a round trip each) and kept."""
     keys = _stats_keys(corpora, ["", *terms], params)
-    cached = cached_many(list(keys.values()))
+    owner_keys = _owner_keys(corpora, params["owner"])
+    cached = cached_many([*keys.values(), *owner_keys.values()])
     counts: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
     scans, values = [], dict(params)
     for number, corpus in enumerate(corpora):
@@ -98,6 +125,8 @@ def statistics_counted(
         counts[corpus.name] = {word: int(count) for word, count in held.items()}
         if "" not in held:
             scans.append(_rows_in_reach(corpus))
+        if owner_keys[corpus.name] not in cached:
+            scans.append(_rows_of_owner(corpus))
         if missing := [word for word in terms if word not in held]:
             # One bounded lookup per word (a LATERAL subquery per unnested word). Each word's tsquery is made once,
             # behind OFFSET 0: inlined, PostgreSQL made it again for every row it matched (a cold question's counts
@@ -119,12 +148,16 @@ def statistics_counted(
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), values)
         fresh = cursor.fetchall()
+    counted = {keys[name, word]: count for name, word, count in fresh if word is not None}
+    owned = {owner_keys[name]: count for name, word, count in fresh if word is None}
     for name, word, count in fresh:
-        counts[name][word] = int(count)
-    counted = {keys[name, word]: count for name, word, count in fresh}
-    noted(counted)  # the rest of this search reads them here; Redis gets them from the thread, off its path
-    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept, counted):
-        _kept(counted)  # the thread's queue is full: kept here
+        if word is not None:
+            counts[name][word] = int(count)
+    noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread, off its path
+    owner_id = params["owner"]
+    dropped = cached_many([dropped_key(owner_id)]).get(dropped_key(owner_id))
+    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_dropped, counted, owned, owner_id, dropped):
+        _kept(counted, owned)  # the thread's queue is full: kept here
     if any(word for _, word, _ in fresh):
         vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
     return counts
@@ -228,6 +261,14 @@ def vocabulary_counted(
         if corpus:
             found[corpus][word] = int(count)
     return found
+
+
+def _rows_of_owner(corpus: Corpus) -> str:
+    """A statement of one row: the corpus's name, NULL and the owner's rows in it (up to OWNER_ROWS)."""
+    return (
+        f"SELECT '{corpus.name}', NULL, count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
+        f"(SELECT 1 FROM {corpus.table} WHERE c.owner_id = %(owner)s LIMIT {OWNER_ROWS}) m"
+    )
 
 
 def _rows_in_reach(corpus: Corpus, cap: int = N_CAP) -> str:

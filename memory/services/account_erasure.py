@@ -9,6 +9,7 @@ files go from disk once nothing of the owner uses them. Blobs are content-addres
 from __future__ import annotations
 
 import logging
+import secrets
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,12 +48,14 @@ from memory.models import (
     ToolEvent,
     User,
 )
-from memory.recall.caching import owner_pattern
+from memory.recall.caching import dropped_key, owner_pattern
 from memory.services.audit import audit_record
 from memory.services.claim_erasure import claims_erase
 
 logger = logging.getLogger("memory.erasure")
 _BATCH = 1000
+# How long an erasure's mark outlives it: longer than any count a recall thread still has queued.
+DROPPED_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -289,6 +292,7 @@ def drop_cached_views(owner_id: int) -> None:
             keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
             if keys:
                 client.delete(*keys)
+        cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)  # counts kept later go again
     except RedisError:
         logger.warning("erasure.cache_unavailable")
 

@@ -249,3 +249,21 @@ def test_the_vocabulary_guard_is_taken_on_the_thread_and_once(
     assert counted == [1]
     assert takers and all(name.startswith("vocabulary") for name in takers)
     assert cached_counts(alice)
+
+
+def test_an_erasure_before_the_thread_keeps_a_searchs_counts_leaves_none_behind(alice: User) -> None:
+    from memory.services.account_erasure import drop_cached_views
+
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)  # the search's counts wait behind other work
+    try:
+        search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
+        drop_cached_views(alice.pk)  # the owner erased something: these counts may predate it
+    finally:
+        busy.set()
+    drained("vocabulary")
+    assert not cached_counts(alice)
+    search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
+    drained("vocabulary")
+    assert cached_counts(alice)  # counted after it: kept

@@ -17,10 +17,10 @@ from memory.access import Access, access_for_user
 from memory.embeddings import get_embedder
 from memory.models import User
 from memory.pipeline.runner import run_operation
-from memory.recall import legs
+from memory.recall import legs, word_statistics
 from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
-from memory.recall.threads import process_pool
+from memory.recall.threads import drained, process_pool
 from tests.factories import ClaimFactory
 from tests.memory.test_recall_word_statistics import reach_of
 from tests.round_trips import round_trips
@@ -93,7 +93,8 @@ def test_a_small_reach_searched_exactly_finds_what_the_index_finds(
     remember(alice, "Marcel drinks green tea every morning.")
     questions = ["tea samples for Marcel", "Where is the tea shop?", "What does Marcel drink?", "Friday"]
     asked = [SearchRequest(query=question, limit=20, use_keyword=False) for question in questions]
-    search(access, SearchRequest(query=" ".join(questions)))  # N of each corpus counted and cached
+    search(access, SearchRequest(query=" ".join(questions)))  # the owner's rows counted and cached
+    drained("vocabulary")  # the thread has kept them
     assert legs.searched_exactly(CORPORA, reach_of(alice))
     exactly = [[(result.candidate.id, result.candidate.legs) for result in search(access, ask)] for ask in asked]
     through_the_index(monkeypatch)
@@ -114,7 +115,7 @@ def test_an_exact_search_never_plans_a_sequential_scan(alice: User) -> None:
             cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
         cursor.execute(f"EXPLAIN (GENERIC_PLAN) {statement}")
         plan = "\n".join(line for (line,) in cursor.fetchall())
-    assert "Index Scan" in plan or "Bitmap Index Scan" in plan
+    assert "Index Scan" in plan
     assert "Seq Scan" not in plan, plan
 
 
@@ -161,21 +162,35 @@ def test_the_index_scans_are_planned_for_each_search(
         vector = cursor.fetchall()
     # Planned for each search's own values: a plan kept for all would be the first owner's, small or large.
     assert vector and all(custom == 3 and not generic for generic, custom in vector)
+    with connection.cursor() as cursor:  # its settings' statement is prepared too
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%hnsw.ef_search%%'")
+        assert cursor.fetchone() == (1,)
+
+
+SETTINGS = (
+    "SELECT current_setting('hnsw.ef_search', true), current_setting('hnsw.iterative_scan', true),"
+    " current_setting('plan_cache_mode'), current_setting('enable_seqscan'),"
+    " current_setting('max_parallel_workers_per_gather')"
+)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_vector_settings_end_with_the_search(alice: User) -> None:
+@pytest.mark.parametrize("reach", ["small", "large"])
+def test_the_vector_settings_end_with_the_search(alice: User, reach: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if reach == "large":
+        through_the_index(monkeypatch)
     remember(alice, "Marcel drinks green tea every morning.")
-    search(access_for_user(user=alice), SearchRequest(query="What does Marcel drink?"))
+    with connection.cursor() as cursor:
+        cursor.execute(SETTINGS)
+        *_, workers = cursor.fetchone()  # the server's own value
+    trips = round_trips(lambda: search(access_for_user(user=alice), SearchRequest(query="What does Marcel drink?")))
+    assert [text for trip in trips for text in trip if ("enable_seqscan" in text) == (reach == "small")]
     with connection.cursor() as cursor:  # the same connection, after the search (autocommit)
-        cursor.execute(
-            "SELECT current_setting('hnsw.ef_search', true), current_setting('hnsw.iterative_scan', true),"
-            " current_setting('plan_cache_mode')"
-        )
-        ef_search, iterative, plan_cache_mode = cursor.fetchone()
+        cursor.execute(SETTINGS)
+        ef_search, iterative, plan_cache_mode, seqscan, after = cursor.fetchone()
     assert ef_search in (None, "", "40")  # unset, or pgvector's default once loaded
     assert iterative in (None, "", "off")
-    assert plan_cache_mode == "auto"
+    assert (plan_cache_mode, seqscan, after) == ("auto", "on", workers)
 
 
 def _redis_calls(run: Callable[[], Any]) -> dict[str, int]:
@@ -192,6 +207,7 @@ def test_a_warmed_search_reads_the_recall_caches_in_one_round_trip(alice: User) 
     access = access_for_user(user=alice)
     asked = SearchRequest(query="What does Marcel drink in the morning?")
     search(access, asked)  # word statistics, the newest source and the speakers named are cached from here on
+    drained("vocabulary")  # the thread has kept the word counts
     calls = _redis_calls(lambda: search(access, asked))
     # Word statistics of three corpora, the reference time and the speakers named: one MGET for all of them;
     # the access bookkeeping of the claims returned is the other round trip (a pipeline of HINCRBY).
@@ -204,6 +220,7 @@ def test_a_cold_search_still_computes_and_keeps_what_it_did_not_find(alice: User
     access = access_for_user(user=alice)
     asked = SearchRequest(query="What does Marcel drink in the morning?")
     cold = search(access, asked)
+    drained("vocabulary")  # the thread has kept the word counts
     with CaptureQueriesContext(connection) as warm_queries:
         warm = search(access, asked)
     assert [result.candidate.id for result in warm] == [result.candidate.id for result in cold]
@@ -297,6 +314,7 @@ def test_the_keyword_legs_of_every_corpus_and_window_are_one_statement(api: Any,
     access = access_for_user(user=alice)
     asked = SearchRequest(query="Which tea samples did Marcel get in April 2026?", limit=20)
     search(access, asked)  # word statistics cached: only the legs and the rows shown remain
+    drained("vocabulary")
     results: list[Any] = []
     trips = round_trips(lambda: results.extend(search(access, asked)))
     assert "tea samples" in results[0].text
@@ -310,3 +328,20 @@ def test_the_keyword_legs_of_every_corpus_and_window_are_one_statement(api: Any,
     assert keyword[0].count("search_vector @@") == 2 * 3 * 2  # candidates and scoring, per corpus and window
     assert vector[0].count("ORDER BY distance") == 3 * 2
     assert len(trips) == 3  # and the rows shown
+
+
+def test_rows_out_of_reach_count_against_reading_every_row(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    search(access, SearchRequest(query="What does Marcel drink?"))
+    drained("vocabulary")
+    held = word_statistics.owner_rows_cached(CORPORA, alice.pk)
+    assert held is not None
+    monkeypatch.setattr(legs, "EXACT_ROWS", sum(held.values()))
+    assert legs.searched_exactly(CORPORA, reach_of(alice))
+    for number in range(3):  # out of the personal reach, but among the owner's rows that an index range covers
+        ClaimFactory.create(owner=alice, scope="reference", statement=f"The manual's step {number}.")
+    cache.delete_many(list(word_statistics._owner_keys(CORPORA, alice.pk).values()))  # as a minute later
+    search(access, SearchRequest(query="What does Marcel drink?"))
+    drained("vocabulary")
+    assert not legs.searched_exactly(CORPORA, reach_of(alice))
