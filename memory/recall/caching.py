@@ -25,15 +25,26 @@ def reach_key(kind: str, params: dict[str, Any]) -> str:
     return f"recall:{kind}:{params['owner']}:{reach}"
 
 
-def dropped_key(owner_id: int) -> str:
-    """Set anew each time an erasure drops the owner's cached views: what was computed before it, and is kept after
-    it (by a thread, later), is deleted again (memory.recall.word_statistics)."""
-    return f"recall:dropped:{owner_id}"
+def owner_key(kind: str, owner_id: int) -> str:
+    """`recall:<kind>:<owner>:owner`: one owner's, whatever they reach (`owner_pattern` matches it too)."""
+    return f"recall:{kind}:{owner_id}:owner"
 
 
 def owner_pattern(kind: str, owner_id: int) -> str:
-    """A key pattern (Redis MATCH) of every `reach_key` of these kinds (a glob: "speaker*") for one owner, any reach."""
+    """A key pattern (Redis MATCH) of every `reach_key` and `owner_key` of these kinds (a glob: "speaker*") for one
+    owner, any reach."""
     return f"recall:{kind}:{owner_id}:*"
+
+
+def dropped_key(owner_id: int) -> str:
+    """Set anew each time an erasure drops the owner's cached views (no pattern of theirs matches it)."""
+    return f"recall:dropped:{owner_id}"
+
+
+def erasure_mark(owner_id: int) -> Any:
+    """The owner's erasure mark now (within a search: as read ahead). What is counted after reading it and kept later,
+    by a thread, is deleted again if the mark changed meanwhile (memory.recall.word_statistics)."""
+    return cached_many([dropped_key(owner_id)]).get(dropped_key(owner_id))
 
 
 # The keys read ahead in this context (one search) and what Redis held for them; _ABSENT: nothing was held.

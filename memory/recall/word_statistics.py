@@ -28,7 +28,15 @@ from django.core.cache import cache
 from django.db import connection
 from redis.exceptions import RedisError
 
-from memory.recall.caching import cached_many, dropped_key, keep_many, noted, reach_key
+from memory.recall.caching import (
+    cached_many,
+    dropped_key,
+    erasure_mark,
+    keep_many,
+    noted,
+    owner_key,
+    reach_key,
+)
 from memory.recall.corpora import WORD_QUERY, Corpus
 from memory.recall.terms import STOPWORDS
 from memory.recall.threads import submitted
@@ -68,8 +76,8 @@ def _stats_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str,
 
 
 def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
-    """The cache key of the owner's rows in each corpus (`owner_pattern("df:*")` matches it: an erasure drops it)."""
-    return {corpus.name: f"recall:df:{corpus.name}:{owner_id}:owner" for corpus in corpora}
+    """The cache key of the owner's rows in each corpus (an erasure drops it with the counts)."""
+    return {corpus.name: owner_key(f"df:{corpus.name}", owner_id) for corpus in corpora}
 
 
 def _kept(counts: dict[str, int], owned: dict[str, int] | None = None) -> None:
@@ -77,12 +85,12 @@ def _kept(counts: dict[str, int], owned: dict[str, int] | None = None) -> None:
     keep_many({key: count for key, count in counts.items() if not count} | (owned or {}), ABSENT_SECONDS)
 
 
-def _kept_unless_dropped(counts: dict[str, int], owned: dict[str, int], owner_id: int, dropped: Any) -> None:
-    """On the vocabulary thread: a search's fresh counts kept, and deleted again if an erasure dropped the owner's
-    cached views since the search read `dropped` (they may have been counted before it)."""
+def _kept_unless_erased(counts: dict[str, int], owned: dict[str, int], owner_id: int, mark: Any) -> None:
+    """On the vocabulary thread: counts kept, and deleted again if an erasure dropped the owner's cached views since
+    `mark` (`caching.erasure_mark`) was read, before they were counted: they may hold what it erased."""
     try:
         _kept(counts, owned)
-        if cache.get(dropped_key(owner_id)) != dropped:
+        if erasure_mark(owner_id) != mark:
             cache.delete_many([*counts, *owned])
     except Exception:  # kept in the background: the next search counts these words again
         logger.exception("recall.counts_not_kept")
@@ -124,9 +132,9 @@ def statistics_counted(
         held = {word: cached[keys[corpus.name, word]] for word in ["", *terms] if keys[corpus.name, word] in cached}
         counts[corpus.name] = {word: int(count) for word, count in held.items()}
         if "" not in held:
-            scans.append(_rows_in_reach(corpus))
+            scans.append(_rows_counted(corpus, "''", corpus.reach, N_CAP))
         if owner_keys[corpus.name] not in cached:
-            scans.append(_rows_of_owner(corpus))
+            scans.append(_rows_counted(corpus, "NULL", "c.owner_id = %(owner)s", OWNER_ROWS))
         if missing := [word for word in terms if word not in held]:
             # One bounded lookup per word (a LATERAL subquery per unnested word). Each word's tsquery is made once,
             # behind OFFSET 0: inlined, PostgreSQL made it again for every row it matched (a cold question's counts
@@ -148,15 +156,17 @@ def statistics_counted(
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), values)
         fresh = cursor.fetchall()
-    counted = {keys[name, word]: count for name, word, count in fresh if word is not None}
-    owned = {owner_keys[name]: count for name, word, count in fresh if word is None}
+    counted, owned = {}, {}
     for name, word, count in fresh:
-        if word is not None:
+        if word is None:  # the owner's rows
+            owned[owner_keys[name]] = count
+        else:
+            counted[keys[name, word]] = count
             counts[name][word] = int(count)
     noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread, off its path
     owner_id = params["owner"]
-    dropped = cached_many([dropped_key(owner_id)]).get(dropped_key(owner_id))
-    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_dropped, counted, owned, owner_id, dropped):
+    mark = erasure_mark(owner_id)
+    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, counted, owned, owner_id, mark):
         _kept(counted, owned)  # the thread's queue is full: kept here
     if any(word for _, word, _ in fresh):
         vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
@@ -189,11 +199,12 @@ def _vocabulary_counted_once(corpora: tuple[Corpus, ...], params: dict[str, Any]
             return  # another search handed it on first
     except RedisError:
         return
-    _vocabulary_kept(corpora, params, guard)
+    _vocabulary_kept(corpora, params)
 
 
-def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:
+def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:
     try:
+        mark = erasure_mark(params["owner"])  # read before the rows are
         counts = vocabulary_counted(corpora, params)  # the rows counted again: N as cached may be minutes old
         if counts is None:
             return
@@ -202,10 +213,7 @@ def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any], guard:
             word for word in counts[corpora[0].name] if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
         ]
         keys = _stats_keys(corpora, ["", *asked], params)
-        kept = {keys[name, word]: counts[name][word] for name, word in keys}
-        _kept(kept)
-        if cache.get(guard) is None:  # an erasure dropped the owner's cached views while this counted
-            cache.delete_many(list(kept))
+        _kept_unless_erased({keys[name, word]: counts[name][word] for name, word in keys}, {}, params["owner"], mark)
     except Exception:  # a background count: whatever failed, the searches count word by word
         logger.exception("recall.vocabulary_not_counted")
     finally:
@@ -222,7 +230,8 @@ def vocabulary_counted(
     lexemes, not a text search per word and row)."""
     most = VOCABULARY_ROWS if most is None else most
     with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(f"({_rows_in_reach(corpus, most + 1)})" for corpus in corpora), params)
+        reach = [_rows_counted(corpus, "''", corpus.reach, most + 1) for corpus in corpora]
+        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in reach), params)
         totals = {name: count for name, _, count in cursor.fetchall()}
     if max(totals.values(), default=0) > most:
         return None
@@ -263,17 +272,10 @@ def vocabulary_counted(
     return found
 
 
-def _rows_of_owner(corpus: Corpus) -> str:
-    """A statement of one row: the corpus's name, NULL and the owner's rows in it (up to OWNER_ROWS)."""
+def _rows_counted(corpus: Corpus, word: str, where: str, cap: int) -> str:
+    """A statement of one row: the corpus's name, `word` (SQL: '' for N in reach, NULL for the owner's rows) and how
+    many of its rows match `where`, counted up to `cap`."""
     return (
-        f"SELECT '{corpus.name}', NULL, count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
-        f"(SELECT 1 FROM {corpus.table} WHERE c.owner_id = %(owner)s LIMIT {OWNER_ROWS}) m"
-    )
-
-
-def _rows_in_reach(corpus: Corpus, cap: int = N_CAP) -> str:
-    """A statement of one row: the corpus's name, "" and its N (counted up to `cap`)."""
-    return (
-        f"SELECT '{corpus.name}', '', count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
-        f"(SELECT 1 FROM {corpus.table} WHERE {corpus.reach} LIMIT {int(cap)}) m"
+        f"SELECT '{corpus.name}', {word}, count(*) FROM "  # noqa: S608 (fixed SQL fragments; values are parameters)
+        f"(SELECT 1 FROM {corpus.table} WHERE {where} LIMIT {int(cap)}) m"
     )

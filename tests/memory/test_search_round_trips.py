@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memory.access import Access, access_for_user
 from memory.embeddings import get_embedder
-from memory.models import User
+from memory.models import Claim, User
 from memory.pipeline.runner import run_operation
 from memory.recall import legs, word_statistics
 from memory.recall.corpora import CORPORA
@@ -345,3 +345,20 @@ def test_rows_out_of_reach_count_against_reading_every_row(alice: User, monkeypa
     search(access, SearchRequest(query="What does Marcel drink?"))
     drained("vocabulary")
     assert not legs.searched_exactly(CORPORA, reach_of(alice))
+
+
+@pytest.mark.parametrize("reach", ["small", "large"])
+def test_neither_vector_form_finds_another_owners_rows(
+    alice: User, bob: User, reach: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if reach == "large":
+        through_the_index(monkeypatch)
+    remember(bob, "Marcel drinks green tea every morning.")  # the nearest row to the question: bob's
+    remember(alice, "The user waters the plants on Sundays.")
+    access = access_for_user(user=alice)
+    search(access, SearchRequest(query="What does Marcel drink?"))  # alice's rows counted
+    drained("vocabulary")
+    assert legs.searched_exactly(CORPORA, reach_of(alice)) == (reach == "small")
+    found = search(access, SearchRequest(query="What does Marcel drink every morning?", use_keyword=False))
+    assert found and all(result.text != "Marcel drinks green tea every morning." for result in found)
+    assert not Claim.objects.filter(pk__in=[result.candidate.id for result in found], owner=bob).exists()
