@@ -86,6 +86,10 @@ def test_the_vector_legs_and_their_settings_are_one_round_trip(
     assert not [text for trip in trips for text in trip if text.startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
 
 
+def vector_score(result: Any) -> float:
+    return float(result.candidate.legs["vector"]["score"])
+
+
 def test_a_small_reach_searched_exactly_finds_what_the_index_finds(
     api: Any, owner: Any, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,11 +100,13 @@ def test_a_small_reach_searched_exactly_finds_what_the_index_finds(
     search(access, SearchRequest(query=" ".join(questions)))  # the owner's rows counted and cached
     drained("vocabulary")  # the thread has kept them
     assert legs.searched_exactly(CORPORA, reach_of(alice))
-    exactly = [[(result.candidate.id, result.candidate.legs) for result in search(access, ask)] for ask in asked]
+    exactly = [{result.candidate.id: vector_score(result) for result in search(access, ask)} for ask in asked]
     through_the_index(monkeypatch)
     assert not legs.searched_exactly(CORPORA, reach_of(alice))
-    indexed = [[(result.candidate.id, result.candidate.legs) for result in search(access, ask)] for ask in asked]
-    assert exactly == indexed and all(exactly)
+    indexed = [{result.candidate.id: vector_score(result) for result in search(access, ask)} for ask in asked]
+    # The index is approximate: on the test database, full of the dead entries of rolled-back tests, it can miss a
+    # row (a fresh clone's CI once missed two claims). What it finds, the exact scan finds with the same similarity.
+    assert all(exactly) and all(found.items() <= exact.items() for found, exact in zip(indexed, exactly, strict=True))
 
 
 def test_an_exact_search_never_plans_a_sequential_scan(alice: User) -> None:
