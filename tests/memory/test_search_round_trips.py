@@ -366,5 +366,6 @@ def test_neither_vector_form_finds_another_owners_rows(
     drained("vocabulary")
     assert legs.searched_exactly(CORPORA, reach_of(alice)) == (reach == "small")
     found = search(access, SearchRequest(query="What does Marcel drink every morning?", use_keyword=False))
-    assert found and all(result.text != "Marcel drinks green tea every morning." for result in found)
+    assert found or reach == "large"  # the index is approximate (see above): only the exact scan must find alice's
+    assert all(result.text != "Marcel drinks green tea every morning." for result in found)
     assert not Claim.objects.filter(pk__in=[result.candidate.id for result in found], owner=bob).exists()
