@@ -11,6 +11,9 @@ the machine does not change it). `--profile N` adds cProfile's top N functions b
 MEMORY_DATA_DIR for a fresh store; the jobs' Celery messages stay in that store's queue (no worker runs). `--user`
 ingests into that existing user's memory instead of a new user's (no such user: refused): with
 MEMORY_DATA_DIR=var/bench-scale/claims-1000000 and `--user bench-search`, into scale.py's partition of a million.
+Like a worker of one pool process, it embeds the next queued job's chunk texts while a job finishes
+(memory.pipeline.ahead; not with `--no-embed-ahead`): those runs count against the step running then, and the
+PostgreSQL CPU is the main connection's backend only (the read-ahead's reads a few rows a job).
 """
 
 from __future__ import annotations
@@ -115,6 +118,9 @@ def main() -> None:
     parser.add_argument("--sort", default="cumulative", help="cProfile's order: cumulative, tottime, ...")
     parser.add_argument("--queries", action="store_true", help="print the kinds of queries of each step per job")
     parser.add_argument("--user", help="an existing user to ingest for (scale.py's is bench-search)")
+    parser.add_argument("--no-embed-ahead", action="store_true",
+                        help="no embedding of the next queued job's texts while a job finishes (a worker running one "
+                             "job at a time does it, and so does this by default)")  # fmt: skip
     options = parser.parse_args()
 
     import django
@@ -128,11 +134,12 @@ def main() -> None:
     from memory.access import Actor, access_for_token
     from memory.embeddings.minilm import int8_model_prepared
     from memory.models import Operation, User
-    from memory.pipeline import runner, steps
+    from memory.pipeline import ahead, runner, steps
     from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
     from memory.services.tokens import token_issue
 
     ensure_started(settings.EMBEDDED_RUNTIME)
+    ahead.jobs_at_once = None if options.no_embed_ahead else 1  # as a worker of one pool process
     call_command("migrate", verbosity=0)
     int8_model_prepared()
     if options.user:

@@ -16,6 +16,18 @@ app.autodiscover_tasks()
 
 
 @celeryd_init.connect
+def note_jobs_at_once(options: dict[str, Any], **_: Any) -> None:
+    """How many jobs this worker runs at once (its pool processes inherit it): one, a pool process embeds the next
+    queued job's texts while a job finishes (memory.pipeline.ahead)."""
+    from memory.pipeline import ahead
+
+    pool = options.get("pool_cls") or "prefork"  # a name from the command line, or a class
+    solo = (pool if isinstance(pool, str) else pool.__module__).rsplit(".", 1)[-1] == "solo"
+    concurrency = options.get("concurrency") or app.conf.worker_concurrency or os.cpu_count() or 1
+    ahead.jobs_at_once = 1 if solo else int(concurrency)
+
+
+@celeryd_init.connect
 @beat_init.connect
 def start_embedded_runtime(**_: Any) -> None:
     from django.conf import settings

@@ -294,7 +294,13 @@ class Operation(models.Model):
     class Meta:
         verbose_name = "processing receipt"
         verbose_name_plural = "processing receipts"
-        indexes = [models.Index(fields=["owner", "status"], name="operation_owner_status")]
+        indexes = [
+            models.Index(fields=["owner", "status"], name="operation_owner_status"),
+            # The oldest queued receipts of every owner (memory.pipeline.ahead reads the next job's texts).
+            models.Index(
+                fields=["queued_at", "id"], name="operation_queued", condition=models.Q(status=OperationStatus.QUEUED)
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.id} {self.status}"

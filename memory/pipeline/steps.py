@@ -18,6 +18,7 @@ from django.db import transaction
 from memory.extraction.base import Extraction
 from memory.models import Chunk, Operation, Source, SourceKind
 from memory.models.copy_rows import copy_rows
+from memory.pipeline import ahead
 from memory.pipeline.chunking import ChunkDraft, chunks_for_source, message_context, turns_before
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class ChunkText(Step):
     def run(self, job: Job) -> dict[str, int]:
         planned = _drafts(job)
         vectors = _chunk_vectors(job, planned)
+        ahead.embed_next_job(job.operation.pk)  # while this job stores, extracts and reconciles
         with transaction.atomic():
             # The lock also serialises two receipts of one conversation: the second sees the first's chunks.
             job.lock_source()
@@ -152,12 +154,25 @@ def _drafts(job: Job, planned: Drafts | None = None) -> Drafts:
     return sources, [(source, chunks_for_source(source, target=target)) for source in sources]
 
 
-def _chunk_vectors(job: Job, planned: Drafts) -> Vectors:
-    """The vectors of every text the drafts' chunk vectors are made from (their recipes), by text."""
-    from memory.services.embeddings import chunk_recipes, recipe_texts, texts_embed
+def chunk_texts(job: Job, planned: Drafts | None = None) -> list[str]:
+    """Every text the job's chunk vectors are made from (their recipes), each once, in order."""
+    from memory.services.embeddings import chunk_recipes, recipe_texts
 
-    texts = recipe_texts(chunk_recipes(_chunks(planned[1]), in_order=True))
-    vectors = texts_embed(texts, event="pipeline.embedder_unavailable")
+    return recipe_texts(chunk_recipes(_chunks((planned or _drafts(job))[1]), in_order=True))
+
+
+def _chunk_vectors(job: Job, planned: Drafts) -> Vectors:
+    """The vectors of the job's chunk texts, by text: those embedded ahead of the job (memory.pipeline.ahead) and
+    the rest."""
+    from memory.services.embeddings import Vectors, texts_embed
+
+    texts = chunk_texts(job, planned)
+    found, model_id = ahead.vectors_ahead(job.operation.pk, texts)
+    vectors = texts_embed([text for text in texts if text not in found], event="pipeline.embedder_unavailable")
+    if found and vectors.model_id not in ("", model_id):  # another model since then: all of them from this one
+        vectors = texts_embed(texts, event="pipeline.embedder_unavailable")
+    elif found:  # "": nothing was left to embed, or the embedder is down now (the rest then have no vector)
+        vectors = Vectors({**found, **vectors.by_text}, model_id, failed=vectors.failed)
     job.embedder_failed = vectors.failed
     return vectors
 
