@@ -11,7 +11,7 @@ the machine does not change it). `--profile N` adds cProfile's top N functions b
 MEMORY_DATA_DIR for a fresh store; the jobs' Celery messages stay in that store's queue (no worker runs). `--user`
 ingests into that existing user's memory instead of a new user's (no such user: refused): with
 MEMORY_DATA_DIR=var/bench-scale/claims-1000000 and `--user bench-search`, into scale.py's partition of a million.
-Like a worker of one pool process, it embeds the next queued job's chunk texts while a job finishes
+Like a worker of one pool process, it embeds the next queued job's chunk texts while a job runs
 (memory.pipeline.ahead; not with `--no-embed-ahead`): those runs count against the step running then, and the
 PostgreSQL CPU is the main connection's backend only (the read-ahead's reads a few rows a job).
 """
@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--queries", action="store_true", help="print the kinds of queries of each step per job")
     parser.add_argument("--user", help="an existing user to ingest for (scale.py's is bench-search)")
     parser.add_argument("--no-embed-ahead", action="store_true",
-                        help="no embedding of the next queued job's texts while a job finishes (a worker running one "
+                        help="no embedding of the next queued job's texts while a job runs (a worker running one "
                              "job at a time does it, and so does this by default)")  # fmt: skip
     options = parser.parse_args()
 

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, celeryd_init, task_postrun, task_prerun, worker_process_init
+from celery.signals import beat_init, celeryd_after_setup, celeryd_init, task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -15,16 +15,15 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-@celeryd_init.connect
-def note_jobs_at_once(options: dict[str, Any], **_: Any) -> None:
-    """How many jobs this worker runs at once (its pool processes inherit it): one, a pool process embeds the next
-    queued job's texts while a job finishes (memory.pipeline.ahead)."""
+@celeryd_after_setup.connect
+def note_jobs_at_once(instance: Any, **_: Any) -> None:
+    """How many jobs this worker runs at once, as Celery resolved it, before the pool processes fork (they inherit
+    it): with one, a pool process embeds the next queued job's texts while a job runs (memory.pipeline.ahead)."""
     from memory.pipeline import ahead
 
-    pool = options.get("pool_cls") or "prefork"  # a name from the command line, or a class
-    solo = (pool if isinstance(pool, str) else pool.__module__).rsplit(".", 1)[-1] == "solo"
-    concurrency = options.get("concurrency") or app.conf.worker_concurrency or os.cpu_count() or 1
-    ahead.jobs_at_once = 1 if solo else int(concurrency)
+    solo = instance.pool_cls.__module__.rsplit(".", 1)[-1] == "solo"
+    most = max([int(instance.concurrency or 0), *(int(bound) for bound in instance.autoscale or ())])
+    ahead.jobs_at_once = 1 if solo else most
 
 
 @celeryd_init.connect

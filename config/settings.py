@@ -366,7 +366,7 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_TRACK_STARTED = True
 PIPELINE_TIME_LIMIT_S = env_int("PIPELINE_TIME_LIMIT_S", 900)
-# A worker running one job at a time embeds the next queued job's chunk texts while a job finishes
+# A worker running one job at a time embeds the next queued job's chunk texts while a job runs
 # (memory.pipeline.ahead).
 PIPELINE_EMBED_AHEAD = env_bool("PIPELINE_EMBED_AHEAD", True)
 CHUNK_TARGET_CHARS = env_int("CHUNK_TARGET_CHARS", 800)

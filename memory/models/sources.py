@@ -296,9 +296,12 @@ class Operation(models.Model):
         verbose_name_plural = "processing receipts"
         indexes = [
             models.Index(fields=["owner", "status"], name="operation_owner_status"),
-            # The oldest queued receipts of every owner (memory.pipeline.ahead reads the next job's texts).
+            # The receipts queued or running, of every owner, oldest first (memory.pipeline.ahead reads the next
+            # job's texts where no other process runs one).
             models.Index(
-                fields=["queued_at", "id"], name="operation_queued", condition=models.Q(status=OperationStatus.QUEUED)
+                fields=["status", "queued_at", "id"],
+                name="operation_open",
+                condition=models.Q(status__in=[OperationStatus.QUEUED, OperationStatus.PROCESSING]),
             ),
         ]
 

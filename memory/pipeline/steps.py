@@ -122,7 +122,6 @@ class ChunkText(Step):
     def run(self, job: Job) -> dict[str, int]:
         planned = _drafts(job)
         vectors = _chunk_vectors(job, planned)
-        ahead.embed_next_job(job.operation.pk)  # while this job stores, extracts and reconciles
         with transaction.atomic():
             # The lock also serialises two receipts of one conversation: the second sees the first's chunks.
             job.lock_source()
@@ -167,14 +166,14 @@ def _chunk_vectors(job: Job, planned: Drafts) -> Vectors:
     from memory.services.embeddings import Vectors, texts_embed
 
     texts = chunk_texts(job, planned)
-    found, model_id = ahead.vectors_ahead(job.operation.pk, texts)
+    found, model_id = ahead.vectors_ahead(job.operation.pk, texts)  # by the active model
+    ahead.embed_next_job(besides=texts)
     vectors = texts_embed([text for text in texts if text not in found], event="pipeline.embedder_unavailable")
-    if found and vectors.model_id not in ("", model_id):  # another model since then: all of them from this one
-        vectors = texts_embed(texts, event="pipeline.embedder_unavailable")
-    elif found:  # "": nothing was left to embed, or the embedder is down now (the rest then have no vector)
-        vectors = Vectors({**found, **vectors.by_text}, model_id, failed=vectors.failed)
     job.embedder_failed = vectors.failed
-    return vectors
+    if not found:
+        return vectors
+    # The rest by the same model, or none of them (the embedder went down since: those chunks wait for the sweep).
+    return Vectors({**found, **vectors.by_text}, model_id, failed=vectors.failed)
 
 
 def _chunks(drafts: list[tuple[Source, list[ChunkDraft]]]) -> list[Chunk]:

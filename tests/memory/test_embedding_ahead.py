@@ -8,16 +8,20 @@ import json
 import math
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from celery.concurrency import prefork, solo, thread
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from config.celery import note_jobs_at_once
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
-from memory.models import Chunk, Operation
+from memory.models import Chunk, Operation, OperationStatus
 from memory.pipeline import ahead
 from memory.pipeline.runner import run_operation
 from memory.pipeline.steps import Job, chunk_texts
@@ -49,11 +53,11 @@ def embedded(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return calls
 
 
-def _conversation(name: str, *lines: str) -> dict[str, Any]:
+def _conversation(name: str, *lines: str, first: int = 1) -> dict[str, Any]:
     messages = [
         {"id": f"{name}-{n}", "role": "user" if n % 2 else "assistant", "content": line,
          "timestamp": f"2026-04-22T10:0{n}:00Z"}
-        for n, line in enumerate(lines, start=1)
+        for n, line in enumerate(lines, start=first)
     ]  # fmt: skip
     return {"conversation": {"id": name, "messages": messages}}
 
@@ -77,9 +81,9 @@ def _assert_made(chunk: Chunk, own: list[float], before: list[float] | None) -> 
     assert math.isclose(cosine, 1.0, abs_tol=1e-5), (chunk.text, cosine)
 
 
-def _held() -> Any:
-    ahead.drained()
-    return ahead._ahead.held if ahead._ahead is not None else None
+def _held_for() -> str | None:
+    held = ahead.held()
+    return held[0] if held is not None else None
 
 
 def test_the_next_queued_job_is_embedded_ahead_and_its_chunk_step_takes_the_vectors(
@@ -92,21 +96,38 @@ def test_the_next_queued_job_is_embedded_ahead_and_its_chunk_step_takes_the_vect
     )  # fmt: skip
     wanted = _texts(second["operationId"])
     run_operation(first["operationId"])
-    held = _held()
-    assert held is not None and held.operation_id == second["operationId"]
-    assert list(held.by_text) == wanted  # the second job's texts, made as its chunk step makes them
+    # The second job's texts, made as its chunk step makes them.
+    assert ahead.held() == (second["operationId"], wanted)
 
     embedded.clear()
     run_operation(second["operationId"])
     assert embedded[0] == []  # the chunk step embedded nothing itself (later calls: the claims' statements)
     chunks = list(Chunk.objects.filter(source__parent_id=second["sourceId"]).order_by("authored_at"))
     assert len(chunks) == 3
-    # The vectors are the ones the job would have made: each turn's own, leaning towards the turn before by half.
     own = get_embedder().embed_documents([chunk.embedding_text for chunk in chunks])
     for index, chunk in enumerate(chunks):
         _assert_made(chunk, own[index], own[index - 1] if index else None)
     # Taken once: nothing is held after the chunk step (the last job had no next one to read ahead).
-    assert _held() is None
+    assert ahead.held() is None
+
+
+def test_turns_the_running_job_chunked_are_not_read_ahead_again_for_the_next_receipt(
+    api: Api, owner: Persona, one_job_at_a_time: None, embedded: list[list[str]]
+) -> None:
+    """Two receipts of one conversation: the first job chunks every unread turn, the second's too. Read ahead once
+    the first job's chunks are stored, the second job has no turn left to chunk, so nothing is embedded twice."""
+    first, second = _queued(
+        api,
+        owner,
+        _conversation("c1", "I'll plan the garden on Friday."),
+        _conversation("c1", "Lotte plays cello.", first=2),
+    )
+    run_operation(first["operationId"])
+    assert embedded[0] == ["I'll plan the garden on Friday.", "Lotte plays cello."]
+    assert ahead.held() is None
+    embedded.clear()
+    run_operation(second["operationId"])
+    assert embedded[0] == []
 
 
 def test_a_vector_made_ahead_is_used_for_its_own_text_only(
@@ -120,80 +141,115 @@ def test_a_vector_made_ahead_is_used_for_its_own_text_only(
     assert embedded[0] == wanted
     (chunk,) = Chunk.objects.filter(source__parent_id=receipt["sourceId"])
     assert chunk.embedding is not None and list(chunk.embedding) != foreign
-    assert _held() is None
+    assert ahead.held() is None
 
 
-def test_what_was_made_ahead_for_another_job_is_dropped_not_used(
-    api: Api, owner: Persona, one_job_at_a_time: None, embedded: list[list[str]]
+@pytest.mark.parametrize("made_for", ["another receipt", "another model"])
+def test_what_was_made_ahead_for_another_job_or_model_is_dropped_not_used(
+    api: Api, owner: Persona, one_job_at_a_time: None, embedded: list[list[str]], made_for: str
 ) -> None:
     (receipt,) = _queued(api, owner, _conversation("c1", "I'll plan the garden on Friday."))
     (text,) = _texts(receipt["operationId"])
     foreign = [1.0] + [0.0] * 383
-    ahead._this_process().held = ahead._Held("op_another", get_embedder().model_id, {text: foreign})
+    operation_id, model_id = receipt["operationId"], get_embedder().model_id
+    if made_for == "another receipt":
+        operation_id = "op_another"
+    else:
+        model_id = "another-model@1"
+    ahead._this_process().held = ahead._Held(operation_id, model_id, {text: foreign})
     run_operation(receipt["operationId"])
     assert embedded[0] == [text]
     (chunk,) = Chunk.objects.filter(source__parent_id=receipt["sourceId"])
     assert list(chunk.embedding) != foreign
-    assert _held() is None
+    assert ahead.held() is None
 
 
 def test_held_vectors_are_dropped_when_no_job_takes_them(
     api: Api, owner: Persona, one_job_at_a_time: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ahead, "KEEP_S", 0.3)
+    monkeypatch.setattr(ahead, "KEEP_S", 2.0)
     monkeypatch.setattr(ahead, "_ahead", None)  # a thread that waits by this KEEP_S
-    first, _ = _queued(
-        api, owner, _conversation("c1", "I'll plan the garden on Friday."), _conversation("c2", "Lotte plays cello.")
-    )
-    run_operation(first["operationId"])
-    assert _held() is not None
-    deadline = time.monotonic() + 10
-    while _held() is not None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _held() is None
+    (receipt,) = _queued(api, owner, _conversation("c1", "I'll plan the garden on Friday."))
+    ahead.embed_next_job(besides=[])
+    assert _held_for() == receipt["operationId"]
+    deadline = time.monotonic() + 20
+    while ahead.held() is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ahead.held() is None
 
 
-def test_an_erased_conversation_is_not_read_ahead(api: Api, owner: Persona, one_job_at_a_time: None) -> None:
-    first, second = _queued(
-        api,
-        owner,
-        _conversation("c1", "I'll plan the garden on Friday."),
+@pytest.mark.parametrize("gone", ["erased", "replaced"])
+def test_a_receipt_erased_or_replaced_is_skipped_for_the_next_one(
+    api: Api, owner: Persona, one_job_at_a_time: None, gone: str
+) -> None:
+    first, second, third = _queued(
+        api, owner,
+        _conversation("c1", "I'll plan the garden."),
         _conversation("c2", "The safe code is 4417."),
-    )
+        _conversation("c3", "Lotte plays cello."),
+    )  # fmt: skip
     assert owner.user is not None
-    source_erase(access=access_for_user(user=owner.user), source_id=second["sourceId"])
+    if gone == "erased":
+        source_erase(access=access_for_user(user=owner.user), source_id=second["sourceId"])
+    else:
+        body = _conversation("c2", "The safe code changed.")
+        receipt = api.post("/ingest/conversation", owner, {**body, "updateExisting": True}).json()
+        assert receipt["sourceId"] and receipt["operationId"] != second["operationId"]
     run_operation(first["operationId"])
-    assert _held() is None
+    held = ahead.held()
+    assert held is not None and held[0] == third["operationId"]
+    assert not any("4417" in text for text in held[1])
 
 
-@pytest.mark.parametrize(("jobs", "enabled"), [(2, True), (1, False)])
-def test_no_reading_ahead_where_jobs_run_side_by_side_or_it_is_turned_off(
-    api: Api, owner: Persona, settings: Any, monkeypatch: pytest.MonkeyPatch, jobs: int, enabled: bool
+def test_nothing_is_read_ahead_while_another_process_runs_a_job(
+    api: Api, owner: Persona, one_job_at_a_time: None
+) -> None:
+    first, second, third = _queued(
+        api, owner,
+        _conversation("c1", "I'll plan the garden."),
+        _conversation("c2", "Lotte plays cello."),
+        _conversation("c3", "Rome in May."),
+    )  # fmt: skip
+    running = Operation.objects.filter(pk=second["operationId"])
+    running.update(status=OperationStatus.PROCESSING, runner="elsewhere:1", heartbeat_at=timezone.now())
+    run_operation(first["operationId"])
+    assert ahead.held() is None
+    # A runner gone long ago (no heartbeat) runs nothing: the next job is read ahead again.
+    running.update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    ahead.embed_next_job(besides=[])
+    assert _held_for() == third["operationId"]
+
+
+@pytest.mark.parametrize(
+    ("jobs", "enabled", "embedder"), [(2, True, "minilm"), (1, False, "minilm"), (1, True, "openai")]
+)
+def test_no_reading_ahead_where_jobs_run_side_by_side_it_is_off_or_the_embedder_is_remote(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, jobs: int, enabled: bool, embedder: str
 ) -> None:
     monkeypatch.setattr(ahead, "jobs_at_once", jobs)
-    settings.PIPELINE_EMBED_AHEAD = enabled
     monkeypatch.setattr(ahead, "_ahead", None)
-    first, _ = _queued(
-        api, owner, _conversation("c1", "I'll plan the garden on Friday."), _conversation("c2", "Lotte plays cello.")
-    )
-    run_operation(first["operationId"])
+    settings.PIPELINE_EMBED_AHEAD = enabled
+    settings.EMBEDDER = embedder
+    assert not ahead.reading_ahead()
+    ahead.embed_next_job(besides=[])
     assert ahead._ahead is None  # no thread was even started
 
 
 @pytest.mark.parametrize(
-    ("options", "jobs"),
+    ("pool", "concurrency", "autoscale", "jobs"),
     [
-        ({"concurrency": 1, "pool_cls": "prefork"}, 1),
-        ({"concurrency": 2, "pool_cls": "prefork"}, 2),
-        ({"concurrency": 4, "pool_cls": "solo"}, 1),
-        ({"concurrency": 3, "pool_cls": "threads"}, 3),
+        (prefork.TaskPool, 1, None, 1),
+        (prefork.TaskPool, 2, None, 2),
+        (prefork.TaskPool, 1, [4, 1], 4),
+        (solo.TaskPool, 4, None, 1),
+        (thread.TaskPool, 3, None, 3),
     ],
 )
 def test_the_worker_notes_how_many_jobs_it_runs_at_once(
-    monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], jobs: int
+    monkeypatch: pytest.MonkeyPatch, pool: type, concurrency: int, autoscale: list[int] | None, jobs: int
 ) -> None:
     monkeypatch.setattr(ahead, "jobs_at_once", None)
-    note_jobs_at_once(options=options)
+    note_jobs_at_once(instance=SimpleNamespace(pool_cls=pool, concurrency=concurrency, autoscale=autoscale))
     assert ahead.jobs_at_once == jobs
 
 
@@ -201,39 +257,27 @@ def test_the_worker_notes_how_many_jobs_it_runs_at_once(
 def test_a_worker_of_one_pool_process_reads_the_next_job_ahead(api: Api, owner: Persona) -> None:
     """Through a real worker (one pool process, as the test worker runs): every receipt completes, the jobs after
     the first take their chunk vectors from the read-ahead, and the vectors are the ones each job would make."""
-    from django.db import connection, transaction
+    from django.db import connection
 
-    from memory.access import access_for_token
-    from memory.services.ingestion import ConversationIn, MessageIn, ingest_conversation
     from tests.memory.test_pipeline_worker import wait_for_status
     from tests.process import celery_worker
 
-    assert owner.token is not None
-    access = access_for_token(token=owner.token, user_id=None, partition_key=None, workspace=False)
     lines = ["I'll plan the garden on Friday.", "Lotte plays the cello.", "The safe code is 4417.", "Rome in May."]
-    with transaction.atomic():  # every receipt queued before the worker gets the first job
-        receipts = [
-            ingest_conversation(
-                access=access,
-                conversation=ConversationIn(
-                    id=f"c{n}",
-                    messages=[MessageIn(id=f"c{n}-{k}", role="user", content=f"{line} ({k})") for k in range(3)],
-                ),
-            ).operation
-            for n, line in enumerate(lines)
-        ]
+    # Every receipt queued (each in a transaction of its own: oldest first) before the worker gets the first job.
+    receipts = [_queued(api, owner, _conversation(f"c{n}", line, f"{line} Yes.", f"{line} Sure."))[0]
+                for n, line in enumerate(lines)]  # fmt: skip
     with celery_worker(connection.settings_dict["NAME"]) as worker:
-        done = [wait_for_status(api, owner, receipt.pk, {"completed", "failed"}) for receipt in receipts]
+        done = [wait_for_status(api, owner, receipt["operationId"], {"completed", "failed"}) for receipt in receipts]
     assert [receipt["status"] for receipt in done] == ["completed"] * len(lines)
     arguments = cast(list[str], worker.args)
     hostname = arguments[arguments.index("--hostname") + 1]
     log = (Path(django_settings.DATA_DIR) / f"worker-{hostname.split('@')[0]}.log").read_text()
     taken = [json.loads(line) for line in log.splitlines() if '"pipeline.vectors_ahead"' in line]
     # The first job had nothing read ahead; each later one took the texts of its three turns, embedded ahead.
-    assert sorted(entry["operationId"] for entry in taken) == sorted(receipt.pk for receipt in receipts[1:])
+    assert sorted(entry["operationId"] for entry in taken) == sorted(receipt["operationId"] for receipt in receipts[1:])
     assert all(entry["texts"] == 3 for entry in taken)
     for receipt in receipts:
-        chunks = list(Chunk.objects.filter(source__parent_id=receipt.source_id).order_by("authored_at"))
+        chunks = list(Chunk.objects.filter(source__parent_id=receipt["sourceId"]).order_by("authored_at"))
         own = get_embedder().embed_documents([chunk.embedding_text for chunk in chunks])
         for index, chunk in enumerate(chunks):
             _assert_made(chunk, own[index], own[index - 1] if index else None)
