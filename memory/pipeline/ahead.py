@@ -101,12 +101,12 @@ class _Ahead:
 
         try:
             operation = _next_queued()
+            with self.lock:
+                self.reading = operation.pk if operation is not None else None
+            texts = [text for text in _chunk_texts(operation) if text not in besides] if operation else []
         except DatabaseError:
             connection.close()  # broken (the database restarted): a new one next time
             raise
-        with self.lock:
-            self.reading = operation.pk if operation is not None else None
-        texts = [text for text in _chunk_texts(operation) if text not in besides] if operation is not None else []
         texts = texts[:MOST_TEXTS]
         if operation is None or not texts:
             return
