@@ -1,4 +1,4 @@
-"""A worker running one job at a time embeds the next queued job's chunk texts while a job finishes (issue 18), and
+"""A worker running one job at a time embeds the next queued job's chunk texts while a job runs (issue 18), and
 that job's chunk step takes those vectors instead of embedding its texts again (memory.pipeline.ahead). The
 read-ahead runs on a thread of its own with its own connection: the data is committed."""
 
