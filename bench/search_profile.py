@@ -12,8 +12,11 @@ Every question of categories 1-4 is asked with `limit: 10`, as bench/peers.py as
 - `POST /query/search` to a real uvicorn (bench/serving.py) on the same data, one request at a time, and the same
   with `includeFormattedResult: false`: the HTTP round trip minus the in-process search is the request path,
   the render and the JSON. `--compare PATH` adds a second uvicorn serving the code at PATH (e.g. main's, from
-  `git archive main | tar -x -C PATH`), asked the same questions interleaved with the first, for a before/after
-  ratio on a noisy machine.
+  `git archive main | tar -x -C PATH`), and `--compare-env NAME=VALUE` (repeatable) runs it with those settings
+  (this checkout's code unless `--compare` names another): each question goes to both, which one first
+  alternating, and the median of the paired differences is printed per round, the figure that survives a noisy
+  machine. Each server keeps its caches in a Redis database of its own (1 and 2; this process's searches use 0),
+  so neither finds the word counts another counted.
 
 `--profile` prints cProfile's top functions of the in-process searches; `--dump FILE` writes each question's
 results (type and id, in rank order) as JSON, to check that a change leaves the answers as they were.
@@ -44,6 +47,7 @@ os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))
 os.environ.setdefault("DB_POOL", "1")  # as in the web process (config.asgi)
 
 LIMIT = 10
+COMPARED = " (compared)"
 
 
 @contextmanager
@@ -116,36 +120,47 @@ def embedding_alone(questions: list[str]) -> float:
     return statistics.median(spent)
 
 
-def over_http(user: Any, questions: list[str], rounds: int, compare: Path | None) -> dict[str, list[float]]:
+def over_http(
+    user: Any, questions: list[str], rounds: int, compare: Path | None, compare_env: dict[str, str]
+) -> dict[str, list[float]]:
     """Each round's p50 of POST /query/search, with and without formattedResult, interleaved per question; with
-    `compare`, the same on a second uvicorn serving the code checked out there (same data, same token)."""
+    `compare` or `compare_env`, the same on a second uvicorn (the code checked out at `compare`, the settings
+    `compare_env`; same data, same token), the two asked in turn, and the median of the paired differences."""
     import httpx
+    from django.conf import settings
 
-    from bench.serving import bearer, read_token, served
+    from bench.serving import bearer, read_token, redis_database, served
 
     secret = read_token(user, "search-profile")
     found: dict[str, list[float]] = defaultdict(list)
     with contextlib.ExitStack() as stack:
-        clients = {"": stack.enter_context(httpx.Client(base_url=stack.enter_context(served()), headers=bearer(secret),
-                                                         timeout=60))}  # fmt: skip
-        if compare is not None:
-            url = stack.enter_context(served(compare))
-            clients[" (compared code)"] = stack.enter_context(httpx.Client(base_url=url, headers=bearer(secret),
-                                                                           timeout=60))  # fmt: skip
-        for client in clients.values():
+
+        def client(root: Path, environment: dict[str, str]) -> httpx.Client:
+            url = stack.enter_context(served(root, environment=environment))
+            return stack.enter_context(httpx.Client(base_url=url, headers=bearer(secret), timeout=60))
+
+        clients = {"": client(ROOT, {"REDIS_URL": redis_database(settings.REDIS_URL, 1)})}
+        if compare is not None or compare_env:
+            environment = {"REDIS_URL": redis_database(settings.REDIS_URL, 2)} | compare_env
+            clients[COMPARED] = client(compare or ROOT, environment)
+        for served_client in clients.values():
             for question in questions[:30]:
-                client.post("/query/search", json={"query": question, "limit": LIMIT}).raise_for_status()
+                served_client.post("/query/search", json={"query": question, "limit": LIMIT}).raise_for_status()
         for _ in range(rounds):
             spent: dict[str, list[float]] = defaultdict(list)
-            for question in questions:
-                for label, client in clients.items():
-                    for name, extra in (("REST", {}), ("REST, no formattedResult", {"includeFormattedResult": False})):
+            for number, question in enumerate(questions):
+                for name, extra in (("REST", {}), ("REST, no formattedResult", {"includeFormattedResult": False})):
+                    turns = list(clients.items())
+                    for label, served_client in turns if number % 2 == 0 else reversed(turns):
                         began = time.perf_counter()
                         body = {"query": question, "limit": LIMIT} | extra
-                        client.post("/query/search", json=body).raise_for_status()
+                        served_client.post("/query/search", json=body).raise_for_status()
                         spent[name + label].append((time.perf_counter() - began) * 1000)
             for name, values in spent.items():
                 found[name].append(statistics.median(values))
+            if len(clients) == 2:
+                paired = zip(spent["REST" + COMPARED], spent["REST"], strict=True)
+                found["REST, compared minus this (paired)"].append(statistics.median(b - a for b, a in paired))
     return found
 
 
@@ -183,6 +198,13 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, help="write each question's results (type, id) here as JSON")
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--compare", type=Path, help="a checkout whose code a second uvicorn serves, interleaved")
+    parser.add_argument(
+        "--compare-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the second uvicorn (repeatable; this checkout's code without --compare)",
+    )
     options = parser.parse_args()
 
     import django
@@ -217,11 +239,12 @@ def main() -> None:
         cuts = statistics.quantiles(values, n=20, method="inclusive")
         print(f"| {step} | {statistics.median(values):.2f} | {cuts[18]:.2f} |")
     if not options.no_http:
-        http = over_http(user, questions, options.rounds, options.compare)
+        compare_env = dict(setting.split("=", 1) for setting in options.compare_env)
+        http = over_http(user, questions, options.rounds, options.compare, compare_env)
         load.append(os.getloadavg()[0])
         for name, values in http.items():
-            print(f"{name} p50 per round (ms): {', '.join(f'{value:.1f}' for value in values)}; "
-                  f"median {statistics.median(values):.1f}")  # fmt: skip
+            print(f"{name} p50 per round (ms): {', '.join(f'{value:.2f}' for value in values)}; "
+                  f"median {statistics.median(values):.2f}")  # fmt: skip
         print(f"HTTP minus in-process, p50: {statistics.median(http['REST']) - statistics.median(medians):+.1f} ms")
     if options.profile:
         print(profiled(access, questions))

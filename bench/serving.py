@@ -10,6 +10,7 @@ it works on the same database and Redis (the embedded ones of MEMORY_DATA_DIR, o
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
@@ -48,11 +50,23 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def redis_database(url: str, number: int) -> str:
+    """The same Redis, another database (a server's caches apart from another's): `?db=N` on a socket's URL, the
+    path `/N` on a TCP one; the rest of the URL as it was."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        query = [(name, value) for name, value in parse_qsl(parts.query) if name != "db"] + [("db", str(number))]
+        return f"unix://{parts.path}?{urlencode(query)}"  # as written: urlunsplit would drop the empty host's //
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
 @contextmanager
-def served(root: Path = ROOT) -> Iterator[str]:
-    """uvicorn serving `config.asgi` until the block ends; yields its base URL once /healthz answers 200.
+def served(
+    root: Path = ROOT, *, app: str = "config.asgi:application", environment: dict[str, str] | None = None
+) -> Iterator[str]:
+    """uvicorn serving `app` (config.asgi's) until the block ends; yields its base URL once /healthz answers 200.
     Its log is uvicorn-<port>.log in the data directory. `root`: the checkout whose code it serves (default: this
-    one)."""
+    one); `environment`: variables added to this process's for the server."""
     from django.conf import settings
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a log line per request is noise in a benchmark
@@ -61,9 +75,9 @@ def served(root: Path = ROOT) -> Iterator[str]:
     log_path = Path(settings.DATA_DIR) / f"uvicorn-{port}.log"
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+            [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
              "--lifespan", "on", "--log-level", "warning", "--no-access-log"],
-            cwd=root, stdout=log, stderr=subprocess.STDOUT,
+            cwd=root, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(environment or {})},
         )  # fmt: skip
         try:
             deadline = time.monotonic() + READY_SECONDS
