@@ -128,10 +128,12 @@ DATABASES: dict[str, Any] = {
         DATABASE_URL, conn_max_age=0 if DB_POOL else env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
     )
 }
+# Django's backend with timestamps read by psycopg's C loader, and the pool's check below (config.database).
+DATABASES["default"]["ENGINE"] = "config.database"
 if DB_POOL:
     # A short wait: with the database down, /healthz must answer 503 at once, not after psycopg's 30 s. The pool
     # checks a connection before lending it, without a round trip where it can (config.database).
-    DATABASES["default"] |= {"ENGINE": "config.database", "CONN_HEALTH_CHECKS": False}
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": DB_POOL_MAX_SIZE, "timeout": 3}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

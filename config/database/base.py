@@ -1,5 +1,6 @@
-"""Django's PostgreSQL backend, its connection pool (the web process, DB_POOL) lending only connections the server
-has not ended, checked by `config.database.connection_alive` (no round trip for one given back moments ago).
+"""Django's PostgreSQL backend, with timestamps read by psycopg's C loader (`config.database.timestamps`) and its
+connection pool (the web process, DB_POOL) lending only connections the server has not ended, checked by
+`config.database.connection_alive` (no round trip for one given back moments ago).
 
 Django would give the pool psycopg_pool's own check, which makes the round trip and, when a check fails, waits
 before the next borrow (1 s, then 2 s, ...): after a restart of PostgreSQL, each ended connection still in the
@@ -10,13 +11,16 @@ before lending another.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db.backends.postgresql import base
 
 from config.database import connection_alive, connection_given_back
+from config.database.timestamps import utc_adapters
 
 # Borrows after a failed check before giving up (each after the pool dropped every ended idle connection).
 BORROWS = 3
@@ -25,6 +29,12 @@ BORROWS = 3
 class DatabaseWrapper(base.DatabaseWrapper):
     pool: Any  # Django's (django-stubs do not declare it), as `close_pool`
     close_pool: Callable[[], None]
+
+    def get_connection_params(self) -> dict[str, Any]:
+        params: dict[str, Any] = super().get_connection_params()
+        if settings.USE_TZ and self.timezone == datetime.UTC:
+            params["context"] = utc_adapters(params["context"])
+        return params
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
