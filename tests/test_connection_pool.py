@@ -5,6 +5,7 @@ sends is read from libpq's own protocol trace."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import select
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +15,12 @@ import httpx
 import psycopg
 import pytest
 from django.db import connection
+from psycopg.pq import Format
 
 import config.database
 from config.database import connection_alive, connection_given_back
 from config.database.base import DatabaseWrapper
+from config.database.timestamps import TIMESTAMPTZ_OID, UtcTimestamptzLoader
 from memory.models import Claim, Scope, User
 from tests.conftest import issue
 from tests.process import AsgiService, served_on_test_database
@@ -126,6 +129,17 @@ def pooled() -> Iterator[DatabaseWrapper]:
     finally:
         wrapper.close()
         wrapper.close_pool()
+
+
+def test_a_pooled_connection_reads_timestamps_with_psycopgs_loader(pooled: DatabaseWrapper) -> None:
+    """The web process's connections come from the pool, made from the same parameters (config.database.timestamps)."""
+    pooled.connect()
+    assert pooled.connection.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT) is UtcTimestamptzLoader
+    with pooled.cursor() as cursor:
+        cursor.execute("SELECT '2023-05-08 13:57:00.5+02'::timestamptz")
+        (read,) = cursor.fetchone()
+    assert read == datetime.datetime(2023, 5, 8, 11, 57, 0, 500000, tzinfo=datetime.UTC)
+    assert read.tzinfo is datetime.UTC
 
 
 def _pids_after_borrowing(pooled: DatabaseWrapper, count: int) -> list[int]:

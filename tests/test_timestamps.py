@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.backends.postgresql.psycopg_any import register_tzloader
 from psycopg.pq import Format
 
+from config.database import timestamps
 from config.database.timestamps import TIMESTAMPTZ_OID, UtcTimestamptzLoader
 from memory.models import User
 from memory.recall.prepared import read_prepared
@@ -21,7 +22,17 @@ WRITTEN = [
     "0001-01-01 00:00:00+00",
     "9999-12-31 23:59:59.999999+00",
 ]
-SELECTED = "SELECT " + ", ".join(f"'{text}'::timestamptz" for text in WRITTEN) + ", NULL::timestamptz"
+SELECTED = (
+    "SELECT "
+    + ", ".join(f"'{text}'::timestamptz" for text in WRITTEN)
+    + ", ARRAY['2023-05-08 13:57:00+00'::timestamptz, NULL], NULL::timestamptz"
+)
+
+
+def test_the_loader_lent_is_psycopgs_c_one() -> None:
+    """Without psycopg's binary package (or with PSYCOPG_IMPL=python) this class would lend the pure-Python loader:
+    the same values, none of the speed."""
+    assert timestamps.PSYCOPG_LOADER.__module__ == "psycopg_binary._psycopg"
 
 
 def test_the_connection_and_every_cursor_django_makes_read_timestamps_with_psycopgs_loader() -> None:
@@ -47,9 +58,10 @@ def test_values_and_their_time_zone_are_the_ones_djangos_loader_gives() -> None:
     assert ours == djangos
     assert ours[0] == datetime.datetime(2023, 5, 8, 13, 57, 0, 123456, tzinfo=datetime.UTC)
     assert ours[1] == datetime.datetime(1999, 12, 31, 18, 29, 59, 500000, tzinfo=datetime.UTC)
+    assert ours[-2] == [datetime.datetime(2023, 5, 8, 13, 57, tzinfo=datetime.UTC), None]  # an array's elements too
     assert ours[-1] is None
-    assert all(value.tzinfo is datetime.UTC for value in ours[:-1])
-    assert [value.tzinfo for value in ours[:-1]] == [value.tzinfo for value in djangos[:-1]]
+    assert all(value.tzinfo is datetime.UTC for value in ours[: len(WRITTEN)])
+    assert [value.tzinfo for value in ours[: len(WRITTEN)]] == [value.tzinfo for value in djangos[: len(WRITTEN)]]
 
 
 def test_prepared_statements_and_the_orm_read_the_same_aware_times() -> None:
@@ -61,3 +73,6 @@ def test_prepared_statements_and_the_orm_read_the_same_aware_times() -> None:
     assert rows[0]["date_joined"].tzinfo is datetime.UTC
     again = User.objects.get(pk=user.pk).date_joined
     assert again == joined and again.tzinfo is datetime.UTC
+    # A named (server-side) cursor goes through Django's create_cursor as well.
+    streamed = list(User.objects.filter(pk=user.pk).values_list("date_joined", flat=True).iterator(chunk_size=10))
+    assert streamed == [joined] and streamed[0].tzinfo is datetime.UTC

@@ -9,7 +9,8 @@ the same values with the same tzinfo (`datetime.UTC`), so `UtcTimestamptzLoader`
 
 Django compares the `timezone` of the loader registered on a connection with its own before every cursor, and the C
 loader cannot carry one (nor be subclassed): this class carries it, and takes the C loader's bound `load` as its own
-for each instance, so no Python frame runs per value.
+for each instance, so no Python frame runs per value. Its tzinfo is the session's: a session set to another zone
+(nothing here sets one) would read the right instants in that zone, where Django's loader would have moved them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _psycopg_loader() -> type[abc.Loader]:
     return found
 
 
-_PSYCOPG_LOADER = _psycopg_loader()
+PSYCOPG_LOADER = _psycopg_loader()
 
 
 class UtcTimestamptzLoader(Loader):
@@ -44,7 +45,7 @@ class UtcTimestamptzLoader(Loader):
     def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
         super().__init__(oid, context)
         # Its tzinfo comes from the session's TimeZone, which Django keeps at UTC for such a connection.
-        self.load = _PSYCOPG_LOADER(oid, context).load  # type: ignore[method-assign]
+        self.load = PSYCOPG_LOADER(oid, context).load  # type: ignore[method-assign]
 
     def load(self, data: Buffer) -> Any:  # replaced on each instance (declared for the abstract base)
         raise NotImplementedError
