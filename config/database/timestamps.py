@@ -21,7 +21,6 @@ from typing import Any
 
 import psycopg
 from psycopg import abc
-from psycopg.abc import AdaptContext, Buffer
 from psycopg.adapt import AdaptersMap, Loader
 from psycopg.pq import Format
 
@@ -42,12 +41,12 @@ PSYCOPG_LOADER = _psycopg_loader()
 class UtcTimestamptzLoader(Loader):
     timezone = datetime.UTC  # what Django compares with the connection's before each cursor
 
-    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+    def __init__(self, oid: int, context: abc.AdaptContext | None = None) -> None:
         super().__init__(oid, context)
         # Its tzinfo comes from the session's TimeZone, which Django keeps at UTC for such a connection.
         self.load = PSYCOPG_LOADER(oid, context).load  # type: ignore[method-assign]
 
-    def load(self, data: Buffer) -> Any:  # replaced on each instance (declared for the abstract base)
+    def load(self, data: abc.Buffer) -> Any:  # replaced on each instance (declared for the abstract base)
         raise NotImplementedError
 
 
