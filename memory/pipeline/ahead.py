@@ -26,7 +26,6 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -222,15 +221,13 @@ def _next_queued() -> Operation | None:
     """The oldest queued receipt that was sent (one whose send failed waits for the requeue sweep) and is still about
     its source's current version, unless another process is running a job."""
     from django.db.models import Exists
-    from django.db.models.functions import Now
 
     from memory.models import Operation, OperationStatus
-    from memory.services.operations import operation_source_is_current, runner_id
+    from memory.services.operations import operation_source_is_current, operations_with_live_runner, runner_id
 
-    STALE = timedelta(seconds=settings.OPERATION_STALE_AFTER_S)
     # A job whose runner died long ago (no heartbeat) runs nothing. One round trip: each costs this thread the GIL
     # back from the job's Python.
-    running = Operation.objects.filter(status=OperationStatus.PROCESSING, heartbeat_at__gte=Now() - STALE)
+    running = Operation.objects.filter(operations_with_live_runner(), status=OperationStatus.PROCESSING)
     queued = (
         Operation.objects.filter(status=OperationStatus.QUEUED, source__isnull=False)
         .exclude(task_id="")

@@ -7,11 +7,12 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.access import Access
@@ -133,7 +134,18 @@ def operation_runner_gone(operation: Operation) -> bool:
     if host == socket.gethostname() and pid.isdigit() and not _process_alive(int(pid)):
         return True
     last = operation.heartbeat_at or operation.started_at
-    return last is None or timezone.now() - last > timedelta(seconds=settings.OPERATION_STALE_AFTER_S)
+    return last is None or last < _heartbeat_cutoff()
+
+
+def operations_with_live_runner() -> Q:
+    """The heartbeat rule of `operation_runner_gone` as a filter: receipts whose heartbeat (or, before the first one,
+    start) is under OPERATION_STALE_AFTER_S old."""
+    cutoff = _heartbeat_cutoff()
+    return Q(heartbeat_at__gte=cutoff) | Q(heartbeat_at__isnull=True, started_at__gte=cutoff)
+
+
+def _heartbeat_cutoff() -> datetime:
+    return timezone.now() - timedelta(seconds=settings.OPERATION_STALE_AFTER_S)
 
 
 def _interrupted(operation: Operation) -> bool:

@@ -214,6 +214,10 @@ def test_nothing_is_read_ahead_while_another_process_runs_a_job(
     running.update(status=OperationStatus.PROCESSING, runner="elsewhere:1", heartbeat_at=timezone.now())
     run_operation(first["operationId"])
     assert ahead.held() is None
+    # A job started moments ago and not beaten yet is running too (operation_runner_gone's rule).
+    running.update(heartbeat_at=None, started_at=timezone.now())
+    ahead.embed_next_job(besides=[])
+    assert ahead.held() is None
     # A runner gone long ago (no heartbeat) runs nothing: the next job is read ahead again.
     running.update(heartbeat_at=timezone.now() - timedelta(hours=1))
     ahead.embed_next_job(besides=[])
