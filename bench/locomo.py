@@ -73,6 +73,17 @@ def dia_ids(raw: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def asked_qa(sample: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
+    """The questions every benchmark asks of a sample: categories 1-4, each with evidence, and that evidence's ids
+    normalised (`dia_ids`)."""
+    asked = []
+    for qa in sample["qa"]:
+        evidence = dia_ids(qa.get("evidence", []))
+        if qa["category"] in CATEGORIES and evidence:
+            asked.append((qa, evidence))
+    return asked
+
+
 def session_time(text: str) -> datetime:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
 
@@ -358,10 +369,7 @@ def ask_all(
             documents = [(t["dia_id"], t["text"]) for _, _, ts in sessions(sample["conversation"]) for t in ts]
             rankers = {"plain": BM25(documents), "stop words removed": BM25(documents, stopwords=STOPWORDS)}
             access = access_for_user(user=users[sample["sample_id"]])
-            for qa in sample["qa"]:
-                evidence = dia_ids(qa.get("evidence", []))
-                if qa["category"] not in CATEGORIES or not evidence:
-                    continue
+            for qa, evidence in asked_qa(sample):
                 name = CATEGORY_NAMES[qa["category"]]
                 asked += 1
                 for variant in options.variant:

@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from bench.locomo import CATEGORIES, CATEGORY_NAMES, dia_ids, score, scored_ids, sessions  # noqa: E402
+from bench.locomo import CATEGORIES, CATEGORY_NAMES, asked_qa, score, scored_ids, sessions  # noqa: E402
 from bench.report import headline  # noqa: E402
 
 # mem0's side, pinned. The embedding runtime is pinned to the project's own versions (requirements/base.txt).
@@ -75,11 +75,10 @@ def peer_job(sample: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
             when = start + timedelta(seconds=30 * index)
             turns.append({"dia_id": turn["dia_id"], "text": turn["text"], "speaker": turn["speaker"], "role": role,
                           "session": number, "timestamp": when.isoformat(), "when": f"{when:%d %B %Y}"})  # fmt: skip
-    questions = []
-    for qa in sample["qa"]:
-        evidence = dia_ids(qa.get("evidence", []))
-        if qa["category"] in CATEGORIES and evidence:
-            questions.append({"question": qa["question"], "evidence": evidence, "category": qa["category"]})
+    questions = [
+        {"question": qa["question"], "evidence": evidence, "category": qa["category"]}
+        for qa, evidence in asked_qa(sample)
+    ]
     return turns, questions
 
 

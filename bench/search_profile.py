@@ -213,7 +213,7 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from bench.locomo import CATEGORIES, ingest_all
+    from bench.locomo import asked_qa, ingest_all
     from config.embedded import ensure_started
     from memory.access import access_for_user
 
@@ -223,7 +223,7 @@ def main() -> None:
     sample = samples[options.sample]
     user = ingest_all([sample], reuse=True)[options.sample]
     access = access_for_user(user=user)
-    questions = [qa["question"] for qa in sample["qa"] if qa["category"] in CATEGORIES and qa.get("evidence")]
+    questions = [qa["question"] for qa, _ in asked_qa(sample)]
     load = [os.getloadavg()[0]]
     print(f"{options.sample}: {len(questions)} questions; load average {load[0]:.2f}", flush=True)
     if options.dump:

@@ -102,7 +102,6 @@ def _instrumented() -> Any:
     _timed(Endpoint, "build_access", None, "access_end")
     _timed(recall, "search", None, "service_end")  # the search endpoint's service call
     _timed(Whoami, "handle", None, "service_end")  # its handle is the service call
-    _timed(Endpoint, "finalize_response", "finalize", "finalize_end")
     send_response = OneHopHandler.send_response
 
     async def timed_send(handler: Any, response: Any, send: Any) -> None:
@@ -112,14 +111,16 @@ def _instrumented() -> Any:
         await send_response(handler, response, send)
 
     _replaced(OneHopHandler, "send_response", timed_send)
-    original_finalize = Endpoint.finalize_response
+    finalize = Endpoint.finalize_response
 
-    def finalize_marked(view: Any, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
-        response = original_finalize(view, request, response, *args, **kwargs)
+    def timed_finalize(view: Any, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
+        _read("finalize")
+        response = finalize(view, request, response, *args, **kwargs)
+        _read("finalize_end")
         response.anatomy = getattr(_clocks, "current", None)  # the event loop's side reads it from the answer
         return response
 
-    _replaced(Endpoint, "finalize_response", finalize_marked)
+    _replaced(Endpoint, "finalize_response", timed_finalize)
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == TIMINGS_PATH:
@@ -197,7 +198,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connections
 
-    from bench.locomo import CATEGORIES, ingest_all
+    from bench.locomo import asked_qa, ingest_all
     from bench.serving import read_token, served
     from config.embedded import ensure_started
     from memory.models import User
@@ -206,7 +207,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     sample = {sample["sample_id"]: sample for sample in json.loads(options.data.read_text())}[options.sample]
     user = User.objects.get(username=options.user) if options.user else ingest_all([sample], reuse=True)[options.sample]
-    questions = [qa["question"] for qa in sample["qa"] if qa["category"] in CATEGORIES and qa.get("evidence")]
+    questions = [qa["question"] for qa, _ in asked_qa(sample)]
     secret = read_token(user, "served-anatomy")
     connections.close_all()
     load = os.getloadavg()[0]
