@@ -189,6 +189,13 @@ def profiled(access: Any, questions: list[str]) -> str:
     return out.getvalue()
 
 
+def _setting(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name, value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", type=Path)
@@ -203,6 +210,7 @@ def main() -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
+        type=_setting,
         help="a setting of the second uvicorn (repeatable; this checkout's code without --compare)",
     )
     options = parser.parse_args()
@@ -239,8 +247,7 @@ def main() -> None:
         cuts = statistics.quantiles(values, n=20, method="inclusive")
         print(f"| {step} | {statistics.median(values):.2f} | {cuts[18]:.2f} |")
     if not options.no_http:
-        compare_env = dict(setting.split("=", 1) for setting in options.compare_env)
-        http = over_http(user, questions, options.rounds, options.compare, compare_env)
+        http = over_http(user, questions, options.rounds, options.compare, dict(options.compare_env))
         load.append(os.getloadavg()[0])
         for name, values in http.items():
             print(f"{name} p50 per round (ms): {', '.join(f'{value:.2f}' for value in values)}; "
