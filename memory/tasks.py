@@ -58,6 +58,16 @@ def embed_pending_vectors(owner_id: int) -> None:
         embed_pending(owner_id, get_embedder())
 
 
+@shared_task(name="memory.embed_chunks", ignore_result=True)
+def embed_chunks(chunk_ids: list[str]) -> None:
+    """Vectors for chunks an erasure left without one (the turns after an erased message)."""
+    from memory.embeddings import EmbedderUnavailable, get_embedder
+    from memory.services.embeddings import chunks_embed_missing
+
+    with suppress(EmbedderUnavailable):  # the sweep makes them once it is back; keyword search finds them meanwhile
+        chunks_embed_missing(chunk_ids, get_embedder())
+
+
 @shared_task(name="memory.sweep_missing_vectors", ignore_result=True)
 def sweep_missing_vectors() -> dict[str, int]:
     """Vectors for claims, nodes and chunks that lack one of the active model (Celery beat)."""

@@ -13,7 +13,8 @@ import pytest
 from django.db import connection
 
 from config.embedded import Runtime, _Redis
-from memory.models import Claim
+from memory.models import Chunk, Claim, Source
+from memory.pipeline.runner import run_operation
 from tests.conftest import Persona, error_code
 from tests.process import ROOT, child_env, free_port, service_env, stop, wait_for
 
@@ -54,6 +55,9 @@ def test_a_memory_saved_while_redis_is_down_is_acknowledged_kept_and_readable(
     server = Server(env, tmp_path / "server.log")
     try:
         wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        turns = [{"id": f"m{n}", "role": "user", "content": text} for n, text in enumerate(["Code 4417.", "Noted."])]
+        chat = server.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": turns}}).json()
+        run_operation(chat["operationId"])
         own_redis.stop()
         saved = server.post("/memory/save", owner, {"key": "editor", "value": "helix", "eventId": "evt-redis-down"})
         assert saved.status_code == 200, saved.text
@@ -66,6 +70,13 @@ def test_a_memory_saved_while_redis_is_down_is_acknowledged_kept_and_readable(
             "/ingest/document", owner, {"document": {"id": "doc-redis-down", "content": "Kept while Redis was down."}}
         )
         assert ingested.status_code == 202, ingested.text
+        # Erasing a turn sends a job for the vectors of the turns after it; with the queue down it still erases
+        # (the sweep makes those vectors later).
+        turn = Source.objects.get(kind="message", message_id="m0")
+        erased = server.post("/source/delete", owner, {"sourceId": turn.pk})
+        assert erased.status_code == 200, erased.text
+        assert not Source.objects.filter(pk=turn.pk).exists()
+        assert Chunk.objects.get(source__message_id="m1").embedding is None
     finally:
         server.stop()
 

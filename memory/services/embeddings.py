@@ -7,7 +7,8 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -16,6 +17,9 @@ from django.db.models import Model, Q
 from memory.embeddings import Embedder, EmbedderUnavailable
 from memory.models import Chunk, Claim, Node
 from memory.models.copy_rows import vector_text
+
+if TYPE_CHECKING:
+    from celery import Task
 
 logger = logging.getLogger("memory.embeddings")
 RowT = TypeVar("RowT", Chunk, Claim, Node)
@@ -85,9 +89,32 @@ def vectors_write(model: type[Model], rows: Sequence[Model], vectors: list[list[
             "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE row.id = batch.id",
             [model_id, [row.pk for row in rows], [vector_text(vector) for vector in vectors]],
         )
+    _vectors_held(rows, vectors, model_id)
+    return len(rows)
+
+
+def _vectors_held(rows: Sequence[Model], vectors: list[list[float]], model_id: str) -> None:
     for row, vector in zip(rows, vectors, strict=True):
         row.embedding, row.embedding_model = vector, model_id  # type: ignore[attr-defined]
-    return len(rows)
+
+
+def chunk_vectors_write(chunks: Sequence[Chunk], vectors: list[list[float]], model_id: str) -> int:
+    """Store these vectors on the chunks whose context is still the one they were made from; how many were stored.
+    An erasure gives the turns after a message a new context (memory.services.erasure) while a worker may be
+    embedding them with the old one, which leans towards the erased text: that vector is dropped, and the
+    erasure's own follow-up (`chunks_follow`) makes the new one."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memory_chunk AS row SET embedding = batch.vector::vector, embedding_model = %s "
+            "FROM unnest(%s::text[], %s::text[], %s::text[]) AS batch(id, vector, context) "
+            "WHERE row.id = batch.id AND row.context = batch.context RETURNING row.id",
+            [model_id, [chunk.pk for chunk in chunks], [vector_text(vector) for vector in vectors],
+             [chunk.context for chunk in chunks]],
+        )  # fmt: skip
+        stored = {row_id for (row_id,) in cursor.fetchall()}
+    kept = [(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True) if chunk.pk in stored]
+    _vectors_held([chunk for chunk, _ in kept], [vector for _, vector in kept], model_id)
+    return len(kept)
 
 
 @dataclass(frozen=True)
@@ -125,7 +152,15 @@ def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
     by_text = dict(zip(texts, embedder.embed_documents(texts), strict=True))
     made = [(chunk, blended(recipe, by_text)) for chunk, recipe in zip(chunks, recipes, strict=True)]
     kept = [(chunk, vector) for chunk, vector in made if vector is not None]  # all of them: every text is embedded
-    return vectors_write(Chunk, [chunk for chunk, _ in kept], [vector for _, vector in kept], embedder.model_id)
+    return chunk_vectors_write([chunk for chunk, _ in kept], [vector for _, vector in kept], embedder.model_id)
+
+
+def chunks_embed_missing(chunk_ids: list[str], embedder: Embedder) -> int:
+    """Vectors for these chunks, those of live sources still without one of the active model. Raises
+    EmbedderUnavailable."""
+    live = Chunk.objects.filter(pk__in=chunk_ids, source__tombstoned_at__isnull=True)
+    chunks = live.filter(stale_vectors(embedder.model_id))
+    return _in_batches(list(chunks.only(*CHUNK_VECTOR_FIELDS).order_by("id")), chunks_embed, embedder)
 
 
 def nodes_embed(nodes: list[Node], embedder: Embedder) -> int:
@@ -184,14 +219,31 @@ def vectors_follow(owner_id: int) -> None:
     transaction.on_commit(lambda: _send_embed_job(owner_id))
 
 
+def chunks_follow(chunk_ids: list[str]) -> None:
+    """After this transaction commits, a worker makes the vectors of these chunks (which it left without one);
+    if the queue is down, the beat sweep makes them later (they are found by keyword meanwhile)."""
+    if chunk_ids:
+        transaction.on_commit(partial(send_chunks_job, chunk_ids))
+
+
+def send_chunks_job(chunk_ids: list[str]) -> None:
+    from memory.tasks import embed_chunks
+
+    _send(embed_chunks, chunk_ids, about={"chunks": len(chunk_ids)})
+
+
 def _send_embed_job(owner_id: int) -> None:
     from memory.tasks import embed_pending_vectors
 
+    _send(embed_pending_vectors, owner_id, about={"ownerId": owner_id})
+
+
+def _send(task: Task, *args: Any, about: dict[str, Any]) -> None:
     try:
         # No publish retries: with the broker down the answer must not wait; the sweep covers it.
-        embed_pending_vectors.apply_async(args=(owner_id,), retry=False)
+        task.apply_async(args=args, retry=False)
     except Exception:  # the broker is unreachable: the committed write must not turn into an error
-        logger.warning("embeddings.dispatch_failed", extra={"ownerId": owner_id}, exc_info=True)
+        logger.warning("embeddings.dispatch_failed", extra=about, exc_info=True)
 
 
 def stale_vectors(model_id: str) -> Q:

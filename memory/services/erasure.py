@@ -14,6 +14,7 @@ from memory.pipeline.chunking import CONTEXT_TURNS, message_context, turns_befor
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
 from memory.services.claim_erasure import claims_erase_derived
+from memory.services.embeddings import chunks_follow
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,16 @@ def _lock_ancestors(source_id: str, access: Access) -> None:
 def _turns_after_without(message: Source) -> None:
     """The turns after an erased message carry the end of it in their chunks' context (they are found by it) and
     lean towards it in their vectors: the next CONTEXT_TURNS live turns get their context again from the live turns
-    before them and lose their vector, which the vector sweep makes again (memory.sweep_missing_vectors; meanwhile
-    they are found by keyword)."""
+    before them and lose their vector, which a worker makes again once the erasure commits (memory.embed_chunks;
+    the vector sweep if the queue is down; meanwhile they are found by keyword)."""
     following = Source.objects.live().filter(parent_id=message.parent_id, ordinal__gt=message.ordinal)
+    reset: list[str] = []
     for turn in following.order_by("ordinal").only("pk", "ordinal", "speaker")[:CONTEXT_TURNS]:
         context = message_context(turn.speaker, turns_before(message.parent_id, turn.ordinal))
-        Chunk.objects.filter(source=turn).update(context=context, embedding=None, embedding_model="")
+        chunks = Chunk.objects.filter(source=turn)
+        reset += chunks.values_list("pk", flat=True)
+        chunks.update(context=context, embedding=None, embedding_model="")
+    chunks_follow(reset)
 
 
 @transaction.atomic

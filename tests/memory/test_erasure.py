@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.core.files.storage import default_storage
 from django.db import connection
 
+from memory.embeddings import get_embedder
 from memory.models import Blob, Chunk, MemoryEvent, Operation, Source
 from memory.pipeline.runner import run_operation
+from memory.services.embeddings import (
+    CHUNK_VECTOR_FIELDS,
+    blended,
+    chunk_recipes,
+    chunks_embed,
+    chunks_embed_missing,
+    recipe_texts,
+    send_chunks_job,
+)
+from memory.tasks import embed_chunks
 from tests.conftest import Api, Persona, error_code, issue
 
 pytestmark = pytest.mark.django_db
@@ -142,6 +155,51 @@ def test_erasing_a_turn_removes_its_text_from_the_turns_after_it(api: Api, owner
     assert response.status_code == 200, response.content
     assert tables_containing(MARKER) == []
     follow = Chunk.objects.get(source__message_id="m1")
-    assert follow.embedding is None and follow.embedding_model == ""  # the vector sweep makes it again
+    assert follow.embedding is None and follow.embedding_model == ""  # a worker makes it again (below)
     assert "Noted" in Chunk.objects.get(source__message_id="m2").context  # the turns still before it stay
     assert Chunk.objects.get(source__message_id="m3").embedding is not None  # past the context: untouched
+
+
+def test_the_turns_after_an_erased_message_are_embedded_again_from_their_new_context(
+    api: Api, owner: Persona, django_capture_on_commit_callbacks: Any
+) -> None:
+    turns = [f"The alarm code is {MARKER}.", "Noted, I will remember.", "And the spare key is in the shed.", "Okay."]
+    messages = [{"id": f"m{n}", "role": "user", "content": text} for n, text in enumerate(turns)]
+    receipt = api.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": messages}}).json()
+    run_operation(receipt["operationId"])
+    before = {chunk.pk: list(chunk.embedding) for chunk in Chunk.objects.filter(source__message_id__in=["m1", "m2"])}
+    erased = Source.objects.get(kind="message", message_id="m0")
+    with django_capture_on_commit_callbacks() as sent:  # the erasure's follow-up job, sent once it commits
+        assert api.post("/source/delete", owner, {"sourceId": erased.pk}).status_code == 200
+    jobs = [call.args[0] for call in sent if getattr(call, "func", None) is send_chunks_job]
+    assert [sorted(ids) for ids in jobs] == [sorted(before)]
+    embed_chunks(jobs[0])  # what the worker runs
+    for chunk in Chunk.objects.filter(pk__in=list(before)).only(*CHUNK_VECTOR_FIELDS, "embedding"):
+        # The vector the chunk's own recipe makes from its context now: the erased turn's text is not in it.
+        recipe = chunk_recipes([chunk], in_order=False)[0]
+        texts = recipe_texts([recipe])
+        by_text = dict(zip(texts, get_embedder().embed_documents(texts), strict=True))
+        assert list(chunk.embedding) == pytest.approx(blended(recipe, by_text), abs=1e-6)
+    # The turn right after leaned towards the erased one; it no longer does.
+    next_turn = Chunk.objects.get(source__message_id="m1")
+    assert list(next_turn.embedding) != pytest.approx(before[next_turn.pk], abs=1e-3)
+
+
+def test_a_vector_made_from_a_context_an_erasure_has_changed_since_is_not_stored(api: Api, owner: Persona) -> None:
+    """A worker embedding a turn while an erasure gives it a new context: its vector leans towards the erased
+    text, and is dropped; the erasure's follow-up makes the new one."""
+    turns = ["Lotte plays the cello.", f"Her teacher is {MARKER}.", "She practises daily."]
+    messages = [{"id": f"m{n}", "role": "user", "content": text} for n, text in enumerate(turns)]
+    receipt = api.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": messages}}).json()
+    run_operation(receipt["operationId"])
+    last = Chunk.objects.filter(source__message_id="m2")
+    last.update(embedding=None, embedding_model="")
+    read = list(last.only(*CHUNK_VECTOR_FIELDS))  # what a worker read before the erasure
+    assert MARKER in read[0].context
+    erased = Source.objects.get(kind="message", message_id="m1")
+    assert api.post("/source/delete", owner, {"sourceId": erased.pk}).status_code == 200
+    assert chunks_embed(read, get_embedder()) == 0
+    assert last.get().embedding is None
+    assert chunks_embed_missing([read[0].pk], get_embedder()) == 1
+    assert last.get().embedding is not None and MARKER not in last.get().context
+    assert tables_containing(MARKER) == []
