@@ -352,7 +352,9 @@ def wait_completed(client: Any, receipts: list[dict[str, Any]]) -> tuple[int, fl
         while (state := post(client, "/source/processing/get", body))["status"] in ("queued", "processing"):
             time.sleep(0.1)
         failed += state["status"] == "failed"
-        finished = max(finished, datetime.fromisoformat(state["finishedAt"]).timestamp())
+        # A job that died (its runner gone) has no finishing time: the polling's then.
+        ended = datetime.fromisoformat(state["finishedAt"]).timestamp() if state["finishedAt"] else time.time()
+        finished = max(finished, ended)
     return failed, finished
 
 

@@ -77,6 +77,7 @@ def test_a_memory_saved_while_redis_is_down_is_acknowledged_kept_and_readable(
         assert erased.status_code == 200, erased.text
         assert not Source.objects.filter(pk=turn.pk).exists()
         assert Chunk.objects.get(source__message_id="m1").embedding is None
+        assert "embeddings.dispatch_failed" in (tmp_path / "server.log").read_text()  # the send was tried, and failed
     finally:
         server.stop()
 

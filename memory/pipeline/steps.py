@@ -113,9 +113,9 @@ class ChunkText(Step):
     vector of the active model: a vector written by a later UPDATE cost a second row version and a second entry in
     every index of the row, the HNSW one the dearest (docs/benchmarks.md, issue 18). The vectors are embedded
     before the source lock (the embedder may be slow or down) from the drafts as they were then; under the lock
-    the drafts are made again if the sources to chunk changed meanwhile, and a vector is used only for the very
-    texts it was made from (a turn's own and the turn before's). Without the embedder the chunks are stored
-    without vectors (Embed's contract)."""
+    a conversation's turns are drafted again (an erasure may have changed the turns before them meanwhile), a
+    document's sources when they changed, and a vector is used only for the very texts it was made from (a turn's
+    own and the turn before's). Without the embedder the chunks are stored without vectors (Embed's contract)."""
 
     name = "chunk"
 
@@ -138,17 +138,16 @@ Drafts = tuple[list[Source], list[tuple[Source, list[ChunkDraft]]]]
 
 
 def _drafts(job: Job, planned: Drafts | None = None) -> Drafts:
-    """The sources to chunk and their drafts; `planned` (made earlier in this step) is kept when the sources to
-    chunk are still the same ones (their text never changes within a source version)."""
+    """The sources to chunk and their drafts; a document's `planned` drafts (made earlier in this step) are kept
+    when its sources to chunk are still the same ones (their text never changes within a source version)."""
     if job.source.kind == SourceKind.CONVERSATION:
         # Messages are immutable: each is chunked once and kept across later turns. A turn still to chunk is unread.
+        # Its context is the turns before it, which an erasure changes: always drafted from them as they are now.
         sources = list(job.unread_messages().filter(chunks__isnull=True).order_by("ordinal"))
-    else:
-        sources = job.text_sources()
+        return sources, _message_drafts(job.source, sources)
+    sources = job.text_sources()
     if planned is not None and [source.pk for source in planned[0]] == [source.pk for source in sources]:
         return planned
-    if job.source.kind == SourceKind.CONVERSATION:
-        return sources, _message_drafts(job.source, sources)
     target = settings.CHUNK_TARGET_CHARS
     return sources, [(source, chunks_for_source(source, target=target)) for source in sources]
 

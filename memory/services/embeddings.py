@@ -102,7 +102,7 @@ def chunk_vectors_write(chunks: Sequence[Chunk], vectors: list[list[float]], mod
     """Store these vectors on the chunks whose context is still the one they were made from; how many were stored.
     An erasure gives the turns after a message a new context (memory.services.erasure) while a worker may be
     embedding them with the old one, which leans towards the erased text: that vector is dropped, and the
-    erasure's own follow-up (`chunks_follow`) makes the new one."""
+    erasure's own follow-up (`chunk_vectors_follow`) makes the new one."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memory_chunk AS row SET embedding = batch.vector::vector, embedding_model = %s "
@@ -219,26 +219,27 @@ def vectors_follow(owner_id: int) -> None:
     transaction.on_commit(lambda: _send_embed_job(owner_id))
 
 
-def chunks_follow(chunk_ids: list[str]) -> None:
+def chunk_vectors_follow(chunk_ids: list[str]) -> None:
     """After this transaction commits, a worker makes the vectors of these chunks (which it left without one);
-    if the queue is down, the beat sweep makes them later (they are found by keyword meanwhile)."""
+    if the queue or the embedder is down, the beat sweep makes them later (they are found by keyword meanwhile)."""
     if chunk_ids:
-        transaction.on_commit(partial(send_chunks_job, chunk_ids))
+        transaction.on_commit(partial(send_chunk_vectors_job, chunk_ids))
 
 
-def send_chunks_job(chunk_ids: list[str]) -> None:
+def send_chunk_vectors_job(chunk_ids: list[str]) -> None:
+    """Sends the job that makes these chunks' vectors (memory.embed_chunks); never raises."""
     from memory.tasks import embed_chunks
 
-    _send(embed_chunks, chunk_ids, about={"chunks": len(chunk_ids)})
+    _send_job(embed_chunks, chunk_ids, about={"chunks": len(chunk_ids)})
 
 
 def _send_embed_job(owner_id: int) -> None:
     from memory.tasks import embed_pending_vectors
 
-    _send(embed_pending_vectors, owner_id, about={"ownerId": owner_id})
+    _send_job(embed_pending_vectors, owner_id, about={"ownerId": owner_id})
 
 
-def _send(task: Task, *args: Any, about: dict[str, Any]) -> None:
+def _send_job(task: Task, *args: Any, about: dict[str, Any]) -> None:
     try:
         # No publish retries: with the broker down the answer must not wait; the sweep covers it.
         task.apply_async(args=args, retry=False)

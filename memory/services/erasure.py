@@ -14,7 +14,7 @@ from memory.pipeline.chunking import CONTEXT_TURNS, message_context, turns_befor
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
 from memory.services.claim_erasure import claims_erase_derived
-from memory.services.embeddings import chunks_follow
+from memory.services.embeddings import chunk_vectors_follow
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _turns_after_without(message: Source) -> None:
         chunks = Chunk.objects.filter(source=turn)
         reset += chunks.values_list("pk", flat=True)
         chunks.update(context=context, embedding=None, embedding_model="")
-    chunks_follow(reset)
+    chunk_vectors_follow(reset)
 
 
 @transaction.atomic

@@ -10,6 +10,7 @@ from django.db import connection
 
 from memory.embeddings import get_embedder
 from memory.models import Blob, Chunk, MemoryEvent, Operation, Source
+from memory.pipeline import steps
 from memory.pipeline.runner import run_operation
 from memory.services.embeddings import (
     CHUNK_VECTOR_FIELDS,
@@ -18,7 +19,7 @@ from memory.services.embeddings import (
     chunks_embed,
     chunks_embed_missing,
     recipe_texts,
-    send_chunks_job,
+    send_chunk_vectors_job,
 )
 from memory.tasks import embed_chunks
 from tests.conftest import Api, Persona, error_code, issue
@@ -171,7 +172,7 @@ def test_the_turns_after_an_erased_message_are_embedded_again_from_their_new_con
     erased = Source.objects.get(kind="message", message_id="m0")
     with django_capture_on_commit_callbacks() as sent:  # the erasure's follow-up job, sent once it commits
         assert api.post("/source/delete", owner, {"sourceId": erased.pk}).status_code == 200
-    jobs = [call.args[0] for call in sent if getattr(call, "func", None) is send_chunks_job]
+    jobs = [call.args[0] for call in sent if getattr(call, "func", None) is send_chunk_vectors_job]
     assert [sorted(ids) for ids in jobs] == [sorted(before)]
     embed_chunks(jobs[0])  # what the worker runs
     for chunk in Chunk.objects.filter(pk__in=list(before)).only(*CHUNK_VECTOR_FIELDS, "embedding"):
@@ -202,4 +203,32 @@ def test_a_vector_made_from_a_context_an_erasure_has_changed_since_is_not_stored
     assert last.get().embedding is None
     assert chunks_embed_missing([read[0].pk], get_embedder()) == 1
     assert last.get().embedding is not None and MARKER not in last.get().context
+    assert tables_containing(MARKER) == []
+
+
+def test_a_turn_erased_while_the_next_receipts_job_embeds_is_not_in_the_new_turns_context(
+    api: Api, owner: Persona, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunk step drafts a receipt's new turns, with the turns before them as context, and embeds them before it
+    holds the conversation's row; an erasure of one of those earlier turns meanwhile must not be in what it stores."""
+    first = [{"id": "m0", "role": "user", "content": "Lotte plays the cello."},
+             {"id": "m1", "role": "user", "content": f"Her teacher is {MARKER}."}]  # fmt: skip
+    receipt = api.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": first}}).json()
+    run_operation(receipt["operationId"])
+    later = [*first, {"id": "m2", "role": "user", "content": "She practises every day."}]
+    receipt = api.post("/ingest/conversation", owner, {"conversation": {"id": "chat", "messages": later}}).json()
+    erased = Source.objects.get(kind="message", message_id="m1")
+    embedded = steps._chunk_vectors
+
+    def embedded_then_erased(job: Any, planned: Any) -> Any:
+        assert any(MARKER in draft.context for _, drafts in planned[1] for draft in drafts)  # drafted with m1
+        vectors = embedded(job, planned)
+        api.post("/source/delete", owner, {"sourceId": erased.pk})  # before the job holds the conversation's row
+        return vectors
+
+    monkeypatch.setattr(steps, "_chunk_vectors", embedded_then_erased)
+    run_operation(receipt["operationId"])
+    new_turn = Chunk.objects.get(source__message_id="m2")
+    assert "Lotte" in new_turn.context and MARKER not in new_turn.context
+    assert new_turn.embedding is not None  # made from the new context (the one made ahead was for the old)
     assert tables_containing(MARKER) == []
