@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 import os
-from contextlib import suppress
 from typing import Any
 
 from celery import Celery
-from celery.signals import (
-    beat_init,
-    celeryd_after_setup,
-    celeryd_init,
-    task_postrun,
-    task_prerun,
-    worker_process_init,
-    worker_process_shutdown,
-)
+from celery.signals import beat_init, celeryd_after_setup, celeryd_init, task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -50,16 +41,6 @@ def start_a_pool_process(**_: Any) -> None:
     """A new pool process first yields the cores to requests, then loads its embedding model."""
     yield_the_cpu_to_requests()
     preload_the_embedder()
-
-
-@worker_process_shutdown.connect
-def send_the_last_events(**_: Any) -> None:
-    """A pool process that stops (recycled for memory, or the worker shutting down) first sends the live progress
-    events its last job published (memory.pipeline.progress sends them on a thread of its own)."""
-    from memory.pipeline.progress import SEND_TIMEOUT_S, wait_sent
-
-    with suppress(Exception):  # a courtesy: nothing waits for them longer than a send may take
-        wait_sent(timeout=SEND_TIMEOUT_S)
 
 
 def yield_the_cpu_to_requests() -> None:
