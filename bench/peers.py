@@ -145,7 +145,7 @@ class PeakMemory:
         self.pids = pids
         self.rss = self.pss = 0.0
         self.parts: dict[str, float] = {}
-        self._processes: dict[int, Any] = {}  # psutil's, by pid: each checks on use that its pid was not reused
+        self._processes: dict[int, Any] = {}  # psutil's, by pid (read through /proc/<pid>: a reused pid, the new one)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
