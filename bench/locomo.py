@@ -84,6 +84,14 @@ def asked_qa(sample: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
     return asked
 
 
+def sample_named(data: Path, name: str) -> dict[str, Any]:
+    """The sample `name` (its sample_id) of the LoCoMo file `data`; an unknown name ends the run with the known ones."""
+    samples = {sample["sample_id"]: sample for sample in json.loads(data.read_text())}
+    if name not in samples:
+        raise SystemExit(f"no sample {name!r} in {data}: {sorted(samples)}")
+    return samples[name]
+
+
 def session_time(text: str) -> datetime:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
 

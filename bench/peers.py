@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from bench.locomo import CATEGORIES, CATEGORY_NAMES, asked_qa, score, scored_ids, sessions  # noqa: E402
+from bench.locomo import CATEGORIES, CATEGORY_NAMES, asked_qa, sample_named, score, scored_ids, sessions  # noqa: E402
 from bench.report import headline  # noqa: E402
 
 # mem0's side, pinned. The embedding runtime is pinned to the project's own versions (requirements/base.txt).
@@ -178,11 +178,14 @@ class PeakMemory:
             if pid not in found:
                 found.add(pid)
                 frontier += children.get(pid, [])
+        self._processes = {pid: process for pid, process in self._processes.items() if pid in found}
         rss = pss = 0
         each = []
         for pid in found:
             try:
-                process = self._processes.get(pid) or self._processes.setdefault(pid, psutil.Process(pid))
+                if pid not in self._processes:
+                    self._processes[pid] = psutil.Process(pid)
+                process = self._processes[pid]
                 info = process.memory_full_info()
             except psutil.Error:  # gone, not started yet, or not ours to read
                 continue
@@ -496,10 +499,7 @@ def main() -> None:
                              "an equal share of the two threads")  # fmt: skip
     parser.add_argument("--ours", type=Path, help=argparse.SUPPRESS)  # a child: this project's side, this directory
     options = parser.parse_args()
-    samples = {sample["sample_id"]: sample for sample in json.loads(options.data.read_text())}
-    if options.sample not in samples:
-        raise SystemExit(f"no sample {options.sample!r} in {options.data}: {sorted(samples)}")
-    sample = samples[options.sample]
+    sample = sample_named(options.data, options.sample)
     if options.ours:
         (options.ours / "result.json").write_text(json.dumps(ours(sample, options.ours, options.worker_concurrency)))
         return

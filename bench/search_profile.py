@@ -214,6 +214,9 @@ def main() -> None:
         help="a setting of the second uvicorn (repeatable; this checkout's code without --compare)",
     )
     options = parser.parse_args()
+    from bench.locomo import asked_qa, ingest_all, sample_named
+
+    sample = sample_named(options.data, options.sample)  # before anything is started
 
     import django
 
@@ -221,14 +224,11 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from bench.locomo import asked_qa, ingest_all
     from config.embedded import ensure_started
     from memory.access import access_for_user
 
     ensure_started(settings.EMBEDDED_RUNTIME)
     call_command("migrate", verbosity=0)
-    samples = {sample["sample_id"]: sample for sample in json.loads(options.data.read_text())}
-    sample = samples[options.sample]
     user = ingest_all([sample], reuse=True)[options.sample]
     access = access_for_user(user=user)
     questions = [qa["question"] for qa, _ in asked_qa(sample)]

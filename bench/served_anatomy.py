@@ -61,7 +61,7 @@ def _read(name: str) -> None:
 
 
 def _replaced(owner: Any, name: str, function: Any) -> None:
-    setattr(owner, name, function)
+    setattr(owner, name, function)  # a method replaced by name (an assignment would be typed as the method's)
 
 
 def _timed(owner: Any, name: str, before: str | None, after: str) -> None:
@@ -190,6 +190,9 @@ def main() -> None:
     parser.add_argument("--user", help="an existing user's memory (bench/peers.py's store: peers) instead of LoCoMo's")
     options = parser.parse_args()
     os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))  # the server inherits it
+    from bench.locomo import asked_qa, ingest_all, sample_named
+
+    sample = sample_named(options.data, options.sample)  # before anything is started
 
     import django
 
@@ -198,14 +201,12 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connections
 
-    from bench.locomo import asked_qa, ingest_all
     from bench.serving import read_token, served
     from config.embedded import ensure_started
     from memory.models import User
 
     ensure_started(settings.EMBEDDED_RUNTIME)
     call_command("migrate", verbosity=0)
-    sample = {sample["sample_id"]: sample for sample in json.loads(options.data.read_text())}[options.sample]
     user = User.objects.get(username=options.user) if options.user else ingest_all([sample], reuse=True)[options.sample]
     questions = [qa["question"] for qa, _ in asked_qa(sample)]
     secret = read_token(user, "served-anatomy")

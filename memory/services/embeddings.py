@@ -80,41 +80,33 @@ def vectors_store(model: type[Model], rows: Sequence[Model], texts: list[str], e
     return vectors_write(model, rows, vectors, embedder.model_id)
 
 
-def vectors_write(model: type[Model], rows: Sequence[Model], vectors: list[list[float]], model_id: str) -> int:
-    """Store these vectors, made by `model_id`, on their rows."""
+def vectors_write(
+    model: type[Model], rows: Sequence[Model], vectors: list[list[float]], model_id: str, *, made_from: str = ""
+) -> int:
+    """Store these vectors, made by `model_id`, on their rows; how many were stored. `made_from`: a column the
+    vectors were made from (a chunk's `context`): a row whose value changed since keeps no vector. An erasure gives
+    the turns after a message a new context (memory.services.erasure) while a worker may be embedding them with the
+    old one, which leans towards the erased text; the erasure's own follow-up (`chunk_vectors_follow`) makes the
+    new one."""
+    table = model._meta.db_table
+    batch, same = "batch(id, vector)", ""
+    values: list[Any] = [model_id, [row.pk for row in rows], [vector_text(vector) for vector in vectors]]
+    if made_from:
+        batch, same = "batch(id, vector, made_from)", f" AND row.{made_from} = batch.made_from"
+        values.append([getattr(row, made_from) for row in rows])
+    arrays = ", ".join(["%s::text[]"] * (len(values) - 1))
     # One UPDATE for the batch: Django's bulk_update builds a CASE per row, several times slower for vectors.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {model._meta.db_table} AS row SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table name from the model; values are parameters)
-            "FROM unnest(%s::text[], %s::text[]) AS batch(id, vector) WHERE row.id = batch.id",
-            [model_id, [row.pk for row in rows], [vector_text(vector) for vector in vectors]],
+            f"UPDATE {table} AS row SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table and column names from the code; values are parameters)
+            f"FROM unnest({arrays}) AS {batch} WHERE row.id = batch.id{same} RETURNING row.id",
+            values,
         )
-    _vectors_held(rows, vectors, model_id)
-    return len(rows)
-
-
-def _vectors_held(rows: Sequence[Model], vectors: list[list[float]], model_id: str) -> None:
-    for row, vector in zip(rows, vectors, strict=True):
-        row.embedding, row.embedding_model = vector, model_id  # type: ignore[attr-defined]
-
-
-def chunk_vectors_write(chunks: Sequence[Chunk], vectors: list[list[float]], model_id: str) -> int:
-    """Store these vectors on the chunks whose context is still the one they were made from; how many were stored.
-    An erasure gives the turns after a message a new context (memory.services.erasure) while a worker may be
-    embedding them with the old one, which leans towards the erased text: that vector is dropped, and the
-    erasure's own follow-up (`chunk_vectors_follow`) makes the new one."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE memory_chunk AS row SET embedding = batch.vector::vector, embedding_model = %s "
-            "FROM unnest(%s::text[], %s::text[], %s::text[]) AS batch(id, vector, context) "
-            "WHERE row.id = batch.id AND row.context = batch.context RETURNING row.id",
-            [model_id, [chunk.pk for chunk in chunks], [vector_text(vector) for vector in vectors],
-             [chunk.context for chunk in chunks]],
-        )  # fmt: skip
         stored = {row_id for (row_id,) in cursor.fetchall()}
-    kept = [(chunk, vector) for chunk, vector in zip(chunks, vectors, strict=True) if chunk.pk in stored]
-    _vectors_held([chunk for chunk, _ in kept], [vector for _, vector in kept], model_id)
-    return len(kept)
+    for row, vector in zip(rows, vectors, strict=True):
+        if row.pk in stored:
+            row.embedding, row.embedding_model = vector, model_id  # type: ignore[attr-defined]
+    return len(stored)
 
 
 @dataclass(frozen=True)
@@ -152,7 +144,8 @@ def chunks_embed(chunks: list[Chunk], embedder: Embedder) -> int:
     by_text = dict(zip(texts, embedder.embed_documents(texts), strict=True))
     made = [(chunk, blended(recipe, by_text)) for chunk, recipe in zip(chunks, recipes, strict=True)]
     kept = [(chunk, vector) for chunk, vector in made if vector is not None]  # all of them: every text is embedded
-    return chunk_vectors_write([chunk for chunk, _ in kept], [vector for _, vector in kept], embedder.model_id)
+    chunks, vectors = [chunk for chunk, _ in kept], [vector for _, vector in kept]
+    return vectors_write(Chunk, chunks, vectors, embedder.model_id, made_from="context")
 
 
 def chunks_embed_missing(chunk_ids: list[str], embedder: Embedder) -> int:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from bench.locomo import message_ids, scored_ids
+import pytest
+
+from bench.locomo import message_ids, sample_named, scored_ids
 
 
 def result(kind: str, *messages: str | None) -> dict[str, Any]:
@@ -36,3 +40,11 @@ def test_evidence_protocol_scores_the_first_k_distinct_ids_of_all_results() -> N
     found = scored_ids(RANKED, protocol="evidence", cuts=(3, 6))
 
     assert found == {3: ["D2:4", "D1:3", "D5:1"], 6: ["D2:4", "D1:3", "D5:1", "D1:1"]}
+
+
+def test_a_sample_is_found_by_its_id_and_an_unknown_one_ends_the_run_naming_the_known(tmp_path: Path) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([{"sample_id": "conv-1", "qa": []}, {"sample_id": "conv-2", "qa": [1]}]))
+    assert sample_named(data, "conv-2") == {"sample_id": "conv-2", "qa": [1]}
+    with pytest.raises(SystemExit, match=r"no sample 'conv-9' in .*locomo.json: \['conv-1', 'conv-2'\]"):
+        sample_named(data, "conv-9")
