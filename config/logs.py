@@ -17,7 +17,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "event": record.getMessage(),
         }
-        payload.update({key: value for key, value in vars(record).items() if key not in _STANDARD})
+        for key, value in vars(record).items():
+            if key not in _STANDARD:
+                # Context never replaces the record's own fields: an `extra={"event": ...}` is kept as extra_event.
+                payload[f"extra_{key}" if key in payload else key] = value
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)

@@ -3,6 +3,10 @@ acknowledged, a missing backing service is a 503 SERVICE_UNAVAILABLE in the erro
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,10 +14,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
 from django.db import connection
 
 from config.embedded import Runtime, _Redis
 from memory.models import Chunk, Claim, Source
+from memory.pipeline import progress
 from memory.pipeline.runner import run_operation
 from tests.conftest import Persona, error_code
 from tests.process import ROOT, child_env, free_port, service_env, stop, wait_for
@@ -106,3 +113,57 @@ def test_rest_and_mcp_answer_503_in_the_error_shape_while_the_database_is_down(t
             assert error_code(mcp) == "SERVICE_UNAVAILABLE"
     finally:
         server.stop()
+
+
+def test_live_progress_with_redis_hung_waits_once_and_nothing_arrives_late(
+    own_redis: _Redis, settings: object, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis that takes connections and never answers (stopped with SIGSTOP): the first event waits out its
+    timeout, the next ones of the pause are not tried, and the one that timed out is dropped, never delivered after
+    Redis answers again (behind what was sent since)."""
+    settings.CHANNEL_LAYERS = {  # type: ignore[attr-defined]
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                    "CONFIG": {"hosts": [{"address": own_redis.runtime.redis_url()}], "prefix": "outage"}},
+    }  # fmt: skip
+    monkeypatch.setattr(progress, "_events", progress._EventLoop())  # this test's layer, on a loop of its own
+    monkeypatch.setattr(progress, "SEND_TIMEOUT_S", 0.5)
+    layer = get_channel_layer()
+    assert layer is not None
+    pid = int((own_redis.runtime.redis_dir / "redis.pid").read_text())
+
+    def event(source_id: str) -> progress.SourceProcessed:
+        return {"type": "source.processed", "sourceId": source_id, "kind": "message", "partitionKey": "default"}
+
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        channel = await layer.new_channel()
+        await layer.group_add(progress.owner_group(7), channel)
+
+        async def received() -> list[str]:
+            found: list[str] = []
+            while True:
+                try:
+                    message = await asyncio.wait_for(layer.receive(channel), timeout=1)
+                except TimeoutError:
+                    return found
+                found.append(message["payload"]["sourceId"])
+
+        await sync_to_async(progress._send)(7, event("before"))
+        before = await received()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            await sync_to_async(progress._send)(7, event("hung-1"))
+            await sync_to_async(progress._send)(7, event("hung-2"))  # within the pause: not tried
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        late = await received()
+        progress._events.quiet_until = 0.0  # the pause over
+        await sync_to_async(progress._send)(7, event("after"))
+        return before, late, await received()
+
+    with caplog.at_level(logging.WARNING, logger="memory.progress"):
+        before, late, after = async_to_sync(scenario)()
+    assert before == ["before"]
+    failures = [record for record in caplog.records if record.getMessage() == "progress.publish_failed"]
+    assert [record.eventType for record in failures] == ["source.processed"]  # type: ignore[attr-defined]
+    assert late == []  # the send that timed out was cancelled, not delivered once Redis answered
+    assert after == ["after"]

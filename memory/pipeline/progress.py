@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypedDict
 
@@ -14,6 +16,11 @@ from channels.layers import get_channel_layer
 from memory.models import Operation, Source
 
 logger = logging.getLogger("memory.progress")
+# An event waits at most SEND_TIMEOUT_S for Redis (a send takes well under a millisecond). After one failed, none is
+# tried for PAUSE_AFTER_FAILURE_S: a Redis that takes connections and never answers held each event of a job for the
+# whole timeout (three events, six seconds added to the job); a stopped one refuses at once anyway.
+SEND_TIMEOUT_S = 2.0
+PAUSE_AFTER_FAILURE_S = 10.0
 
 
 class OperationProgress(TypedDict):
@@ -73,6 +80,7 @@ class _EventLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pid = 0
+        self.quiet_until = 0.0  # time.monotonic() before which no event is sent (after a failed send)
 
     def run(self, coroutine: Coroutine[Any, Any, None], timeout: float) -> None:
         with self._lock:
@@ -81,7 +89,12 @@ class _EventLoop:
                 self._pid = os.getpid()
                 threading.Thread(target=self._loop.run_forever, name="progress-events", daemon=True).start()
             loop = self._loop
-        asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout=timeout)
+        sent = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        try:
+            sent.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            sent.cancel()  # left running, it would deliver this event once Redis answers, after later ones
+            raise
 
 
 _events = _EventLoop()
@@ -90,10 +103,13 @@ _events = _EventLoop()
 def _send(owner_id: int, payload: OperationProgress | SourceProcessed) -> None:
     """The one way events leave the server: to the owner's group, tagged with the owner for the consumer."""
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or time.monotonic() < _events.quiet_until:
         return
     message = {"type": "memory.event", "owner_id": owner_id, "payload": payload}
     try:
-        _events.run(layer.group_send(owner_group(owner_id), message), timeout=2)
+        _events.run(layer.group_send(owner_group(owner_id), message), timeout=SEND_TIMEOUT_S)
     except Exception:  # progress is a courtesy; the receipt in the database is the record
-        logger.warning("progress.publish_failed", extra={"event": payload["type"]})
+        _events.quiet_until = time.monotonic() + PAUSE_AFTER_FAILURE_S
+        logger.warning(
+            "progress.publish_failed", extra={"eventType": payload["type"], "pausedSeconds": PAUSE_AFTER_FAILURE_S}
+        )
