@@ -3,13 +3,14 @@ and `set_many` writing each key with its expiry as Django's own client does, in 
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
 import redis
 from django.core.cache import cache
 
-from config.cache import SharedRedisCacheClient
+from config.cache import MANY_PER_CALL, SharedRedisCacheClient
 
 
 def client() -> SharedRedisCacheClient:
@@ -72,3 +73,21 @@ def test_replies_are_parsed_by_hiredis() -> None:
         assert isinstance(connection._parser, _HiredisParser)
     finally:
         pool.release(connection)
+
+
+def test_a_large_set_many_goes_in_a_few_calls_with_every_value_and_expiry() -> None:
+    raw = client().get_client()
+
+    def calls() -> int:  # commands Redis itself counted: SET, and the scripts' calls
+        stats = raw.info("commandstats")
+        return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("set", "eval", "evalsha"))
+
+    values: dict[str, Any] = {f"word:{n}": n for n in range(2_500)} | {"card": {"label": "Melanie"}, "zero": 0}
+    cache.set_many({f"warm:{n}": n for n in range(100)}, timeout=45)  # the script loaded into Redis once
+    before = calls()
+    cache.set_many(values, timeout=45)
+    script_calls = calls() - before - len(values)  # a script's SETs are counted as SET calls too
+    assert script_calls == math.ceil(len(values) / MANY_PER_CALL)  # not a command per key from this process
+    assert cache.get_many(list(values)) == values
+    ttls = {raw.ttl(cache.make_and_validate_key(key)) for key in ("word:0", "word:2499", "card", "zero")}
+    assert all(40 <= ttl <= 45 for ttl in ttls), ttls
