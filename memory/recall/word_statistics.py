@@ -243,10 +243,12 @@ def vocabulary_counted(
                 WHERE {corpus.reach}
             )"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         )
+        # A row holding both the word and its stem is one row: UNION makes each (word, row) once by hashing; a
+        # count(DISTINCT) sorted every pair by its text instead (conv-26's chunks: 59,000 pairs, 40 of 65 ms).
         counts.append(
-            f"""SELECT '{corpus.name}', m.word, least(count(DISTINCT m.id), {DF_CAP}) FROM (
+            f"""SELECT '{corpus.name}', m.word, least(count(*), {DF_CAP}) FROM (
                 SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.word
-                UNION ALL
+                UNION
                 SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.stem
             ) m GROUP BY m.word"""  # noqa: S608 (fixed SQL fragments from this module)
         )
