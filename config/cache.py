@@ -10,9 +10,10 @@ Django's client also builds a new `redis.Redis` on every call (~0.25 ms here: it
 set up again), and writes `set_many` as MSET then an EXPIRE per key inside MULTI/EXEC. Here one `redis.Redis` per
 connection pool serves every call, and `set_many` is one SET with its expiry per key in one pipeline without a
 transaction: a cold search's statistics lookups 1.2 -> ~0.3 ms (docs/benchmarks.md, issue 18, twelfth pass).
-Past MANY keys with an expiry, they go as one script call per MANY_PER_CALL keys instead: packing a command and
-parsing a reply for each key took ~8 µs of CPU a key, 37-63 ms with the GIL held for the ~5,000 word counts of a
-small memory's vocabulary (memory.recall.word_statistics), while that process's searches waited for it.
+Past SCRIPT_ABOVE_KEYS keys with an expiry, they go as one script call per KEYS_PER_SCRIPT_CALL keys instead:
+packing a command and parsing a reply for each key took ~8 µs of CPU a key, 37-63 ms with the GIL held for the
+~5,000 word counts of a small memory's vocabulary (memory.recall.word_statistics), while that process's searches
+waited for it (docs/benchmarks.md, issue 18, twenty-first pass).
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from django.utils.functional import cached_property
 
-MANY = 64
-MANY_PER_CALL = 250  # a script call holds Redis for its whole batch: ~0.5 ms each here, not one long pause
+SCRIPT_ABOVE_KEYS = 64  # a set_many of more keys than this, with an expiry, is sent by _SET_EACH
+KEYS_PER_SCRIPT_CALL = 250  # a script call holds Redis for its whole batch: ~0.5 ms each here, not one long pause
 _SET_EACH = """
 for i, key in ipairs(KEYS) do
     redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1])
@@ -51,7 +51,7 @@ class SharedRedisCacheClient(RedisCacheClient):
 
     def set_many(self, data: Mapping[Any, Any], timeout: Any) -> None:
         serializer = self._serializer  # type: ignore[attr-defined]  # private: not in django-stubs
-        if timeout and len(data) > MANY:
+        if timeout and len(data) > SCRIPT_ABOVE_KEYS:
             self._set_each(data, timeout)
             return
         pipeline = self.get_client(None, write=True).pipeline(transaction=False)
@@ -66,8 +66,8 @@ class SharedRedisCacheClient(RedisCacheClient):
         serializer = self._serializer  # type: ignore[attr-defined]  # private: not in django-stubs
         script = self.get_client(None, write=True).register_script(_SET_EACH)  # EVALSHA, loading it if Redis lacks it
         items = list(data.items())
-        for start in range(0, len(items), MANY_PER_CALL):
-            batch = items[start : start + MANY_PER_CALL]
+        for start in range(0, len(items), KEYS_PER_SCRIPT_CALL):
+            batch = items[start : start + KEYS_PER_SCRIPT_CALL]
             script(keys=[key for key, _ in batch], args=[timeout, *(serializer.dumps(value) for _, value in batch)])
 
 
@@ -86,12 +86,6 @@ class SharedClientRedisCache(RedisCache):
                 client = _clients[key] = SharedRedisCacheClient(servers, **options)
             return client
 
-    def set_many(
-        self, data: Mapping[Any, Any], timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None
-    ) -> list[Any]:
-        # Keys made, not validated: Django's validation only warns of keys memcached would refuse, at ~2.5 µs a key
-        # (a third of a vocabulary's writing once the script sends it).
-        if data:
-            made = {self.make_key(key, version=version): value for key, value in data.items()}
-            self._cache.set_many(made, self.get_backend_timeout(timeout))
-        return []
+    def validate_key(self, key: Any) -> None:
+        """Nothing to check: Django's validation only warns of keys memcached would refuse, and every key here is
+        made by this code. It cost ~2.5 µs a key, a third of a vocabulary's writing once the script sends it."""

@@ -4,6 +4,7 @@ acknowledged, a missing backing service is a 503 SERVICE_UNAVAILABLE in the erro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -51,6 +52,10 @@ def own_redis(tmp_path: Path) -> Iterator[_Redis]:
     redis = _Redis(Runtime(tmp_path / "redis", postgres=False, redis=True))
     redis.ensure_running()
     yield redis
+    pidfile = redis.runtime.redis_dir / "redis.pid"
+    if pidfile.exists():  # a test that stopped it with SIGSTOP and did not get to continue it
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pidfile.read_text()), signal.SIGCONT)
     redis.stop()
 
 
@@ -125,8 +130,9 @@ def test_live_progress_with_redis_hung_waits_once_and_nothing_arrives_late(
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                     "CONFIG": {"hosts": [{"address": own_redis.runtime.redis_url()}], "prefix": "outage"}},
     }  # fmt: skip
-    monkeypatch.setattr(progress, "_events", progress._EventLoop())  # this test's layer, on a loop of its own
-    monkeypatch.setattr(progress, "SEND_TIMEOUT_S", 0.5)
+    events = progress._EventLoop()  # this test's layer, on a loop of its own
+    monkeypatch.setattr(progress, "_events", events)
+    monkeypatch.setattr(progress, "SEND_TIMEOUT_S", 1.0)
     layer = get_channel_layer()
     assert layer is not None
     pid = int((own_redis.runtime.redis_dir / "redis.pid").read_text())
@@ -160,10 +166,13 @@ def test_live_progress_with_redis_hung_waits_once_and_nothing_arrives_late(
         await sync_to_async(progress._send)(7, event("after"))
         return before, late, await received()
 
-    with caplog.at_level(logging.WARNING, logger="memory.progress"):
-        before, late, after = async_to_sync(scenario)()
+    try:
+        with caplog.at_level(logging.WARNING, logger="memory.progress"):
+            before, late, after = async_to_sync(scenario)()
+    finally:
+        events.stop()
     assert before == ["before"]
     failures = [record for record in caplog.records if record.getMessage() == "progress.publish_failed"]
-    assert [record.eventType for record in failures] == ["source.processed"]  # type: ignore[attr-defined]
+    assert [(record.eventType, record.error) for record in failures] == [("source.processed", "TimeoutError")]  # type: ignore[attr-defined]
     assert late == []  # the send that timed out was cancelled, not delivered once Redis answered
     assert after == ["after"]

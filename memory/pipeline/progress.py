@@ -12,13 +12,14 @@ from collections.abc import Coroutine
 from typing import Any, TypedDict
 
 from channels.layers import get_channel_layer
+from redis.exceptions import RedisError
 
 from memory.models import Operation, Source
 
 logger = logging.getLogger("memory.progress")
-# An event waits at most SEND_TIMEOUT_S for Redis (a send takes well under a millisecond). After one failed, none is
-# tried for PAUSE_AFTER_FAILURE_S: a Redis that takes connections and never answers held each event of a job for the
-# whole timeout (three events, six seconds added to the job); a stopped one refuses at once anyway.
+# An event waits at most SEND_TIMEOUT_S for Redis (a send takes well under a millisecond). After one failed for want
+# of Redis, none is tried for PAUSE_AFTER_FAILURE_S: a Redis that takes connections and never answers held each event
+# of a job for the whole timeout (three events, six seconds added to the job); a stopped one refuses at once anyway.
 SEND_TIMEOUT_S = 2.0
 PAUSE_AFTER_FAILURE_S = 10.0
 
@@ -93,8 +94,17 @@ class _EventLoop:
         try:
             sent.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
-            sent.cancel()  # left running, it would deliver this event once Redis answers, after later ones
+            # Left running, it would deliver this event once Redis answers, after later ones. Cancelled, what it had
+            # not yet sent is dropped (a command already written to Redis still runs when Redis answers again).
+            sent.cancel()
             raise
+
+    def stop(self) -> None:
+        """Stops this process's loop (tests); the next event starts another."""
+        with self._lock:
+            if self._loop is not None and self._pid == os.getpid():
+                self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop = None
 
 
 _events = _EventLoop()
@@ -108,8 +118,11 @@ def _send(owner_id: int, payload: OperationProgress | SourceProcessed) -> None:
     message = {"type": "memory.event", "owner_id": owner_id, "payload": payload}
     try:
         _events.run(layer.group_send(owner_group(owner_id), message), timeout=SEND_TIMEOUT_S)
-    except Exception:  # progress is a courtesy; the receipt in the database is the record
-        _events.quiet_until = time.monotonic() + PAUSE_AFTER_FAILURE_S
+    except Exception as exc:  # progress is a courtesy; the receipt in the database is the record
+        # Only Redis out of reach pauses the sends: an event the layer refused is its own failure, not every owner's.
+        paused = PAUSE_AFTER_FAILURE_S if isinstance(exc, TimeoutError | OSError | RedisError) else 0.0
+        _events.quiet_until = time.monotonic() + paused
         logger.warning(
-            "progress.publish_failed", extra={"eventType": payload["type"], "pausedSeconds": PAUSE_AFTER_FAILURE_S}
+            "progress.publish_failed",
+            extra={"eventType": payload["type"], "error": type(exc).__name__, "pausedSeconds": paused},
         )

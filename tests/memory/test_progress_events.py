@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -69,3 +71,26 @@ def test_the_owner_hears_their_progress_and_nobody_elses(alice, bob) -> None:
     assert (event["operationId"], event["status"], event["step"]) == ("op_test", "processing", "embed")
     assert bob_heard is False
     assert alice_heard_bob is False
+
+
+def test_an_event_the_layer_cannot_send_is_logged_and_the_next_one_still_goes(
+    alice, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memory.pipeline import progress
+
+    unsendable: Any = {"type": "source.processed", "sourceId": object(), "kind": "message", "partitionKey": "default"}
+
+    async def scenario() -> dict:
+        socket = Socket(alice)
+        assert (await socket.connect())["type"] == "websocket.accept"
+        await sync_to_async(progress._send)(alice.pk, unsendable)  # no encoding for it: refused by the layer
+        await sync_to_async(publish_progress)(receipt_for(alice))
+        event = await socket.receive_json()
+        await socket.close()
+        return event
+
+    with caplog.at_level(logging.WARNING, logger="memory.progress"):
+        event = async_to_sync(scenario)()
+    assert event["operationId"] == "op_test"  # no pause after a failure of one event's own
+    failures = [record for record in caplog.records if record.getMessage() == "progress.publish_failed"]
+    assert [record.pausedSeconds for record in failures] == [0.0]  # type: ignore[attr-defined]
