@@ -11,11 +11,11 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connection
 
@@ -153,22 +153,24 @@ def test_live_progress_with_redis_hung_waits_once_and_nothing_arrives_late(
                     return found
                 found.append(message["payload"]["sourceId"])
 
-        await sync_to_async(progress._send)(7, event("before"))
+        await asyncio.to_thread(progress._send, 7, event("before"))
         before = await received()
         os.kill(pid, signal.SIGSTOP)
         try:
-            await sync_to_async(progress._send)(7, event("hung-1"))
-            await sync_to_async(progress._send)(7, event("hung-2"))  # within the pause: not tried
+            await asyncio.to_thread(progress._send, 7, event("hung-1"))
+            await asyncio.to_thread(progress._send, 7, event("hung-2"))  # within the pause: not tried
         finally:
             os.kill(pid, signal.SIGCONT)
         late = await received()
         progress._events.quiet_until = 0.0  # the pause over
-        await sync_to_async(progress._send)(7, event("after"))
+        await asyncio.to_thread(progress._send, 7, event("after"))
         return before, late, await received()
 
     try:
-        with caplog.at_level(logging.WARNING, logger="memory.progress"):
-            before, late, after = async_to_sync(scenario)()
+        with caplog.at_level(logging.WARNING, logger="memory.progress"), ThreadPoolExecutor(1) as apart:
+            # On a loop of its own thread: a session's browser (Playwright's sync API, tests/web) leaves this thread
+            # inside a running loop, where async_to_sync refuses to run.
+            before, late, after = apart.submit(asyncio.run, scenario()).result()
     finally:
         events.stop()
     assert before == ["before"]
