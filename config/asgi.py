@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from mcp_bridge.asgi import McpTransports
 
 Hook = Callable[[], Awaitable[None]]
-MCP_WARM_UP_AFTER_S = 2.0
+# What a web process prepares after start (the MCP transports, the query embedder) waits this long: the first
+# requests (a health check, the URL configuration's imports) should not wait for work that holds the interpreter lock.
+WARM_UP_AFTER_S = 2.0
 
 
 class LifespanApp:
@@ -96,10 +98,8 @@ class LazyMcpTransports:
         self._warming = asyncio.create_task(self._warm_up_later())
 
     async def _warm_up_later(self) -> bool:
-        # A moment after start-up: the build holds the interpreter lock most of the time it takes, and the first
-        # requests (a health check, the URL configuration's imports) should not wait for it. /mcp never waits for
-        # this delay: an early call builds at once.
-        await asyncio.sleep(MCP_WARM_UP_AFTER_S)
+        # /mcp never waits for this delay: an early call builds at once.
+        await asyncio.sleep(WARM_UP_AFTER_S)
         return await self.warm_up_if_served()
 
     async def warm_up_if_served(self) -> bool:
@@ -126,6 +126,33 @@ class LazyMcpTransports:
             self._noted = True  # once per process: one Redis write, before its first MCP answer
             await asyncio.to_thread(mcp_served_note)
         await (await self.get())(scope, receive, send)
+
+
+class QueryEmbedderWarmUp:
+    """Lifespan: the query embedder made ready a moment after start, on a thread, where this service has searched
+    before (memory.recall.warm_up). A search that comes first loads it itself, as before."""
+
+    def __init__(self) -> None:
+        self._warming: asyncio.Task[bool] | None = None
+
+    async def start(self) -> None:
+        self._warming = asyncio.create_task(self._warm_up_later())
+
+    async def _warm_up_later(self) -> bool:
+        await asyncio.sleep(WARM_UP_AFTER_S)
+        return await self.warm_up_if_searched()
+
+    async def warm_up_if_searched(self) -> bool:
+        """Load the query embedder, off the event loop, if this service has searched before; whether it did."""
+        from memory.recall.warm_up import query_embedder_warmed
+
+        return await asyncio.to_thread(query_embedder_warmed)
+
+    async def stop(self) -> None:
+        if self._warming is not None:
+            if not self._warming.done():
+                self._warming.cancel()
+            await asyncio.gather(self._warming, return_exceptions=True)
 
 
 def _build_transports() -> McpTransports:
@@ -173,7 +200,10 @@ application = LifespanApp(
         mcp_transports,
     )
 )
+query_embedder = QueryEmbedderWarmUp()
 application.on_startup.append(mcp_transports.warm_up)
+application.on_startup.append(query_embedder.start)
 application.on_shutdown.append(mcp_transports.stop)
+application.on_shutdown.append(query_embedder.stop)
 application.on_shutdown.append(flush_tool_events)
 application.on_shutdown.append(release_embedded_runtime)

@@ -334,6 +334,9 @@ EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 0)  # 0: learn it from th
 EMBEDDING_TIMEOUT_S = env_int("EMBEDDING_TIMEOUT_S", 30)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)  # 0: min(cores, 2); the worker under `make run`: cores / pool
+# A web process makes the query embedder ready a moment after start where this service has searched before
+# (memory.recall.warm_up): the first question after a start does not pay the model's loading (~250 ms).
+QUERY_EMBEDDER_WARM_UP = env_bool("QUERY_EMBEDDER_WARM_UP", True)
 # Run the local MiniLM rewritten for this CPU (memory/embeddings/minilm_rewrite.py; built once per data directory
 # under DATA_DIR/models, checked against the pinned model): `auto` the dynamic form, whole-matrix int8 products with
 # activations quantised per run (the least CPU measured, with or without VNNI); `int8` (products in blocks of 16),

@@ -14,4 +14,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Rows written before the answer, so a test reads them at once (and inside its transaction); the tests of the
 # deferred writer turn it on in the server they start.
 TOOL_EVENTS_DEFERRED = env_bool("TOOL_EVENTS_DEFERRED", False)
+# The servers tests start load no model they are not asked to (the warm-up's own tests turn it on).
+QUERY_EMBEDDER_WARM_UP = env_bool("QUERY_EMBEDDER_WARM_UP", False)
 LOGGING = {**LOGGING, "root": {"handlers": ["console"], "level": "WARNING"}}  # noqa: F405

@@ -37,6 +37,7 @@ from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms
 from memory.recall.threads import process_pool
+from memory.recall.warm_up import search_noted
 from memory.recall.word_statistics import statistics_keys
 
 logger = logging.getLogger("memory.recall")
@@ -69,10 +70,12 @@ def query_vector(query: str) -> tuple[list[float] | None, str]:
 
     try:
         embedder = get_embedder()
-        return embedder.embed_query(query), embedder.model_id
+        vector = embedder.embed_query(query)
     except EmbedderUnavailable as exc:
         logger.warning("recall.embedder_unavailable", extra={"reason": str(exc)})
         return None, ""
+    search_noted()
+    return vector, embedder.model_id
 
 
 # Embedding a query (a few ms of onnxruntime, which releases the GIL, or a remote call) runs on one of these threads

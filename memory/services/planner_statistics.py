@@ -47,7 +47,7 @@ def planner_statistics_refresh() -> list[str]:
             # now (after this statement), so the query below sees the job just done.
             cursor.execute("SELECT pg_stat_force_next_flush()")
             # The two counts of pg_stat_user_tables, read without the view (which computes some twenty counts of
-            # each table and is planned anew each time): the check 0.53-0.60 -> 0.17-0.19 ms. A table missing (a
+            # each table and is planned anew each time): the check 0.53-0.60 -> 0.22 ms. A table missing (a
             # worker ahead of the migrations) is left out, as the view would leave it out.
             cursor.execute(
                 "SELECT relname, pg_stat_get_mod_since_analyze(oid), pg_stat_get_live_tuples(oid) FROM pg_class"
