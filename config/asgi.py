@@ -5,12 +5,14 @@ shutdown hooks that need the event loop (the MCP session manager). The MCP paths
 to the MCP transports before Django: they have their own token gate and stream their answers. The transports
 are built in a thread once the server is up where this service has served MCP before, else on the first MCP
 request (`LazyMcpTransports`), so the MCP SDK's import does not delay /healthz, REST or the web UI on start, and
-costs no memory where MCP is not used.
+costs no memory where MCP is not used. The query embedder is made ready the same way, where this service has searched
+before (`query_embedder`, memory.recall.warm_up).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,7 @@ from mcp_bridge.paths import is_mcp_path  # noqa: E402
 if TYPE_CHECKING:
     from mcp_bridge.asgi import McpTransports
 
+logger = logging.getLogger("memory.web")
 Hook = Callable[[], Awaitable[None]]
 # What a web process prepares after start (the MCP transports, the query embedder) waits this long: the first
 # requests (a health check, the URL configuration's imports) should not wait for work that holds the interpreter lock.
@@ -70,6 +73,33 @@ class LifespanApp:
                 return
 
 
+class WarmUp:
+    """Lifespan: `job` run WARM_UP_AFTER_S after start-up, as a task, so the server answers at once; cancelled at
+    shutdown if it has not run. A failure is logged: the first use prepares what it needs itself, as before."""
+
+    def __init__(self, job: Callable[[], Awaitable[bool]], name: str) -> None:
+        self._job = job
+        self._name = name
+        self._task: asyncio.Task[bool] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._later())
+
+    async def _later(self) -> bool:
+        await asyncio.sleep(WARM_UP_AFTER_S)
+        try:
+            return await self._job()
+        except Exception:
+            logger.exception("web.warm_up_failed", extra={"job": self._name})
+            return False
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            if not self._task.done():
+                self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
 class LazyMcpTransports:
     """The MCP transports, built on first need. The SDK (pydantic models of every protocol version) was half of
     the web process's import time and is ~30 MB of its memory. Where this service has served MCP before
@@ -79,7 +109,7 @@ class LazyMcpTransports:
 
     def __init__(self) -> None:
         self._built: asyncio.Future[McpTransports] | None = None
-        self._warming: asyncio.Task[bool] | None = None
+        self._warming = WarmUp(self.warm_up_if_served, "mcp transports")  # /mcp never waits: an early call builds
         self._noted = False
 
     @property
@@ -95,12 +125,7 @@ class LazyMcpTransports:
 
     async def warm_up(self) -> None:
         """Lifespan start-up: decide and build in the background, so the server answers at once."""
-        self._warming = asyncio.create_task(self._warm_up_later())
-
-    async def _warm_up_later(self) -> bool:
-        # /mcp never waits for this delay: an early call builds at once.
-        await asyncio.sleep(WARM_UP_AFTER_S)
-        return await self.warm_up_if_served()
+        await self._warming.start()
 
     async def warm_up_if_served(self) -> bool:
         """Build and start the transports if this service has served MCP before; whether it did."""
@@ -112,10 +137,7 @@ class LazyMcpTransports:
         return True
 
     async def stop(self) -> None:
-        if self._warming is not None:
-            if not self._warming.done():
-                self._warming.cancel()
-            await asyncio.gather(self._warming, return_exceptions=True)
+        await self._warming.stop()
         if self._built is not None and self._built.done() and not self._built.exception():
             await self._built.result().stop()
 
@@ -128,31 +150,11 @@ class LazyMcpTransports:
         await (await self.get())(scope, receive, send)
 
 
-class QueryEmbedderWarmUp:
-    """Lifespan: the query embedder made ready a moment after start, on a thread, where this service has searched
-    before (memory.recall.warm_up). A search that comes first loads it itself, as before."""
+async def query_embedder_warm_up() -> bool:
+    """Load the query embedder, off the event loop, if this service has searched before (memory.recall.warm_up)."""
+    from memory.recall.warm_up import query_embedder_warmed
 
-    def __init__(self) -> None:
-        self._warming: asyncio.Task[bool] | None = None
-
-    async def start(self) -> None:
-        self._warming = asyncio.create_task(self._warm_up_later())
-
-    async def _warm_up_later(self) -> bool:
-        await asyncio.sleep(WARM_UP_AFTER_S)
-        return await self.warm_up_if_searched()
-
-    async def warm_up_if_searched(self) -> bool:
-        """Load the query embedder, off the event loop, if this service has searched before; whether it did."""
-        from memory.recall.warm_up import query_embedder_warmed
-
-        return await asyncio.to_thread(query_embedder_warmed)
-
-    async def stop(self) -> None:
-        if self._warming is not None:
-            if not self._warming.done():
-                self._warming.cancel()
-            await asyncio.gather(self._warming, return_exceptions=True)
+    return await asyncio.to_thread(query_embedder_warmed)
 
 
 def _build_transports() -> McpTransports:
@@ -200,7 +202,7 @@ application = LifespanApp(
         mcp_transports,
     )
 )
-query_embedder = QueryEmbedderWarmUp()
+query_embedder = WarmUp(query_embedder_warm_up, "query embedder")
 application.on_startup.append(mcp_transports.warm_up)
 application.on_startup.append(query_embedder.start)
 application.on_shutdown.append(mcp_transports.stop)

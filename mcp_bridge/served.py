@@ -4,16 +4,17 @@ module does not import the MCP SDK."""
 
 from __future__ import annotations
 
-from memory.uses import use_noted, used_before
+from memory.uses import use_note, used_before
 
 SERVED_KEY = "mcp:served"
 
 
 def mcp_served_before() -> bool:
-    """Whether any web process of this service has had an MCP request (True when Redis cannot say)."""
-    return used_before(SERVED_KEY)
+    """Whether any web process of this service has had an MCP request. True when Redis cannot say: then building, as
+    every process did before, is the safe side."""
+    return used_before(SERVED_KEY, unknown=True)
 
 
 def mcp_served_note() -> None:
     """Remember that this service serves MCP."""
-    use_noted(SERVED_KEY)
+    use_note(SERVED_KEY)

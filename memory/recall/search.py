@@ -37,7 +37,7 @@ from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms
 from memory.recall.threads import process_pool
-from memory.recall.warm_up import search_noted
+from memory.recall.warm_up import search_note
 from memory.recall.word_statistics import statistics_keys
 
 logger = logging.getLogger("memory.recall")
@@ -74,7 +74,7 @@ def query_vector(query: str) -> tuple[list[float] | None, str]:
     except EmbedderUnavailable as exc:
         logger.warning("recall.embedder_unavailable", extra={"reason": str(exc)})
         return None, ""
-    search_noted()
+    search_note()
     return vector, embedder.model_id
 
 

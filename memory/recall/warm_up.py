@@ -1,8 +1,9 @@
-"""The query embedder made ready right after a web process starts, where this service has searched before.
+"""The local query embedder made ready right after a web process starts, where this service has searched before.
 
-A process's first embedding makes the ONNX session (~250 ms for the local MiniLM): the first question after every
-start or deploy paid it. Where no search was ever made (an install that only ingests, or only serves MCP's other
-tools), nothing is loaded: the model's memory is spent only where searches come.
+A process's first embedding makes the ONNX session: ~250 ms for the local MiniLM (docs/benchmarks.md, issue 18,
+twenty-first pass), paid by the first question after every start or deploy. Where no search was ever made (an
+install that only ingests), nothing is loaded. A remote embedder (EMBEDDER=openai) is left alone: nothing of it
+stays warm between calls, and a call may cost money.
 """
 
 from __future__ import annotations
@@ -12,31 +13,35 @@ import os
 
 from django.conf import settings
 
-from memory.uses import use_noted, used_before
+from memory.uses import use_note, used_before
 
 logger = logging.getLogger("memory.recall")
 SEARCHED_KEY = "uses:searched"
 _noted_by = 0  # the process that noted a search (a forked child notes again: once per process, one Redis write)
 
 
-def search_noted() -> None:
-    """Called after a query was embedded: the next start of any web process makes the embedder ready at once."""
+def search_note() -> None:
+    """Called once a search's query is embedded: the next start of any web process makes the embedder ready."""
     global _noted_by
     if _noted_by != os.getpid():
         _noted_by = os.getpid()
-        use_noted(SEARCHED_KEY)
+        use_note(SEARCHED_KEY)
 
 
 def query_embedder_warmed() -> bool:
-    """Embeds a word with the active embedder if this service has searched before (and QUERY_EMBEDDER_WARM_UP is on);
-    whether it did. An embedder that is unavailable is logged as a search would log it, and left for the first
-    search to try again."""
-    from memory.recall.search import query_vector
+    """Embeds a word with the local embedder if this service has searched before (not when Redis cannot say) and
+    QUERY_EMBEDDER_WARM_UP is on; whether it did. An embedder that cannot load is logged, as a search logs it, and
+    left for the first search to try again."""
+    from memory.embeddings import EmbedderUnavailable, get_embedder
 
-    if not settings.QUERY_EMBEDDER_WARM_UP or not used_before(SEARCHED_KEY):
+    if not settings.QUERY_EMBEDDER_WARM_UP or settings.EMBEDDER != "minilm":
         return False
-    vector, model_id = query_vector("warm-up")
-    if vector is None:
+    if not used_before(SEARCHED_KEY, unknown=False):
         return False
-    logger.info("recall.embedder_warmed", extra={"model": model_id})
+    try:
+        get_embedder().embed_query("warm-up")
+    except EmbedderUnavailable as exc:
+        logger.warning("recall.embedder_unavailable", extra={"reason": str(exc)})
+        return False
+    logger.info("recall.embedder_warmed")
     return True
