@@ -60,13 +60,11 @@ def _turns_after_without(message: Source) -> None:
     before them and lose their vector, which a worker makes again once the erasure commits (memory.embed_chunks;
     the vector sweep if the queue is down; meanwhile they are found by keyword)."""
     following = Source.objects.live().filter(parent_id=message.parent_id, ordinal__gt=message.ordinal)
-    reset: list[str] = []
-    for turn in following.order_by("ordinal").only("pk", "ordinal", "speaker")[:CONTEXT_TURNS]:
+    turns = list(following.order_by("ordinal").only("pk", "ordinal", "speaker")[:CONTEXT_TURNS])
+    for turn in turns:
         context = message_context(turn.speaker, turns_before(message.parent_id, turn.ordinal))
-        chunks = Chunk.objects.filter(source=turn)
-        reset += chunks.values_list("pk", flat=True)
-        chunks.update(context=context, embedding=None, embedding_model="")
-    chunk_vectors_follow(reset)
+        Chunk.objects.filter(source=turn).update(context=context, embedding=None, embedding_model="")
+    chunk_vectors_follow(list(Chunk.objects.filter(source__in=turns).values_list("pk", flat=True)))
 
 
 @transaction.atomic
