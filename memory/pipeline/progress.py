@@ -88,7 +88,7 @@ class _EventLoop:
             if self._loop is None or self._pid != os.getpid():
                 self._loop = asyncio.new_event_loop()
                 self._pid = os.getpid()
-                threading.Thread(target=self._loop.run_forever, name="progress-events", daemon=True).start()
+                threading.Thread(target=_serve, args=(self._loop,), name="progress-events", daemon=True).start()
             loop = self._loop
         sent = asyncio.run_coroutine_threadsafe(coroutine, loop)
         try:
@@ -100,11 +100,18 @@ class _EventLoop:
             raise
 
     def stop(self) -> None:
-        """Stops this process's loop (tests); the next event starts another."""
+        """Stops and closes this process's loop (tests); the next event starts another."""
         with self._lock:
             if self._loop is not None and self._pid == os.getpid():
                 self._loop.call_soon_threadsafe(self._loop.stop)
             self._loop = None
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    loop.run_forever()
+    # Closed on its own thread once stopped: left to the garbage collector, its close (which channels_redis wraps to
+    # flush the layer) could run on a thread inside another running loop and fail there.
+    loop.close()
 
 
 _events = _EventLoop()
