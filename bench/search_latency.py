@@ -53,11 +53,14 @@ USERNAME = "bench-search"
 BULK_INDEXES = ("claim_embedding_minilm_hnsw", "claim_search_vector")  # dropped for the load, then rebuilt
 CONVERSATION_CLAIMS = 40  # claims drawn from one conversation source
 WARM_UP = 20
-# The keyword leg caches the number of rows in reach and each word's row count (memory.recall.legs). Every
-# variant runs with them cached (the warm-up asks every query once), except COLD: it drops them before each of
-# its first COLD_QUERIES queries (a new word, or the first search after the cache expired), then fills them again.
+# The keyword leg caches the number of rows in reach (N) and each word's row count (memory.recall.word_statistics).
+# Every variant runs with them cached (the warm-up asks every query once), except the cold ones: before each of
+# their first COLD_QUERIES queries COLD drops them all (a reach's first search), NEW_WORDS the words' counts only
+# (new words, or a search after the words' counts expired: N is kept longer, and counted again off the search's
+# path), then both fill them again.
 STATS_KEYS = "recall:df:"
 COLD = "hybrid, N and df not cached"
+NEW_WORDS = "hybrid, df not cached"
 COLD_QUERIES = 60
 
 
@@ -304,6 +307,7 @@ VARIANTS: dict[str, dict[str, Any]] = {  # in-process search() variants: their S
     # A third of the claims are about Project nodes: the NOT EXISTS join to memory_node filters for real.
     "hybrid, excluding Project nodes": {"exclude_node_types": ("Project",)},
     COLD: {},
+    NEW_WORDS: {},
 }
 
 
@@ -320,10 +324,11 @@ def in_process(access: Any, asked: list[str], rounds: int, names: list[str]) -> 
     timings: dict[str, list[list[float]]] = defaultdict(list)
     for _ in range(rounds):
         for name, options in variants.items():  # interleaved, so a noisy minute hits every variant alike
-            spent, kept = [], word_statistics_saved() if name == COLD else {}
-            for query in asked[:COLD_QUERIES] if name == COLD else asked:
-                if name == COLD:
-                    forget_word_statistics()
+            cold = name in (COLD, NEW_WORDS)
+            spent, kept = [], word_statistics_saved() if cold else {}
+            for query in asked[:COLD_QUERIES] if cold else asked:
+                if cold:
+                    forget_word_statistics(keep_totals=name == NEW_WORDS)
                 began = time.perf_counter()
                 search(access, SearchRequest(query=query, **options))
                 spent.append((time.perf_counter() - began) * 1000)
@@ -432,9 +437,14 @@ def _redis() -> Any:
     return redis.Redis.from_url(settings.REDIS_URL)
 
 
-def forget_word_statistics() -> None:
-    """Drop the keyword leg's cached N and df (memory.recall.word_statistics keeps them for a few minutes)."""
-    stale = list(_redis().scan_iter(match=f"*{STATS_KEYS}*", count=1000))
+def forget_word_statistics(*, keep_totals: bool = False) -> None:
+    """Drop the keyword leg's cached N and df, or with `keep_totals` the df only (N's keys are those of the empty
+    word: they end in ":"; "df:totals" marks N fresh)."""
+    stale = [
+        key
+        for key in _redis().scan_iter(match=f"*{STATS_KEYS}*", count=1000)
+        if not (keep_totals and (key.endswith(b":") or b"df:totals" in key))
+    ]
     if stale:
         _redis().delete(*stale)
 

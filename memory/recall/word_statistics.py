@@ -14,6 +14,10 @@ Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a se
 A word no row of a corpus holds is kept for ABSENT_SECONDS only: until it is counted again the keyword leg does not
 look for it in that corpus at all, and the next turn may bring it (a count merely out of date only weighs a word a
 little wrong). The cache keys carry a digest of the word keyed by this installation's secret, not the word.
+
+N, the rows in reach, is the dear count of a large memory (a scan of every row: 100,000 claims, ~65 ms), and it only
+weighs words. It is kept TOTALS_SECONDS, and once it is STATS_SECONDS old the next search hands its recount to the
+thread and goes on with the one it has: only a reach's first search counts N on its path.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ DF_CAP = 5_000
 N_CAP = 200_000
 STATS_SECONDS = 600
 ABSENT_SECONDS = 60
+TOTALS_SECONDS = 86_400
 # The most rows any corpus in reach may hold for its whole vocabulary to be counted at once (conv-26's 420 turns:
 # ~90 ms on a background thread), and the counts waiting for the thread at most (past it: word by word).
 VOCABULARY_ROWS = 2_000
@@ -80,18 +85,38 @@ def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
     return {corpus.name: owner_key(f"df:{corpus.name}", owner_id) for corpus in corpora}
 
 
-def _kept(counts: dict[str, int], owned: dict[str, int] | None = None) -> None:
+def _corpora_key(kind: str, corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
+    return f"{reach_key(kind, params)}:{'+'.join(corpus.name for corpus in corpora)}"
+
+
+def _totals_fresh_key(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
+    """The key a reach's N is fresh while it is held (STATS_SECONDS from its count; a search reads it ahead)."""
+    return _corpora_key("df:totals", corpora, params)
+
+
+def _counted_totals(corpora: tuple[Corpus, ...], params: dict[str, Any], cap: int) -> dict[str, int]:
+    """N of each corpus, counted up to `cap`, in one statement."""
+    with connection.cursor() as cursor:
+        scans = [_rows_counted(corpus, "''", corpus.reach, cap) for corpus in corpora]
+        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), params)
+        return {name: count for name, _, count in cursor.fetchall()}
+
+
+def _kept(counts: dict[str, int], owned: dict[str, int] | None = None, totals: dict[str, int] | None = None) -> None:
     keep_many({key: count for key, count in counts.items() if count}, STATS_SECONDS)
     keep_many({key: count for key, count in counts.items() if not count} | (owned or {}), ABSENT_SECONDS)
+    keep_many(totals or {}, TOTALS_SECONDS)
 
 
-def _kept_unless_erased(counts: dict[str, int], owned: dict[str, int], owner_id: int, mark: Any) -> None:
+def _kept_unless_erased(
+    counts: dict[str, int], owned: dict[str, int], owner_id: int, mark: Any, totals: dict[str, int] | None = None
+) -> None:
     """On the vocabulary thread: counts kept, and deleted again if an erasure dropped the owner's cached views since
     `mark` (`caching.erasure_mark`) was read, before they were counted: they may hold what it erased."""
     try:
-        _kept(counts, owned)
+        _kept(counts, owned, totals)
         if erasure_mark(owner_id) != mark:
-            cache.delete_many([*counts, *owned])
+            cache.delete_many([*counts, *owned, *(totals or {})])
     except Exception:  # kept in the background: the next search counts these words again
         logger.exception("recall.counts_not_kept")
 
@@ -102,6 +127,7 @@ def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[
     return [
         *_stats_keys(corpora, ["", *terms], params).values(),
         *_owner_keys(corpora, params["owner"]).values(),
+        _totals_fresh_key(corpora, params),
         _vocabulary_guard(corpora, params),
         dropped_key(params["owner"]),
     ]
@@ -125,7 +151,8 @@ def statistics_counted(
     not in a round trip each) and kept."""
     keys = _stats_keys(corpora, ["", *terms], params)
     owner_keys = _owner_keys(corpora, params["owner"])
-    cached = cached_many([*keys.values(), *owner_keys.values()])
+    fresh_key = _totals_fresh_key(corpora, params)
+    cached = cached_many([*keys.values(), *owner_keys.values(), fresh_key])
     counts: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
     scans, values = [], dict(params)
     for number, corpus in enumerate(corpora):
@@ -151,31 +178,60 @@ def statistics_counted(
                     ) matched
                 ) m"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
             )
+    if fresh_key not in cached and all("" in counts[corpus.name] for corpus in corpora):
+        totals_recounted_soon(corpora, params)  # this search weighs its words by the N it has
     if not scans:
         return counts
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), values)
         fresh = cursor.fetchall()
-    counted, owned = {}, {}
+    counted: dict[str, int] = {}
+    owned: dict[str, int] = {}
+    totals: dict[str, int] = {}
     for name, word, count in fresh:
         if word is None:  # the owner's rows
             owned[owner_keys[name]] = count
         else:
-            counted[keys[name, word]] = count
+            (totals if word == "" else counted)[keys[name, word]] = count
             counts[name][word] = int(count)
-    noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread, off its path
+    if len(totals) == len(corpora):
+        counted[fresh_key] = 1  # every N counted here: fresh for STATS_SECONDS, as a word's count is kept
+    noted(counted | owned | totals)  # the rest of this search reads them here; Redis gets them from the thread
     owner_id = params["owner"]
     mark = erasure_mark(owner_id)
-    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, counted, owned, owner_id, mark):
-        _kept(counted, owned)  # the thread's queue is full: kept here
+    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, counted, owned, owner_id, mark, totals):
+        _kept(counted, owned, totals)  # the thread's queue is full: kept here
     if any(word for _, word, _ in fresh):
         vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
     return counts
 
 
+def totals_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> bool:
+    """Has the vocabulary thread count the reach's N again and keep it, marked fresh; never from inside a
+    transaction, whose rows the thread's connection would not see. Whether it was handed on; the thread takes the
+    fresh mark first, so of the searches that find N stale at once one has it counted."""
+    if connection.in_atomic_block:
+        return False
+    return submitted(VOCABULARY, VOCABULARY_QUEUED, _totals_recounted, corpora, dict(params))
+
+
+def _totals_recounted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:
+    try:
+        if not cache.add(_totals_fresh_key(corpora, params), 1, STATS_SECONDS):
+            return  # another search handed it on first
+        mark = erasure_mark(params["owner"])  # read before the rows are
+        keys = _stats_keys(corpora, [""], params)
+        totals = {keys[name, ""]: count for name, count in _counted_totals(corpora, params, N_CAP).items()}
+        _kept_unless_erased({}, {}, params["owner"], mark, totals)
+    except Exception:  # a background count: the searches go on weighing words by the N they have
+        logger.exception("recall.totals_not_counted")
+    finally:
+        connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
+
+
 def _vocabulary_guard(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
     """The key a reach's vocabulary count holds for STATS_SECONDS (a search reads it ahead with its words)."""
-    return f"{reach_key('df:vocabulary', params)}:{'+'.join(corpus.name for corpus in corpora)}"
+    return _corpora_key("df:vocabulary", corpora, params)
 
 
 def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str, int]) -> bool:
@@ -213,7 +269,10 @@ def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> Non
             word for word in counts[corpora[0].name] if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
         ]
         keys = _stats_keys(corpora, ["", *asked], params)
-        _kept_unless_erased({keys[name, word]: counts[name][word] for name, word in keys}, {}, params["owner"], mark)
+        totals = {key: counts[name][word] for (name, word), key in keys.items() if word == ""}
+        counted = {key: counts[name][word] for (name, word), key in keys.items() if word != ""}
+        counted[_totals_fresh_key(corpora, params)] = 1  # N counted again first: fresh, as in a search's count
+        _kept_unless_erased(counted, {}, params["owner"], mark, totals)
     except Exception:  # a background count: whatever failed, the searches count word by word
         logger.exception("recall.vocabulary_not_counted")
     finally:
@@ -229,10 +288,7 @@ def vocabulary_counted(
     whole and stems to at most one lexeme, so that holding the word is holding one of its two lexemes (a join on
     lexemes, not a text search per word and row)."""
     most = VOCABULARY_ROWS if most is None else most
-    with connection.cursor() as cursor:
-        reach = [_rows_counted(corpus, "''", corpus.reach, most + 1) for corpus in corpora]
-        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in reach), params)
-        totals = {name: count for name, _, count in cursor.fetchall()}
+    totals = _counted_totals(corpora, params, most + 1)
     if max(totals.values(), default=0) > most:
         return None
     lexemes, counts = [], []

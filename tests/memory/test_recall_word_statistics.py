@@ -267,3 +267,130 @@ def test_an_erasure_before_the_thread_keeps_a_searchs_counts_leaves_none_behind(
     search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
     drained("vocabulary")
     assert cached_counts(alice)  # counted after it: kept
+
+
+def totals_cached(user: User) -> dict[str, tuple[int, int]]:
+    """N of each corpus of `user`'s own reach as cached: its count and its time to live in seconds."""
+    keys = word_statistics._stats_keys(CORPORA, [""], reach_of(user))
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    held = cache.get_many(list(keys.values()))
+    return {name: (held[key], redis.ttl(cache.make_key(key))) for (name, _), key in keys.items() if key in held}
+
+
+def fresh_for(user: User) -> int:
+    """Seconds the reach's N stays fresh (-2: it is stale)."""
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    return int(redis.ttl(cache.make_key(word_statistics._totals_fresh_key(CORPORA, reach_of(user)))))
+
+
+def asked(query: str, user: User) -> list[str]:
+    """The statements a keyword search sends from this thread."""
+    with CaptureQueriesContext(connection) as queries:
+        search(access_for_user(user=user), SearchRequest(query=query, use_vector=False))
+    return [query["sql"] for query in queries.captured_queries]
+
+
+def counts_rows_in_reach(statements: list[str]) -> bool:
+    return any(f"LIMIT {word_statistics.N_CAP}" in sql for sql in statements)
+
+
+def test_a_reachs_first_search_counts_its_rows_and_keeps_them_longer_than_its_words(
+    transactional_db: None, alice: User
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    assert counts_rows_in_reach(asked("Which cello?", alice))
+    drained("vocabulary")
+    totals = totals_cached(alice)
+    assert totals["claim"][0] == 1 and set(totals) == {"claim", "chunk", "node"}
+    assert all(word_statistics.STATS_SECONDS < ttl <= word_statistics.TOTALS_SECONDS for _, ttl in totals.values())
+    assert 0 < fresh_for(alice) <= word_statistics.STATS_SECONDS
+    assert not counts_rows_in_reach(asked("Which cello?", alice))  # fresh: nothing handed on either
+    drained("vocabulary")
+    assert totals_cached(alice)["claim"][0] == 1
+
+
+def test_a_stale_count_of_the_rows_is_used_and_counted_again_off_the_searchs_path(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # counted word by word, as a large reach is
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    ClaimFactory.create(owner=alice, statement="The user tunes the cello weekly.")
+    cache.delete(word_statistics._totals_fresh_key(CORPORA, reach_of(alice)))  # STATS_SECONDS went by
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)
+    try:
+        assert not counts_rows_in_reach(asked("Who tunes the cello?", alice))
+        assert totals_cached(alice)["claim"][0] == 1  # the search weighed its words by the N it had
+    finally:
+        busy.set()
+    drained("vocabulary")
+    assert totals_cached(alice)["claim"][0] == 2
+    assert 0 < fresh_for(alice) <= word_statistics.STATS_SECONDS
+
+
+def test_searches_that_find_the_rows_count_stale_at_once_have_it_counted_once(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    counted: list[int] = []
+    count = word_statistics._counted_totals
+
+    def counting(*args: Any) -> dict[str, int]:
+        counted.append(1)
+        return count(*args)
+
+    monkeypatch.setattr(word_statistics, "_counted_totals", counting)
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)
+    try:
+        assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+        assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    finally:
+        busy.set()
+    drained("vocabulary")
+    assert counted == [1]
+    assert totals_cached(alice)["claim"][0] == 1
+
+
+def test_no_count_of_the_rows_is_handed_on_from_inside_a_transaction(alice: User) -> None:
+    assert connection.in_atomic_block
+    assert not word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+
+
+def test_an_erasure_while_the_rows_are_counted_again_leaves_no_count_behind(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.services.account_erasure import drop_cached_views
+
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    count = word_statistics._counted_totals
+
+    def counted_then_erased(*args: Any) -> dict[str, int]:
+        totals = count(*args)
+        drop_cached_views(alice.pk)  # the owner erased while the thread counted
+        return totals
+
+    monkeypatch.setattr(word_statistics, "_counted_totals", counted_then_erased)
+    assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    drained("vocabulary")
+    assert not totals_cached(alice)
+
+
+def test_a_failed_recount_of_the_rows_is_logged_and_keeps_the_count_held(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    cache.delete(word_statistics._totals_fresh_key(CORPORA, reach_of(alice)))
+
+    def failing(*args: Any) -> dict[str, int]:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(word_statistics, "_counted_totals", failing)
+    assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    drained("vocabulary")
+    assert "recall.totals_not_counted" in caplog.messages
+    assert totals_cached(alice)["claim"][0] == 1
