@@ -215,7 +215,8 @@ class Claim(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["owner", "partition", "status"], name="claim_owner_status"),
+            # The rows in a search's reach, counted from the index alone (memory.recall.word_statistics).
+            models.Index(fields=["owner", "partition", "status", "scope"], name="claim_reach"),
             models.Index(fields=["subject", "predicate", "status"], name="claim_subject_predicate"),
             # A node card's time: the evidence of its most recently stated claims, not of all of them
             # (memory.recall.search.node_results); covering, so the claim ids come from the index alone.

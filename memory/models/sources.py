@@ -208,6 +208,7 @@ class Chunk(models.Model):
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector"),
             models.Index(fields=["owner", "embedding_model"], name="chunk_owner_model"),
+            models.Index(fields=["owner", "partition", "scope"], name="chunk_reach"),  # as claim_reach
             # Who spoke in a partition, by first name: the people a question names (memory.recall.anchors).
             models.Index(
                 F("owner"),

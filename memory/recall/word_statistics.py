@@ -15,8 +15,8 @@ A word no row of a corpus holds is kept for ABSENT_SECONDS only: until it is cou
 look for it in that corpus at all, and the next turn may bring it (a count merely out of date only weighs a word a
 little wrong). The cache keys carry a digest of the word keyed by this installation's secret, not the word.
 
-N, the rows in reach, is the dear count of a large memory (a scan of every row: 100,000 claims, ~65 ms), and it only
-weighs words. It is kept TOTALS_SECONDS, and once it is STATS_SECONDS old the next search hands its recount to the
+N, the rows in reach, is the dear count of a large memory (100,000 claims: 3.7 ms from the reach's index alone,
+62 ms where every row was read), and it only weighs words. It is kept TOTALS_SECONDS, and once it is STATS_SECONDS old the next search hands its recount to the
 thread and goes on with the one it has: only a reach's first search counts N on its path.
 """
 

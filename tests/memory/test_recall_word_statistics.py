@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -394,3 +395,23 @@ def test_a_failed_recount_of_the_rows_is_logged_and_keeps_the_count_held(
     drained("vocabulary")
     assert "recall.totals_not_counted" in caplog.messages
     assert totals_cached(alice)["claim"][0] == 1
+
+
+@pytest.mark.parametrize("name", ["claim", "chunk"])
+def test_an_index_holds_every_column_of_a_reach(name: str) -> None:
+    """So N is counted from the index alone (an index-only scan), not from every row of a large memory."""
+    corpus = next(corpus for corpus in CORPORA if corpus.name == name)
+    table = corpus.table.split()[0]
+    columns = set(re.findall(r"\bc\.(\w+)", corpus.reach))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT i.indexrelid::regclass::text, array_agg(a.attname::text)
+            FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+            WHERE i.indrelid = %s::regclass AND i.indpred IS NULL GROUP BY i.indexrelid""",
+            [table],
+        )
+        covering = [index for index, held in cursor.fetchall() if columns <= set(held)]
+    assert columns == (
+        {"owner_id", "partition_id", "status", "scope"} if name == "claim" else {"owner_id", "partition_id", "scope"}
+    )
+    assert covering == [f"{name}_reach"]
