@@ -55,9 +55,10 @@ CONVERSATION_CLAIMS = 40  # claims drawn from one conversation source
 WARM_UP = 20
 # The keyword leg caches the number of rows in reach (N) and each word's row count (memory.recall.word_statistics).
 # Every variant runs with them cached (the warm-up asks every query once), except the cold ones: before each of
-# their first COLD_QUERIES queries COLD drops them all (a reach's first search), NEW_WORDS the words' counts only
-# (new words, or a search after the words' counts expired: N is kept longer, and counted again off the search's
-# path), then both fill them again.
+# their first COLD_QUERIES queries COLD drops them all (a reach's first search), NEW_WORDS the words' counts and the
+# owner's rows (kept a minute) only: words not asked in the last ten minutes, N counted less than ten minutes ago
+# (once it is older, the next search also hands its recount to a thread, once per reach and ten minutes). The
+# search's counts reach Redis from that thread: each forgetting waits for it first.
 STATS_KEYS = "recall:df:"
 COLD = "hybrid, N and df not cached"
 NEW_WORDS = "hybrid, df not cached"
@@ -317,6 +318,8 @@ KEYWORD_STEP = "keyword, all corpora"
 
 def in_process(access: Any, asked: list[str], rounds: int, names: list[str]) -> dict[str, list[list[float]]]:
     from memory.recall.search import SearchRequest, search
+    from memory.recall.threads import drained
+    from memory.recall.word_statistics import VOCABULARY
 
     variants = {name: options for name, options in VARIANTS.items() if name in names}
     for query in asked:
@@ -324,14 +327,17 @@ def in_process(access: Any, asked: list[str], rounds: int, names: list[str]) -> 
     timings: dict[str, list[list[float]]] = defaultdict(list)
     for _ in range(rounds):
         for name, options in variants.items():  # interleaved, so a noisy minute hits every variant alike
+            drained(VOCABULARY)
             cold = name in (COLD, NEW_WORDS)
             spent, kept = [], word_statistics_saved() if cold else {}
             for query in asked[:COLD_QUERIES] if cold else asked:
                 if cold:
+                    drained(VOCABULARY)
                     forget_word_statistics(keep_totals=name == NEW_WORDS)
                 began = time.perf_counter()
                 search(access, SearchRequest(query=query, **options))
                 spent.append((time.perf_counter() - began) * 1000)
+            drained(VOCABULARY)
             word_statistics_restored(kept)
             timings[name].append(spent)
     return timings

@@ -47,6 +47,15 @@ def erasure_mark(owner_id: int) -> Any:
     return cached_many([dropped_key(owner_id)]).get(dropped_key(owner_id))
 
 
+def erasure_mark_now(owner_id: int) -> Any:
+    """The owner's erasure mark as Redis holds it now, whatever this search read ahead (None: none, or Redis is
+    away): to compare with `erasure_mark` after keeping what was counted since."""
+    try:
+        return cache.get(dropped_key(owner_id))
+    except RedisError:
+        return None
+
+
 # The keys read ahead in this context (one search) and what Redis held for them; _ABSENT: nothing was held.
 _read: ContextVar[dict[str, Any] | None] = ContextVar("recall_read_ahead", default=None)
 _ABSENT = object()

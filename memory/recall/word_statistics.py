@@ -1,5 +1,5 @@
 """How many rows in reach a search's words are held by: N and each word's df per corpus, for the keyword leg's
-weights (memory.recall.legs), cached per reach for STATS_SECONDS.
+weights (memory.recall.legs), cached per reach (a word's df for STATS_SECONDS, N longer: below).
 
 A word is counted the first time a search asks it. On a small memory nearly every question brings a word not asked
 before, and counting it was a third of a first search (docs/benchmarks.md, issue 18, fifteenth pass). So where
@@ -15,9 +15,11 @@ A word no row of a corpus holds is kept for ABSENT_SECONDS only: until it is cou
 look for it in that corpus at all, and the next turn may bring it (a count merely out of date only weighs a word a
 little wrong). The cache keys carry a digest of the word keyed by this installation's secret, not the word.
 
-N, the rows in reach, is the dear count of a large memory (100,000 claims: 3.7 ms from the reach's index alone,
-62 ms where every row was read), and it only weighs words. It is kept TOTALS_SECONDS, and once it is STATS_SECONDS old the next search hands its recount to the
-thread and goes on with the one it has: only a reach's first search counts N on its path.
+N, the rows in reach, is the dear count of a large memory (100,000 claims: 3.7 ms from the reach's index alone
+with every page all-visible, 62 ms where every row was read), and it only weighs words. It is kept TOTALS_SECONDS,
+and once it is STATS_SECONDS old the next search hands its recount to the thread and goes on with the one it has. A
+search counts N on its path only where it is not cached: a reach's first search, or the first after an erasure or a
+day unsearched. An N of 0 (an empty reach about to be written to) is kept ABSENT_SECONDS, as a word held nowhere.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +39,7 @@ from memory.recall.caching import (
     cached_many,
     dropped_key,
     erasure_mark,
+    erasure_mark_now,
     keep_many,
     noted,
     owner_key,
@@ -102,28 +106,49 @@ def _counted_totals(corpora: tuple[Corpus, ...], params: dict[str, Any], cap: in
         return {name: count for name, _, count in cursor.fetchall()}
 
 
-def _kept(counts: dict[str, int], owned: dict[str, int] | None = None, totals: dict[str, int] | None = None) -> None:
+@dataclass(frozen=True)
+class _Totals:
+    """N of a reach's corpora as counted, by cache key, and the key that marks them fresh (None: some corpora's N
+    were not counted with them, and the reach's are not marked fresh)."""
+
+    counts: dict[str, int]
+    fresh_key: str | None
+
+    def kept(self) -> None:
+        keep_many({key: count for key, count in self.counts.items() if count}, TOTALS_SECONDS)
+        keep_many({key: count for key, count in self.counts.items() if not count}, ABSENT_SECONDS)
+        if self.fresh_key is not None:
+            keep_many({self.fresh_key: 1}, STATS_SECONDS if all(self.counts.values()) else ABSENT_SECONDS)
+
+    @property
+    def keys(self) -> list[str]:
+        return [*self.counts, *([self.fresh_key] if self.fresh_key else [])]
+
+
+def _kept(counts: dict[str, int], owned: dict[str, int] | None = None, totals: _Totals | None = None) -> None:
     keep_many({key: count for key, count in counts.items() if count}, STATS_SECONDS)
     keep_many({key: count for key, count in counts.items() if not count} | (owned or {}), ABSENT_SECONDS)
-    keep_many(totals or {}, TOTALS_SECONDS)
+    if totals is not None:
+        totals.kept()
 
 
 def _kept_unless_erased(
-    counts: dict[str, int], owned: dict[str, int], owner_id: int, mark: Any, totals: dict[str, int] | None = None
+    counts: dict[str, int], owned: dict[str, int], owner_id: int, mark: Any, totals: _Totals | None = None
 ) -> None:
-    """On the vocabulary thread: counts kept, and deleted again if an erasure dropped the owner's cached views since
-    `mark` (`caching.erasure_mark`) was read, before they were counted: they may hold what it erased."""
+    """Counts kept (on the vocabulary thread, or where its queue is full), and deleted again if an erasure dropped
+    the owner's cached views since `mark` (`caching.erasure_mark`) was read, before they were counted: they may
+    hold what it erased."""
     try:
         _kept(counts, owned, totals)
-        if erasure_mark(owner_id) != mark:
-            cache.delete_many([*counts, *owned, *(totals or {})])
+        if erasure_mark_now(owner_id) != mark:
+            cache.delete_many([*counts, *owned, *(totals.keys if totals else [])])
     except Exception:  # kept in the background: the next search counts these words again
         logger.exception("recall.counts_not_kept")
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
-    """The cache keys `statistics_counted` reads for these words in each corpus, the owner's rows, the reach's
-    vocabulary guard and the owner's last erasure mark (a search reads them ahead)."""
+    """The cache keys `statistics_counted` reads for these words in each corpus, the owner's rows, the mark of the
+    reach's N fresh, the reach's vocabulary guard and the owner's last erasure mark (a search reads them ahead)."""
     return [
         *_stats_keys(corpora, ["", *terms], params).values(),
         *_owner_keys(corpora, params["owner"]).values(),
@@ -187,20 +212,20 @@ def statistics_counted(
         fresh = cursor.fetchall()
     counted: dict[str, int] = {}
     owned: dict[str, int] = {}
-    totals: dict[str, int] = {}
+    recounted: dict[str, int] = {}
     for name, word, count in fresh:
         if word is None:  # the owner's rows
             owned[owner_keys[name]] = count
         else:
-            (totals if word == "" else counted)[keys[name, word]] = count
+            (recounted if word == "" else counted)[keys[name, word]] = count
             counts[name][word] = int(count)
-    if len(totals) == len(corpora):
-        counted[fresh_key] = 1  # every N counted here: fresh for STATS_SECONDS, as a word's count is kept
-    noted(counted | owned | totals)  # the rest of this search reads them here; Redis gets them from the thread
+    # Every corpus's N counted here: marked fresh. Some only (the others were cached): not marked.
+    totals = _Totals(recounted, fresh_key if len(recounted) == len(corpora) else None) if recounted else None
+    noted(counted | owned | recounted)  # the rest of this search reads them here; Redis gets them from the thread
     owner_id = params["owner"]
     mark = erasure_mark(owner_id)
     if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, counted, owned, owner_id, mark, totals):
-        _kept(counted, owned, totals)  # the thread's queue is full: kept here
+        _kept_unless_erased(counted, owned, owner_id, mark, totals)  # the thread's queue is full: kept here
     if any(word for _, word, _ in fresh):
         vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
     return counts
@@ -212,17 +237,21 @@ def totals_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any]) -
     fresh mark first, so of the searches that find N stale at once one has it counted."""
     if connection.in_atomic_block:
         return False
-    return submitted(VOCABULARY, VOCABULARY_QUEUED, _totals_recounted, corpora, dict(params))
+    fresh_key = _totals_fresh_key(corpora, params)
+    return submitted(VOCABULARY, VOCABULARY_QUEUED, _totals_recounted, corpora, dict(params), once=fresh_key)
 
 
 def _totals_recounted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:
+    fresh_key = _totals_fresh_key(corpora, params)
     try:
-        if not cache.add(_totals_fresh_key(corpora, params), 1, STATS_SECONDS):
+        if not cache.add(fresh_key, 1, STATS_SECONDS):
             return  # another search handed it on first
         mark = erasure_mark(params["owner"])  # read before the rows are
         keys = _stats_keys(corpora, [""], params)
-        totals = {keys[name, ""]: count for name, count in _counted_totals(corpora, params, N_CAP).items()}
-        _kept_unless_erased({}, {}, params["owner"], mark, totals)
+        counted = {keys[name, ""]: count for name, count in _counted_totals(corpora, params, N_CAP).items()}
+        _kept_unless_erased({}, {}, params["owner"], mark, _Totals(counted, fresh_key))
+    except RedisError:
+        return  # Redis is away: the searches count N again when they find none
     except Exception:  # a background count: the searches go on weighing words by the N they have
         logger.exception("recall.totals_not_counted")
     finally:
@@ -269,10 +298,9 @@ def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> Non
             word for word in counts[corpora[0].name] if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
         ]
         keys = _stats_keys(corpora, ["", *asked], params)
-        totals = {key: counts[name][word] for (name, word), key in keys.items() if word == ""}
-        counted = {key: counts[name][word] for (name, word), key in keys.items() if word != ""}
-        counted[_totals_fresh_key(corpora, params)] = 1  # N counted again first: fresh, as in a search's count
-        _kept_unless_erased(counted, {}, params["owner"], mark, totals)
+        counted = {key: counts[name][word] for (name, word), key in keys.items() if word}
+        recounted = {key: counts[name][word] for (name, word), key in keys.items() if not word}
+        _kept_unless_erased(counted, {}, params["owner"], mark, _Totals(recounted, _totals_fresh_key(corpora, params)))
     except Exception:  # a background count: whatever failed, the searches count word by word
         logger.exception("recall.vocabulary_not_counted")
     finally:

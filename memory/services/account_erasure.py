@@ -285,7 +285,8 @@ def _forget_owner(owner_id: int) -> None:
 
 def drop_cached_views(owner_id: int) -> None:
     """Caches of derived views hold text (the atlas for a day, who spoke for a minute) or counts of the owner's words
-    (for minutes): after an erasure the owner's go at once rather than when they expire."""
+    and rows (for minutes, a reach's rows for a day): after an erasure the owner's go at once rather than when they
+    expire."""
     try:
         client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
         for pattern in (f"atlas:{owner_id}:*", owner_pattern("df:*", owner_id), owner_pattern("speaker*", owner_id)):

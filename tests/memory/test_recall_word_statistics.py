@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -295,19 +296,51 @@ def counts_rows_in_reach(statements: list[str]) -> bool:
     return any(f"LIMIT {word_statistics.N_CAP}" in sql for sql in statements)
 
 
+def recounts(monkeypatch: pytest.MonkeyPatch, also: Callable[[], None] | None = None) -> list[int]:
+    """One entry per count of a reach's N from now on, on any thread (`also` runs after each)."""
+    counted: list[int] = []
+    count = word_statistics._counted_totals
+
+    def counting(*args: Any) -> dict[str, int]:
+        totals = count(*args)
+        counted.append(1)
+        if also is not None:
+            also()
+        return totals
+
+    monkeypatch.setattr(word_statistics, "_counted_totals", counting)
+    return counted
+
+
 def test_a_reachs_first_search_counts_its_rows_and_keeps_them_longer_than_its_words(
-    transactional_db: None, alice: User
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    NodeFactory.create(owner=alice, type="Project", label="Cello lessons")
     assert counts_rows_in_reach(asked("Which cello?", alice))
     drained("vocabulary")
     totals = totals_cached(alice)
-    assert totals["claim"][0] == 1 and set(totals) == {"claim", "chunk", "node"}
-    assert all(word_statistics.STATS_SECONDS < ttl <= word_statistics.TOTALS_SECONDS for _, ttl in totals.values())
-    assert 0 < fresh_for(alice) <= word_statistics.STATS_SECONDS
-    assert not counts_rows_in_reach(asked("Which cello?", alice))  # fresh: nothing handed on either
+    assert {name: count for name, (count, _) in totals.items()} == {"claim": 1, "chunk": 0, "node": 1}
+    assert all(
+        word_statistics.STATS_SECONDS < totals[name][1] <= word_statistics.TOTALS_SECONDS for name in ("claim", "node")
+    )
+    assert 0 < totals["chunk"][1] <= word_statistics.ABSENT_SECONDS  # none yet: the next turns may bring some
+    assert 0 < fresh_for(alice) <= word_statistics.ABSENT_SECONDS  # so the reach's N is fresh a minute only
+    counted = recounts(monkeypatch)
+    assert not counts_rows_in_reach(asked("Which cello?", alice))
     drained("vocabulary")
+    assert counted == []  # fresh: nothing handed on either
     assert totals_cached(alice)["claim"][0] == 1
+
+
+def test_a_reach_holding_rows_in_every_corpus_has_its_count_fresh_for_ten_minutes(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    held_in_reach(api, owner, alice)
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    assert all(count for count, _ in totals_cached(alice).values())
+    assert word_statistics.ABSENT_SECONDS < fresh_for(alice) <= word_statistics.STATS_SECONDS
 
 
 def test_a_stale_count_of_the_rows_is_used_and_counted_again_off_the_searchs_path(
@@ -335,24 +368,30 @@ def test_searches_that_find_the_rows_count_stale_at_once_have_it_counted_once(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
-    counted: list[int] = []
-    count = word_statistics._counted_totals
-
-    def counting(*args: Any) -> dict[str, int]:
-        counted.append(1)
-        return count(*args)
-
-    monkeypatch.setattr(word_statistics, "_counted_totals", counting)
+    counted = recounts(monkeypatch)
     busy = threading.Event()
     process_pool("vocabulary", 1).submit(busy.wait, 30)
     try:
-        assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
-        assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+        for _ in range(word_statistics.VOCABULARY_QUEUED + 1):  # more than the thread's queue holds
+            assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+        # Handed on once: the queue still takes other work.
+        assert vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
     finally:
         busy.set()
     drained("vocabulary")
-    assert counted == [1]
+    assert counted == [1, 1]  # the recount, and the vocabulary's own count of N
     assert totals_cached(alice)["claim"][0] == 1
+
+
+def test_two_processes_finding_the_rows_count_stale_have_it_counted_once(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    counted = recounts(monkeypatch)
+    cache.add(word_statistics._totals_fresh_key(CORPORA, reach_of(alice)), 1, 60)  # another process took the mark
+    assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    drained("vocabulary")
+    assert counted == []
 
 
 def test_no_count_of_the_rows_is_handed_on_from_inside_a_transaction(alice: User) -> None:
@@ -366,17 +405,29 @@ def test_an_erasure_while_the_rows_are_counted_again_leaves_no_count_behind(
     from memory.services.account_erasure import drop_cached_views
 
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
-    count = word_statistics._counted_totals
-
-    def counted_then_erased(*args: Any) -> dict[str, int]:
-        totals = count(*args)
-        drop_cached_views(alice.pk)  # the owner erased while the thread counted
-        return totals
-
-    monkeypatch.setattr(word_statistics, "_counted_totals", counted_then_erased)
+    recounts(monkeypatch, also=lambda: drop_cached_views(alice.pk))  # the owner erased while the thread counted
     assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
     drained("vocabulary")
     assert not totals_cached(alice)
+    assert fresh_for(alice) == -2
+
+
+def test_an_erasure_before_a_full_queues_counts_are_kept_on_the_searchs_path_leaves_none_behind(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.services.account_erasure import drop_cached_views
+
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    monkeypatch.setattr(word_statistics, "VOCABULARY_QUEUED", 0)
+    keep = word_statistics._kept
+
+    def erased_then_kept(*args: Any) -> None:
+        drop_cached_views(alice.pk)  # the owner erased after the search counted, before it kept the counts
+        keep(*args)
+
+    monkeypatch.setattr(word_statistics, "_kept", erased_then_kept)
+    search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
+    assert not cached_counts(alice)
 
 
 def test_a_failed_recount_of_the_rows_is_logged_and_keeps_the_count_held(
