@@ -53,15 +53,22 @@ USERNAME = "bench-search"
 BULK_INDEXES = ("claim_embedding_minilm_hnsw", "claim_search_vector")  # dropped for the load, then rebuilt
 CONVERSATION_CLAIMS = 40  # claims drawn from one conversation source
 WARM_UP = 20
-# The keyword leg caches the number of rows in reach (N) and each word's row count (memory.recall.word_statistics).
-# Every variant runs with them cached (the warm-up asks every query once), except the cold ones: before each of
-# their first COLD_QUERIES queries COLD drops them all (a reach's first search), NEW_WORDS the words' counts and the
-# owner's rows (kept a minute) only: words not asked in the last ten minutes, N counted less than ten minutes ago
-# (once it is older, the next search also hands its recount to a thread, once per reach and ten minutes). The
+# The keyword leg caches the number of rows in reach (N) and each word's row count (memory.recall.word_statistics),
+# each marked fresh for ten minutes from its count. Every variant runs with them cached and fresh (the warm-up asks
+# every query once), except the cold ones: before each of their first COLD_QUERIES queries COLD drops them all (a
+# reach's first search), NEW_WORDS the words' counts, their marks and the owner's rows (kept a minute) but not N's
+# (words new to the reach, or not asked in a day), STALE the marks only (words asked earlier in the day: the search
+# uses their counts and hands them to a thread to count again, which competes with the searches after it). The
 # search's counts reach Redis from that thread: each forgetting waits for it first.
 STATS_KEYS = "recall:df:"
 COLD = "hybrid, N and df not cached"
 NEW_WORDS = "hybrid, df not cached"
+STALE = "hybrid, N and df cached, over ten minutes old"
+FORGOTTEN: dict[str, Callable[[bytes], bool]] = {  # which of the cached keys each cold variant drops
+    COLD: lambda key: True,
+    NEW_WORDS: lambda key: not key.endswith(b":"),  # N's counts and mark: the digest of the word "" is ""
+    STALE: lambda key: b":df:fresh:" in key,
+}
 COLD_QUERIES = 60
 
 
@@ -309,6 +316,7 @@ VARIANTS: dict[str, dict[str, Any]] = {  # in-process search() variants: their S
     "hybrid, excluding Project nodes": {"exclude_node_types": ("Project",)},
     COLD: {},
     NEW_WORDS: {},
+    STALE: {},
 }
 
 
@@ -328,12 +336,12 @@ def in_process(access: Any, asked: list[str], rounds: int, names: list[str]) -> 
     for _ in range(rounds):
         for name, options in variants.items():  # interleaved, so a noisy minute hits every variant alike
             drained(VOCABULARY)
-            cold = name in (COLD, NEW_WORDS)
+            cold = name in FORGOTTEN
             spent, kept = [], word_statistics_saved() if cold else {}
             for query in asked[:COLD_QUERIES] if cold else asked:
                 if cold:
                     drained(VOCABULARY)
-                    forget_word_statistics(keep_totals=name == NEW_WORDS)
+                    forget_word_statistics(FORGOTTEN[name])
                 began = time.perf_counter()
                 search(access, SearchRequest(query=query, **options))
                 spent.append((time.perf_counter() - began) * 1000)
@@ -443,14 +451,9 @@ def _redis() -> Any:
     return redis.Redis.from_url(settings.REDIS_URL)
 
 
-def forget_word_statistics(*, keep_totals: bool = False) -> None:
-    """Drop the keyword leg's cached N and df, or with `keep_totals` the df only (N's keys are those of the empty
-    word: they end in ":"; "df:totals" marks N fresh)."""
-    stale = [
-        key
-        for key in _redis().scan_iter(match=f"*{STATS_KEYS}*", count=1000)
-        if not (keep_totals and (key.endswith(b":") or b"df:totals" in key))
-    ]
+def forget_word_statistics(forgotten: Callable[[bytes], bool] = FORGOTTEN[COLD]) -> None:
+    """Drop the keyword leg's cached N and df (those keys `forgotten` picks)."""
+    stale = [key for key in _redis().scan_iter(match=f"*{STATS_KEYS}*", count=1000) if forgotten(key)]
     if stale:
         _redis().delete(*stale)
 

@@ -1,5 +1,5 @@
 """How many rows in reach a search's words are held by: N and each word's df per corpus, for the keyword leg's
-weights (memory.recall.legs), cached per reach (a word's df for STATS_SECONDS, N longer: below).
+weights (memory.recall.legs), cached per reach and counted again off the search's path once STATS_SECONDS old.
 
 A word is counted the first time a search asks it. On a small memory nearly every question brings a word not asked
 before, and counting it was a third of a first search (docs/benchmarks.md, issue 18, fifteenth pass). So where
@@ -11,15 +11,18 @@ nowhere, or one held only by its stem ("camped"), or one the parser cuts into se
 counted when it is asked; the search hands what it counted to that thread to keep, so its own answer waits for no
 Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a search).
 
-A word no row of a corpus holds is kept for ABSENT_SECONDS only: until it is counted again the keyword leg does not
-look for it in that corpus at all, and the next turn may bring it (a count merely out of date only weighs a word a
-little wrong). The cache keys carry a digest of the word keyed by this installation's secret, not the word.
+On a large memory the counts are dear (100,000 claims: a common word's df up to ~6 ms, N 3.7 ms from the reach's
+index alone, 62 ms where every row was read), and a count out of date only weighs a word a little wrong. So a count
+of rows held (N, or a word's df above 0) is kept KEPT_SECONDS, and a mark per word (N's: "") is held STATS_SECONDS
+from its count in every corpus: a search that finds a word's counts held and its mark gone weighs it by the counts it
+has and hands the word to the thread to count again (while the reach's vocabulary guard is held, its words are
+fresh). A search counts on its path only what is not cached: a word new to the reach, asked first in a day, or after
+an erasure.
 
-N, the rows in reach, is the dear count of a large memory (100,000 claims: 3.7 ms from the reach's index alone
-with every page all-visible, 62 ms where every row was read), and it only weighs words. It is kept TOTALS_SECONDS,
-and once it is STATS_SECONDS old the next search hands its recount to the thread and goes on with the one it has. A
-search counts N on its path only where it is not cached: a reach's first search, or the first after an erasure or a
-day unsearched. An N of 0 (an empty reach about to be written to) is kept ABSENT_SECONDS, as a word held nowhere.
+A word no row of a corpus holds is kept for ABSENT_SECONDS only, and counted again on the search's path: until it
+is, the keyword leg does not look for it in that corpus at all, and the next turn may bring it. So is an N of 0 (an
+empty reach about to be written to). The cache keys carry a digest of the word keyed by this installation's secret,
+not the word.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -56,7 +60,7 @@ DF_CAP = 5_000
 N_CAP = 200_000
 STATS_SECONDS = 600
 ABSENT_SECONDS = 60
-TOTALS_SECONDS = 86_400
+KEPT_SECONDS = 86_400
 # The most rows any corpus in reach may hold for its whole vocabulary to be counted at once (conv-26's 420 turns:
 # ~90 ms on a background thread), and the counts waiting for the thread at most (past it: word by word).
 VOCABULARY_ROWS = 2_000
@@ -74,28 +78,32 @@ def _digest_key() -> bytes:
     return hashlib.sha256(f"recall.word_statistics:{settings.SECRET_KEY}".encode()).digest()
 
 
+def _digests(words: list[str]) -> dict[str, str]:
+    """Each word's digest in the cache keys ("" for N's word, "")."""
+    key = _digest_key()
+    return {word: hashlib.blake2b(word.encode(), digest_size=8, key=key).hexdigest() if word else "" for word in words}
+
+
 def _stats_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[tuple[str, str], str]:
     """The cache key of each (corpus, word): the reach's part made once per corpus, the word's digest once."""
-    key = _digest_key()
-    digests = {
-        word: hashlib.blake2b(word.encode(), digest_size=8, key=key).hexdigest() if word else "" for word in words
-    }
+    digests = _digests(words)
     prefixes = {corpus.name: reach_key(f"df:{corpus.name}", params) for corpus in corpora}
     return {(name, word): f"{prefix}:{digest}" for name, prefix in prefixes.items() for word, digest in digests.items()}
-
-
-def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
-    """The cache key of the owner's rows in each corpus (an erasure drops it with the counts)."""
-    return {corpus.name: owner_key(f"df:{corpus.name}", owner_id) for corpus in corpora}
 
 
 def _corpora_key(kind: str, corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
     return f"{reach_key(kind, params)}:{'+'.join(corpus.name for corpus in corpora)}"
 
 
-def _totals_fresh_key(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
-    """The key a reach's N is fresh while it is held (STATS_SECONDS from its count; a search reads it ahead)."""
-    return _corpora_key("df:totals", corpora, params)
+def _fresh_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[str, str]:
+    """The key of each word (N's: "") held STATS_SECONDS from its count in these corpora: its counts are fresh."""
+    prefix = _corpora_key("df:fresh", corpora, params)
+    return {word: f"{prefix}:{digest}" for word, digest in _digests(words).items()}
+
+
+def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
+    """The cache key of the owner's rows in each corpus (an erasure drops it with the counts)."""
+    return {corpus.name: owner_key(f"df:{corpus.name}", owner_id) for corpus in corpora}
 
 
 def _counted_totals(corpora: tuple[Corpus, ...], params: dict[str, Any], cap: int) -> dict[str, int]:
@@ -106,53 +114,73 @@ def _counted_totals(corpora: tuple[Corpus, ...], params: dict[str, Any], cap: in
         return {name: count for name, _, count in cursor.fetchall()}
 
 
+def _scans(corpus: Corpus, number: int, words: list[str], values: dict[str, Any]) -> list[str]:
+    """The statements that count N (the word "") and these words' df in `corpus`, their parameters added to
+    `values` (`number`: the corpus's place in a statement of several)."""
+    scans = [_rows_counted(corpus, "''", corpus.reach, N_CAP)] if "" in words else []
+    if terms := [word for word in words if word]:
+        # One bounded lookup per word (a LATERAL subquery per unnested word). Each word's tsquery is made once,
+        # behind OFFSET 0: inlined, PostgreSQL made it again for every row it matched (a cold question's counts
+        # on 419 chunks: 7.1 -> 3.6 ms; docs/benchmarks.md, issue 18, twelfth pass).
+        values[f"terms{number}"] = terms
+        scans.append(
+            f"""SELECT '{corpus.name}', t.word, m.rows
+            FROM (
+                SELECT w.word, {WORD_QUERY.format(word="w.word")} AS q
+                FROM unnest(%(terms{number})s::text[]) AS w(word) OFFSET 0
+            ) t, LATERAL (
+                SELECT count(*) AS rows FROM (
+                    SELECT 1 FROM {corpus.table} WHERE {corpus.reach} AND c.search_vector @@ t.q LIMIT {DF_CAP}
+                ) matched
+            ) m"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
+        )
+    return scans
+
+
+def _fetched(scans: list[str], values: dict[str, Any]) -> list[tuple[str, str | None, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), values)
+        return cursor.fetchall()
+
+
 @dataclass(frozen=True)
-class _Totals:
-    """N of a reach's corpora as counted, by cache key, and the key that marks them fresh (None: some corpora's N
-    were not counted with them, and the reach's are not marked fresh)."""
+class _Counted:
+    """What a count found, to keep: rows held (N and each word's df alike) by cache key, the owner's rows, and the
+    keys marking words fresh."""
 
     counts: dict[str, int]
-    fresh_key: str | None
+    owned: dict[str, int] = field(default_factory=dict)
+    fresh: list[str] = field(default_factory=list)
 
     def kept(self) -> None:
-        keep_many({key: count for key, count in self.counts.items() if count}, TOTALS_SECONDS)
-        keep_many({key: count for key, count in self.counts.items() if not count}, ABSENT_SECONDS)
-        if self.fresh_key is not None:
-            keep_many({self.fresh_key: 1}, STATS_SECONDS if all(self.counts.values()) else ABSENT_SECONDS)
+        keep_many({key: count for key, count in self.counts.items() if count}, KEPT_SECONDS)
+        keep_many({key: count for key, count in self.counts.items() if not count} | self.owned, ABSENT_SECONDS)
+        keep_many(dict.fromkeys(self.fresh, 1), STATS_SECONDS)
 
     @property
     def keys(self) -> list[str]:
-        return [*self.counts, *([self.fresh_key] if self.fresh_key else [])]
+        return [*self.counts, *self.owned, *self.fresh]
 
 
-def _kept(counts: dict[str, int], owned: dict[str, int] | None = None, totals: _Totals | None = None) -> None:
-    keep_many({key: count for key, count in counts.items() if count}, STATS_SECONDS)
-    keep_many({key: count for key, count in counts.items() if not count} | (owned or {}), ABSENT_SECONDS)
-    if totals is not None:
-        totals.kept()
-
-
-def _kept_unless_erased(
-    counts: dict[str, int], owned: dict[str, int], owner_id: int, mark: Any, totals: _Totals | None = None
-) -> None:
+def _kept_unless_erased(counted: _Counted, owner_id: int, mark: Any) -> None:
     """Counts kept (on the vocabulary thread, or where its queue is full), and deleted again if an erasure dropped
     the owner's cached views since `mark` (`caching.erasure_mark`) was read, before they were counted: they may
     hold what it erased."""
     try:
-        _kept(counts, owned, totals)
+        counted.kept()
         if erasure_mark_now(owner_id) != mark:
-            cache.delete_many([*counts, *owned, *(totals.keys if totals else [])])
+            cache.delete_many(counted.keys)
     except Exception:  # kept in the background: the next search counts these words again
         logger.exception("recall.counts_not_kept")
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
-    """The cache keys `statistics_counted` reads for these words in each corpus, the owner's rows, the mark of the
-    reach's N fresh, the reach's vocabulary guard and the owner's last erasure mark (a search reads them ahead)."""
+    """The cache keys `statistics_counted` reads for these words in each corpus, the owner's rows, the words' marks
+    of fresh counts, the reach's vocabulary guard and the owner's last erasure mark (a search reads them ahead)."""
     return [
         *_stats_keys(corpora, ["", *terms], params).values(),
         *_owner_keys(corpora, params["owner"]).values(),
-        _totals_fresh_key(corpora, params),
+        *_fresh_keys(corpora, ["", *terms], params).values(),
         _vocabulary_guard(corpora, params),
         dropped_key(params["owner"]),
     ]
@@ -173,87 +201,79 @@ def statistics_counted(
 ) -> dict[str, dict[str, int]]:
     """N (under the word "") and each word's df in every corpus: what the cache holds, and what it does not
     counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
-    not in a round trip each) and kept."""
-    keys = _stats_keys(corpora, ["", *terms], params)
+    not in a round trip each) and kept. Counts held but no longer fresh are used, and counted again on the thread."""
+    words = ["", *terms]
+    keys = _stats_keys(corpora, words, params)
     owner_keys = _owner_keys(corpora, params["owner"])
-    fresh_key = _totals_fresh_key(corpora, params)
-    cached = cached_many([*keys.values(), *owner_keys.values(), fresh_key])
+    fresh_keys = _fresh_keys(corpora, words, params)
+    guard = _vocabulary_guard(corpora, params)  # held: the vocabulary's counts are fresh
+    cached = cached_many([*keys.values(), *owner_keys.values(), *fresh_keys.values(), guard])
     counts: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
-    scans, values = [], dict(params)
+    scans, values, missing_in = [], dict(params), Counter[str]()
     for number, corpus in enumerate(corpora):
-        held = {word: cached[keys[corpus.name, word]] for word in ["", *terms] if keys[corpus.name, word] in cached}
+        held = {word: cached[keys[corpus.name, word]] for word in words if keys[corpus.name, word] in cached}
         counts[corpus.name] = {word: int(count) for word, count in held.items()}
-        if "" not in held:
-            scans.append(_rows_counted(corpus, "''", corpus.reach, N_CAP))
         if owner_keys[corpus.name] not in cached:
             scans.append(_rows_counted(corpus, "NULL", "c.owner_id = %(owner)s", OWNER_ROWS))
-        if missing := [word for word in terms if word not in held]:
-            # One bounded lookup per word (a LATERAL subquery per unnested word). Each word's tsquery is made once,
-            # behind OFFSET 0: inlined, PostgreSQL made it again for every row it matched (a cold question's counts
-            # on 419 chunks: 7.1 -> 3.6 ms; docs/benchmarks.md, issue 18, twelfth pass).
-            values[f"terms{number}"] = missing
-            scans.append(
-                f"""SELECT '{corpus.name}', t.word, m.rows
-                FROM (
-                    SELECT w.word, {WORD_QUERY.format(word="w.word")} AS q
-                    FROM unnest(%(terms{number})s::text[]) AS w(word) OFFSET 0
-                ) t, LATERAL (
-                    SELECT count(*) AS rows FROM (
-                        SELECT 1 FROM {corpus.table} WHERE {corpus.reach} AND c.search_vector @@ t.q LIMIT {DF_CAP}
-                    ) matched
-                ) m"""  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-            )
-    if fresh_key not in cached and all("" in counts[corpus.name] for corpus in corpora):
-        totals_recounted_soon(corpora, params)  # this search weighs its words by the N it has
+        missing = [word for word in words if word not in held]
+        missing_in.update(missing)
+        scans += _scans(corpus, number, missing, values)
+    stale = [word for word in words if not missing_in[word] and fresh_keys[word] not in cached]
+    if stale and guard not in cached:
+        counts_recounted_soon(corpora, params, stale)  # this search weighs its words by the counts it has
     if not scans:
         return counts
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), values)
-        fresh = cursor.fetchall()
+    fetched = _fetched(scans, values)
     counted: dict[str, int] = {}
     owned: dict[str, int] = {}
-    recounted: dict[str, int] = {}
-    for name, word, count in fresh:
+    for name, word, count in fetched:
         if word is None:  # the owner's rows
             owned[owner_keys[name]] = count
         else:
-            (recounted if word == "" else counted)[keys[name, word]] = count
+            counted[keys[name, word]] = count
             counts[name][word] = int(count)
-    # Every corpus's N counted here: marked fresh. Some only (the others were cached): not marked.
-    totals = _Totals(recounted, fresh_key if len(recounted) == len(corpora) else None) if recounted else None
-    noted(counted | owned | recounted)  # the rest of this search reads them here; Redis gets them from the thread
+    # A word counted here in every corpus is fresh; one counted in some (the others' counts held) keeps its mark.
+    fresh = [fresh_keys[word] for word in words if missing_in[word] == len(corpora)]
+    noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
     owner_id = params["owner"]
     mark = erasure_mark(owner_id)
-    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, counted, owned, owner_id, mark, totals):
-        _kept_unless_erased(counted, owned, owner_id, mark, totals)  # the thread's queue is full: kept here
-    if any(word for _, word, _ in fresh):
+    kept = _Counted(counted, owned, fresh)
+    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, kept, owner_id, mark):
+        _kept_unless_erased(kept, owner_id, mark)  # the thread's queue is full: kept here
+    if any(word for _, word, _ in fetched):
         vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
     return counts
 
 
-def totals_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> bool:
-    """Has the vocabulary thread count the reach's N again and keep it, marked fresh; never from inside a
-    transaction, whose rows the thread's connection would not see. Whether it was handed on; the thread takes the
-    fresh mark first, so of the searches that find N stale at once one has it counted."""
+def counts_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str]) -> bool:
+    """Has the vocabulary thread count these words (N's: "") again in every corpus and keep them, marked fresh;
+    never from inside a transaction, whose rows the thread's connection would not see. Whether it was handed on;
+    the thread takes each word's mark first, so of the searches that find a word stale at once one has it counted,
+    and the same words wait in a process's queue once."""
     if connection.in_atomic_block:
         return False
-    fresh_key = _totals_fresh_key(corpora, params)
-    return submitted(VOCABULARY, VOCABULARY_QUEUED, _totals_recounted, corpora, dict(params), once=fresh_key)
+    once = (_corpora_key("df:fresh", corpora, params), *sorted(words))
+    return submitted(VOCABULARY, VOCABULARY_QUEUED, _recounted, corpora, dict(params), list(words), once=once)
 
 
-def _totals_recounted(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:
-    fresh_key = _totals_fresh_key(corpora, params)
+def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str]) -> None:
     try:
-        if not cache.add(fresh_key, 1, STATS_SECONDS):
-            return  # another search handed it on first
+        fresh_keys = _fresh_keys(corpora, words, params)
+        taken = [word for word in words if cache.add(fresh_keys[word], 1, STATS_SECONDS)]
+        if not taken:
+            return  # other searches handed them on first
         mark = erasure_mark(params["owner"])  # read before the rows are
-        keys = _stats_keys(corpora, [""], params)
-        counted = {keys[name, ""]: count for name, count in _counted_totals(corpora, params, N_CAP).items()}
-        _kept_unless_erased({}, {}, params["owner"], mark, _Totals(counted, fresh_key))
+        values = dict(params)
+        fetched = _fetched(
+            [scan for number, corpus in enumerate(corpora) for scan in _scans(corpus, number, taken, values)], values
+        )
+        keys = _stats_keys(corpora, taken, params)
+        counted = {keys[name, word]: count for name, word, count in fetched if word is not None}
+        _kept_unless_erased(_Counted(counted, fresh=[fresh_keys[word] for word in taken]), params["owner"], mark)
     except RedisError:
-        return  # Redis is away: the searches count N again when they find none
-    except Exception:  # a background count: the searches go on weighing words by the N they have
-        logger.exception("recall.totals_not_counted")
+        return  # Redis is away: the searches count the words again when they find none
+    except Exception:  # a background count: the searches go on weighing words by the counts they have
+        logger.exception("recall.counts_not_counted_again")
     finally:
         connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
 
@@ -298,9 +318,10 @@ def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> Non
             word for word in counts[corpora[0].name] if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
         ]
         keys = _stats_keys(corpora, ["", *asked], params)
-        counted = {key: counts[name][word] for (name, word), key in keys.items() if word}
-        recounted = {key: counts[name][word] for (name, word), key in keys.items() if not word}
-        _kept_unless_erased(counted, {}, params["owner"], mark, _Totals(recounted, _totals_fresh_key(corpora, params)))
+        # Fresh while the reach's vocabulary guard is held (a search reads it ahead): no word is marked.
+        _kept_unless_erased(
+            _Counted({key: counts[name][word] for (name, word), key in keys.items()}), params["owner"], mark
+        )
     except Exception:  # a background count: whatever failed, the searches count word by word
         logger.exception("recall.vocabulary_not_counted")
     finally:

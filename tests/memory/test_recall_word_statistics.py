@@ -142,7 +142,7 @@ def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_only(
     keys = word_statistics._stats_keys((claims,), ["garage", "watercolours"], params)
     garage = ttl[cache.make_key(keys["claim", "garage"])]  # in a turn, in no claim
     watercolours = ttl[cache.make_key(keys["claim", "watercolours"])]
-    assert 0 < garage <= word_statistics.ABSENT_SECONDS < watercolours <= word_statistics.STATS_SECONDS
+    assert 0 < garage <= word_statistics.ABSENT_SECONDS < watercolours <= word_statistics.KEPT_SECONDS
 
 
 def test_a_reach_grown_since_its_rows_were_counted_is_counted_word_by_word(
@@ -271,18 +271,24 @@ def test_an_erasure_before_the_thread_keeps_a_searchs_counts_leaves_none_behind(
     assert cached_counts(alice)  # counted after it: kept
 
 
-def totals_cached(user: User) -> dict[str, tuple[int, int]]:
-    """N of each corpus of `user`'s own reach as cached: its count and its time to live in seconds."""
-    keys = word_statistics._stats_keys(CORPORA, [""], reach_of(user))
+def held_counts(user: User, word: str) -> dict[str, tuple[int, int]]:
+    """The counts of `word` (N's: "") cached for `user`'s own reach, per corpus: the count and its time to live."""
+    keys = word_statistics._stats_keys(CORPORA, [word], reach_of(user))
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
     held = cache.get_many(list(keys.values()))
     return {name: (held[key], redis.ttl(cache.make_key(key))) for (name, _), key in keys.items() if key in held}
 
 
-def fresh_for(user: User) -> int:
-    """Seconds the reach's N stays fresh (-2: it is stale)."""
+def fresh_for(user: User, word: str) -> int:
+    """Seconds `word`'s counts (N's: "") stay fresh in `user`'s own reach (-2: they are stale)."""
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-    return int(redis.ttl(cache.make_key(word_statistics._totals_fresh_key(CORPORA, reach_of(user)))))
+    key = word_statistics._fresh_keys(CORPORA, [word], reach_of(user))[word]
+    return int(redis.ttl(cache.make_key(key)))
+
+
+def made_stale(user: User, *words: str) -> None:
+    """As STATS_SECONDS after the words' count: their marks gone, their counts held."""
+    cache.delete_many(list(word_statistics._fresh_keys(CORPORA, list(words), reach_of(user)).values()))
 
 
 def asked(query: str, user: User) -> list[str]:
@@ -296,75 +302,91 @@ def counts_rows_in_reach(statements: list[str]) -> bool:
     return any(f"LIMIT {word_statistics.N_CAP}" in sql for sql in statements)
 
 
-def recounts(monkeypatch: pytest.MonkeyPatch, also: Callable[[], None] | None = None) -> list[int]:
-    """One entry per count of a reach's N from now on, on any thread (`also` runs after each)."""
-    counted: list[int] = []
-    count = word_statistics._counted_totals
+def counts_words(statements: list[str]) -> bool:
+    return any(f"LIMIT {word_statistics.DF_CAP}" in sql for sql in statements)
 
-    def counting(*args: Any) -> dict[str, int]:
-        totals = count(*args)
-        counted.append(1)
-        if also is not None:
-            also()
-        return totals
 
-    monkeypatch.setattr(word_statistics, "_counted_totals", counting)
+def recounts(monkeypatch: pytest.MonkeyPatch, also: Callable[[], None] | None = None) -> list[list[str]]:
+    """The words of each count again on the thread from now on, once it has counted (`also` runs after each)."""
+    counted: list[list[str]] = []
+    fetch = word_statistics._fetched
+
+    def fetching(scans: list[str], values: dict[str, Any]) -> Any:
+        found = fetch(scans, values)
+        if threading.current_thread().name.startswith("vocabulary"):
+            counted.append(sorted({word for _, word, _ in found if word is not None}))
+            if also is not None:
+                also()
+        return found
+
+    monkeypatch.setattr(word_statistics, "_fetched", fetching)
     return counted
 
 
-def test_a_reachs_first_search_counts_its_rows_and_keeps_them_longer_than_its_words(
+def test_a_count_of_rows_held_is_kept_a_day_and_fresh_ten_minutes(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     NodeFactory.create(owner=alice, type="Project", label="Cello lessons")
-    assert counts_rows_in_reach(asked("Which cello?", alice))
+    statements = asked("Which cello?", alice)
+    assert counts_rows_in_reach(statements) and counts_words(statements)
     drained("vocabulary")
-    totals = totals_cached(alice)
-    assert {name: count for name, (count, _) in totals.items()} == {"claim": 1, "chunk": 0, "node": 1}
-    assert all(
-        word_statistics.STATS_SECONDS < totals[name][1] <= word_statistics.TOTALS_SECONDS for name in ("claim", "node")
-    )
-    assert 0 < totals["chunk"][1] <= word_statistics.ABSENT_SECONDS  # none yet: the next turns may bring some
-    assert 0 < fresh_for(alice) <= word_statistics.ABSENT_SECONDS  # so the reach's N is fresh a minute only
+    for word in ("", "cello"):
+        held = held_counts(alice, word)
+        assert {name: count for name, (count, _) in held.items()} == {"claim": 1, "chunk": 0, "node": 1}
+        assert all(
+            word_statistics.STATS_SECONDS < held[name][1] <= word_statistics.KEPT_SECONDS for name in ("claim", "node")
+        )
+        assert 0 < held["chunk"][1] <= word_statistics.ABSENT_SECONDS  # none yet: the next turns may bring some
+        assert 0 < fresh_for(alice, word) <= word_statistics.STATS_SECONDS
     counted = recounts(monkeypatch)
     assert not counts_rows_in_reach(asked("Which cello?", alice))
     drained("vocabulary")
     assert counted == []  # fresh: nothing handed on either
-    assert totals_cached(alice)["claim"][0] == 1
 
 
-def test_a_reach_holding_rows_in_every_corpus_has_its_count_fresh_for_ten_minutes(
-    transactional_db: None, api: Api, owner: Persona, alice: User
-) -> None:
-    held_in_reach(api, owner, alice)
-    asked("Which cello?", alice)
-    drained("vocabulary")
-    assert all(count for count, _ in totals_cached(alice).values())
-    assert word_statistics.ABSENT_SECONDS < fresh_for(alice) <= word_statistics.STATS_SECONDS
-
-
-def test_a_stale_count_of_the_rows_is_used_and_counted_again_off_the_searchs_path(
+def test_stale_counts_are_used_and_counted_again_off_the_searchs_path(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # counted word by word, as a large reach is
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    NodeFactory.create(owner=alice, type="Project", label="Cello lessons")
     asked("Which cello?", alice)
     drained("vocabulary")
     ClaimFactory.create(owner=alice, statement="The user tunes the cello weekly.")
-    cache.delete(word_statistics._totals_fresh_key(CORPORA, reach_of(alice)))  # STATS_SECONDS went by
+    made_stale(alice, "", "cello")
+    counted = recounts(monkeypatch)
     busy = threading.Event()
     process_pool("vocabulary", 1).submit(busy.wait, 30)
     try:
-        assert not counts_rows_in_reach(asked("Who tunes the cello?", alice))
-        assert totals_cached(alice)["claim"][0] == 1  # the search weighed its words by the N it had
+        statements = asked("Who has a cello?", alice)
+        assert not counts_rows_in_reach(statements) and not counts_words(statements)
+        assert held_counts(alice, "")["claim"][0] == held_counts(alice, "cello")["claim"][0] == 1  # as it had them
     finally:
         busy.set()
     drained("vocabulary")
-    assert totals_cached(alice)["claim"][0] == 2
-    assert 0 < fresh_for(alice) <= word_statistics.STATS_SECONDS
+    assert counted == [["", "cello"]]
+    assert held_counts(alice, "")["claim"][0] == held_counts(alice, "cello")["claim"][0] == 2
+    assert 0 < fresh_for(alice, "") <= word_statistics.STATS_SECONDS
+    assert 0 < fresh_for(alice, "cello") <= word_statistics.STATS_SECONDS
 
 
-def test_searches_that_find_the_rows_count_stale_at_once_have_it_counted_once(
+def test_a_small_reachs_vocabulary_is_fresh_while_its_guard_is_held(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    made_stale(alice, "", "cello")  # the vocabulary counted them: no mark of their own
+    counted = recounts(monkeypatch)
+    assert not counts_words(asked("Who painted the cello?", alice))
+    drained("vocabulary")
+    assert counted == []
+    cache.delete(word_statistics._vocabulary_guard(CORPORA, reach_of(alice)))  # ten minutes on
+    asked("Who painted the cello?", alice)
+    drained("vocabulary")
+    assert counted == [["", "cello", "painted"]]
+
+
+def test_searches_that_find_counts_stale_at_once_have_them_counted_once(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
@@ -373,43 +395,44 @@ def test_searches_that_find_the_rows_count_stale_at_once_have_it_counted_once(
     process_pool("vocabulary", 1).submit(busy.wait, 30)
     try:
         for _ in range(word_statistics.VOCABULARY_QUEUED + 1):  # more than the thread's queue holds
-            assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
-        # Handed on once: the queue still takes other work.
+            assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["", "cello"])
+        # The same words wait once: the queue still takes other work, and other words.
+        assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["cello", "user"])
         assert vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
     finally:
         busy.set()
     drained("vocabulary")
-    assert counted == [1, 1]  # the recount, and the vocabulary's own count of N
-    assert totals_cached(alice)["claim"][0] == 1
+    assert counted[:2] == [["", "cello"], ["user"]]  # "cello" was taken by the first
+    assert held_counts(alice, "")["claim"][0] == 1
 
 
-def test_two_processes_finding_the_rows_count_stale_have_it_counted_once(
+def test_a_word_another_process_counts_again_is_not_counted_here(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     counted = recounts(monkeypatch)
-    cache.add(word_statistics._totals_fresh_key(CORPORA, reach_of(alice)), 1, 60)  # another process took the mark
-    assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    cache.add(word_statistics._fresh_keys(CORPORA, [""], reach_of(alice))[""], 1, 60)  # another process took it
+    assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["", "cello"])
     drained("vocabulary")
-    assert counted == []
+    assert counted == [["cello"]]
 
 
-def test_no_count_of_the_rows_is_handed_on_from_inside_a_transaction(alice: User) -> None:
+def test_nothing_is_counted_again_from_inside_a_transaction(alice: User) -> None:
     assert connection.in_atomic_block
-    assert not word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    assert not word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["", "cello"])
 
 
-def test_an_erasure_while_the_rows_are_counted_again_leaves_no_count_behind(
+def test_an_erasure_while_counts_are_counted_again_leaves_none_behind(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memory.services.account_erasure import drop_cached_views
 
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     recounts(monkeypatch, also=lambda: drop_cached_views(alice.pk))  # the owner erased while the thread counted
-    assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["", "cello"])
     drained("vocabulary")
-    assert not totals_cached(alice)
-    assert fresh_for(alice) == -2
+    assert not held_counts(alice, "") and not held_counts(alice, "cello")
+    assert fresh_for(alice, "") == fresh_for(alice, "cello") == -2
 
 
 def test_an_erasure_before_a_full_queues_counts_are_kept_on_the_searchs_path_leaves_none_behind(
@@ -419,33 +442,34 @@ def test_an_erasure_before_a_full_queues_counts_are_kept_on_the_searchs_path_lea
 
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     monkeypatch.setattr(word_statistics, "VOCABULARY_QUEUED", 0)
-    keep = word_statistics._kept
+    keep = word_statistics._Counted.kept
 
-    def erased_then_kept(*args: Any) -> None:
+    def erased_then_kept(self: Any) -> None:
         drop_cached_views(alice.pk)  # the owner erased after the search counted, before it kept the counts
-        keep(*args)
+        keep(self)
 
-    monkeypatch.setattr(word_statistics, "_kept", erased_then_kept)
+    monkeypatch.setattr(word_statistics._Counted, "kept", erased_then_kept)
     search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
     assert not cached_counts(alice)
 
 
-def test_a_failed_recount_of_the_rows_is_logged_and_keeps_the_count_held(
+def test_a_failed_count_again_is_logged_and_keeps_the_counts_held(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     asked("Which cello?", alice)
     drained("vocabulary")
-    cache.delete(word_statistics._totals_fresh_key(CORPORA, reach_of(alice)))
+    made_stale(alice, "", "cello")
 
-    def failing(*args: Any) -> dict[str, int]:
+    def failing(scans: list[str], values: dict[str, Any]) -> Any:
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(word_statistics, "_counted_totals", failing)
-    assert word_statistics.totals_recounted_soon(CORPORA, reach_of(alice))
+    monkeypatch.setattr(word_statistics, "_fetched", failing)
+    assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["", "cello"])
     drained("vocabulary")
-    assert "recall.totals_not_counted" in caplog.messages
-    assert totals_cached(alice)["claim"][0] == 1
+    assert "recall.counts_not_counted_again" in caplog.messages
+    assert held_counts(alice, "")["claim"][0] == held_counts(alice, "cello")["claim"][0] == 1
 
 
 @pytest.mark.parametrize("name", ["claim", "chunk"])
