@@ -53,21 +53,22 @@ USERNAME = "bench-search"
 BULK_INDEXES = ("claim_embedding_minilm_hnsw", "claim_search_vector")  # dropped for the load, then rebuilt
 CONVERSATION_CLAIMS = 40  # claims drawn from one conversation source
 WARM_UP = 20
-# The keyword leg caches the number of rows in reach (N) and each word's row count (memory.recall.word_statistics),
-# each marked fresh for ten minutes from its count. Every variant runs with them cached and fresh (the warm-up asks
-# every query once), except the cold ones: before each of their first COLD_QUERIES queries COLD drops them all (a
-# reach's first search), NEW_WORDS the words' counts, their marks and the owner's rows (kept a minute) but not N's
-# (words new to the reach, or not asked in a day), STALE the marks only (words asked earlier in the day: the search
-# uses their counts and hands them to a thread to count again, which competes with the searches after it). The
-# search's counts reach Redis from that thread: each forgetting waits for it first.
+# The keyword leg caches the number of rows in reach (N) and each word's row count (memory.recall.word_statistics);
+# on a large memory a count of rows held is kept a day and marked fresh for ten minutes from its count. Every variant
+# runs with them cached and fresh (the warm-up asks every query once; a run is shorter than ten minutes), except the
+# cold ones: before each of their first COLD_QUERIES queries COLD drops them all (a reach's first search),
+# NEW_WORDS every count but N's (words new to the reach, or not asked in a day), STALE the marks and every count of 0
+# (counts kept a minute): a search after ten minutes, which uses the counts it finds, counts its zeros again, and
+# hands its words to a thread to count again, its statement overlapping the rest of the search. The search's counts
+# reach Redis from that thread: each forgetting waits for it first, so what is left of it is not timed.
 STATS_KEYS = "recall:df:"
 COLD = "hybrid, N and df not cached"
 NEW_WORDS = "hybrid, df not cached"
 STALE = "hybrid, N and df cached, over ten minutes old"
-FORGOTTEN: dict[str, Callable[[bytes], bool]] = {  # which of the cached keys each cold variant drops
-    COLD: lambda key: True,
-    NEW_WORDS: lambda key: not key.endswith(b":"),  # N's counts and mark: the digest of the word "" is ""
-    STALE: lambda key: b":df:fresh:" in key,
+FORGOTTEN: dict[str, Callable[[bytes, bytes | None], bool]] = {  # which cached keys (and values) each drops
+    COLD: lambda key, value: True,
+    NEW_WORDS: lambda key, value: not key.endswith(b":"),  # N's counts and mark end so: the digest of "" is ""
+    STALE: lambda key, value: b":df:fresh:" in key or value == b"0",
 }
 COLD_QUERIES = 60
 
@@ -451,11 +452,13 @@ def _redis() -> Any:
     return redis.Redis.from_url(settings.REDIS_URL)
 
 
-def forget_word_statistics(forgotten: Callable[[bytes], bool] = FORGOTTEN[COLD]) -> None:
-    """Drop the keyword leg's cached N and df (those keys `forgotten` picks)."""
-    stale = [key for key in _redis().scan_iter(match=f"*{STATS_KEYS}*", count=1000) if forgotten(key)]
+def forget_word_statistics(forgotten: Callable[[bytes, bytes | None], bool] = FORGOTTEN[COLD]) -> None:
+    """Drop the keyword leg's cached N and df (those `forgotten` picks by key and value)."""
+    client = _redis()
+    keys = list(client.scan_iter(match=f"*{STATS_KEYS}*", count=1000))
+    stale = [key for key, value in zip(keys, client.mget(keys) if keys else [], strict=True) if forgotten(key, value)]
     if stale:
-        _redis().delete(*stale)
+        client.delete(*stale)
 
 
 def word_statistics_saved() -> dict[bytes, tuple[int, bytes]]:

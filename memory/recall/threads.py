@@ -9,34 +9,26 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _queued: dict[tuple[str, int], int] = {}  # (pool, process id) -> work handed to it and not yet done
-_waiting: set[tuple[str, int, Hashable]] = set()  # (pool, process id, once) of work handed on and not yet started
 _lock = threading.Lock()
 
 
-def submitted(name: str, most: int, work: Callable[..., Any], *args: Any, once: Hashable | None = None) -> bool:
+def submitted(name: str, most: int, work: Callable[..., Any], *args: Any) -> bool:
     """Hands `work(*args)` to this process's one-thread pool `name`, in order, unless `most` pieces of work are
     already waiting or running there (or the interpreter is shutting down): then it is dropped. Whether it was
-    handed on. With `once`, work handed on under the same key and not yet started is not handed on again (True: it
-    will run). For work worth only so much memory: what fails in it is its own to log."""
+    handed on. For work worth only so much memory: what fails in it is its own to log."""
     key = (name, os.getpid())
-    waiting = None if once is None else (*key, once)
     with _lock:
-        if waiting in _waiting:
-            return True
         if _queued.get(key, 0) >= most:
             return False
         _queued[key] = _queued.get(key, 0) + 1
-        if waiting is not None:
-            _waiting.add(waiting)
 
     def run() -> None:
-        _started(waiting)
         try:
             work(*args)
         finally:
@@ -45,16 +37,9 @@ def submitted(name: str, most: int, work: Callable[..., Any], *args: Any, once: 
     try:
         process_pool(name, 1).submit(run)
     except RuntimeError:  # the interpreter is shutting down
-        _started(waiting)
         _done(key)
         return False
     return True
-
-
-def _started(waiting: tuple[str, int, Hashable] | None) -> None:
-    if waiting is not None:
-        with _lock:
-            _waiting.discard(waiting)
 
 
 def _done(key: tuple[str, int]) -> None:

@@ -1,5 +1,5 @@
 """How many rows in reach a search's words are held by: N and each word's df per corpus, for the keyword leg's
-weights (memory.recall.legs), cached per reach and counted again off the search's path once STATS_SECONDS old.
+weights (memory.recall.legs), cached per reach; on a large memory, counted again off the search's path (below).
 
 A word is counted the first time a search asks it. On a small memory nearly every question brings a word not asked
 before, and counting it was a third of a first search (docs/benchmarks.md, issue 18, fifteenth pass). So where
@@ -11,13 +11,13 @@ nowhere, or one held only by its stem ("camped"), or one the parser cuts into se
 counted when it is asked; the search hands what it counted to that thread to keep, so its own answer waits for no
 Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a search).
 
-On a large memory the counts are dear (100,000 claims: a common word's df up to ~6 ms, N 3.7 ms from the reach's
-index alone, 62 ms where every row was read), and a count out of date only weighs a word a little wrong. So a count
-of rows held (N, or a word's df above 0) is kept KEPT_SECONDS, and a mark per word (N's: "") is held STATS_SECONDS
-from its count in every corpus: a search that finds a word's counts held and its mark gone weighs it by the counts it
-has and hands the word to the thread to count again (while the reach's vocabulary guard is held, its words are
-fresh). A search counts on its path only what is not cached: a word new to the reach, asked first in a day, or after
-an erasure.
+Where a corpus in reach holds more than VOCABULARY_ROWS rows the counts are dear (100,000 claims: a common word's
+df up to ~6 ms, N 3.7 ms from the reach's index alone, 62 ms where every row was read), and a count out of date only
+weighs a word a little wrong. There a count of rows held (N, or a word's df above 0) is kept KEPT_SECONDS, and a mark
+per word (N's: "") is held STATS_SECONDS from its count in every corpus: a search that finds a word's counts held
+and its mark gone weighs it by the counts it has and hands the word to the thread to count again. Such a search
+counts on its path only what is not cached: a word new to the reach or not asked in a day, a count of 0 (below),
+and everything after an erasure. Elsewhere counting is cheap, and counts are kept STATS_SECONDS, unmarked.
 
 A word no row of a corpus holds is kept for ABSENT_SECONDS only, and counted again on the search's path: until it
 is, the keyword leg does not look for it in that corpus at all, and the next turn may bring it. So is an N of 0 (an
@@ -30,6 +30,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +56,9 @@ from memory.recall.terms import STOPWORDS
 from memory.recall.threads import submitted
 
 logger = logging.getLogger("memory.recall")
+# The marks of the words handed to the thread to count again, not yet counted, per process (a forked child's own).
+_waiting: set[tuple[int, str]] = set()
+_waiting_lock = threading.Lock()
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
 DF_CAP = 5_000
@@ -66,6 +71,7 @@ KEPT_SECONDS = 86_400
 VOCABULARY_ROWS = 2_000
 VOCABULARY_QUEUED = 8
 VOCABULARY = "vocabulary"  # the thread (memory.recall.threads) that counts a reach's vocabulary and keeps counts
+RECOUNTS_QUEUED = VOCABULARY_QUEUED // 2  # counts again waiting for that thread at most: the rest is for the above
 # The rows an owner holds in each corpus, in every partition and scope, counted up to OWNER_ROWS with a search's words
 # and kept ABSENT_SECONDS: a bound on the rows any index range of the owner's searches covers, whatever the reach
 # (memory.recall.legs.searched_exactly); a memory that grew is seen within a minute.
@@ -108,10 +114,8 @@ def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
 
 def _counted_totals(corpora: tuple[Corpus, ...], params: dict[str, Any], cap: int) -> dict[str, int]:
     """N of each corpus, counted up to `cap`, in one statement."""
-    with connection.cursor() as cursor:
-        scans = [_rows_counted(corpus, "''", corpus.reach, cap) for corpus in corpora]
-        cursor.execute(" UNION ALL ".join(f"({scan})" for scan in scans), params)
-        return {name: count for name, _, count in cursor.fetchall()}
+    scans = [_rows_counted(corpus, "''", corpus.reach, cap) for corpus in corpora]
+    return {name: count for name, _, count in _fetched(scans, params)}
 
 
 def _scans(corpus: Corpus, number: int, words: list[str], values: dict[str, Any]) -> list[str]:
@@ -143,17 +147,25 @@ def _fetched(scans: list[str], values: dict[str, Any]) -> list[tuple[str, str | 
         return cursor.fetchall()
 
 
+def _dear(totals: dict[str, int]) -> bool:
+    """Whether a reach's counts are dear (N of each corpus as counted): some corpus holds more than VOCABULARY_ROWS
+    rows in reach. There a count of rows held is kept KEPT_SECONDS, marked fresh per word; elsewhere counting is cheap
+    and counts are kept STATS_SECONDS, unmarked, as a small reach's whole vocabulary is."""
+    return max(totals.values(), default=0) > VOCABULARY_ROWS
+
+
 @dataclass(frozen=True)
 class _Counted:
-    """What a count found, to keep: rows held (N and each word's df alike) by cache key, the owner's rows, and the
-    keys marking words fresh."""
+    """What a count found, to keep: rows held (N and each word's df alike) by cache key, for `seconds`; the owner's
+    rows; and the keys marking words fresh."""
 
     counts: dict[str, int]
     owned: dict[str, int] = field(default_factory=dict)
     fresh: list[str] = field(default_factory=list)
+    seconds: int = STATS_SECONDS
 
     def kept(self) -> None:
-        keep_many({key: count for key, count in self.counts.items() if count}, KEPT_SECONDS)
+        keep_many({key: count for key, count in self.counts.items() if count}, self.seconds)
         keep_many({key: count for key, count in self.counts.items() if not count} | self.owned, ABSENT_SECONDS)
         keep_many(dict.fromkeys(self.fresh, 1), STATS_SECONDS)
 
@@ -201,13 +213,13 @@ def statistics_counted(
 ) -> dict[str, dict[str, int]]:
     """N (under the word "") and each word's df in every corpus: what the cache holds, and what it does not
     counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
-    not in a round trip each) and kept. Counts held but no longer fresh are used, and counted again on the thread."""
+    not in a round trip each) and kept. Where counts are dear, those held but no longer fresh are used, and counted
+    again on the thread."""
     words = ["", *terms]
     keys = _stats_keys(corpora, words, params)
     owner_keys = _owner_keys(corpora, params["owner"])
     fresh_keys = _fresh_keys(corpora, words, params)
-    guard = _vocabulary_guard(corpora, params)  # held: the vocabulary's counts are fresh
-    cached = cached_many([*keys.values(), *owner_keys.values(), *fresh_keys.values(), guard])
+    cached = cached_many([*keys.values(), *owner_keys.values(), *fresh_keys.values()])
     counts: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
     scans, values, missing_in = [], dict(params), Counter[str]()
     for number, corpus in enumerate(corpora):
@@ -218,12 +230,7 @@ def statistics_counted(
         missing = [word for word in words if word not in held]
         missing_in.update(missing)
         scans += _scans(corpus, number, missing, values)
-    stale = [word for word in words if not missing_in[word] and fresh_keys[word] not in cached]
-    if stale and guard not in cached:
-        counts_recounted_soon(corpora, params, stale)  # this search weighs its words by the counts it has
-    if not scans:
-        return counts
-    fetched = _fetched(scans, values)
+    fetched = _fetched(scans, values) if scans else []
     counted: dict[str, int] = {}
     owned: dict[str, int] = {}
     for name, word, count in fetched:
@@ -232,36 +239,62 @@ def statistics_counted(
         else:
             counted[keys[name, word]] = count
             counts[name][word] = int(count)
-    # A word counted here in every corpus is fresh; one counted in some (the others' counts held) keeps its mark.
-    fresh = [fresh_keys[word] for word in words if missing_in[word] == len(corpora)]
+    totals = {name: found[""] for name, found in counts.items()}
+    dear = _dear(totals)
+    if dear:
+        # A word held in some corpus and not marked: its counts there are over STATS_SECONDS old (where it was
+        # missing, a count of 0 had expired, and this search counted it).
+        stale = [word for word in words if missing_in[word] < len(corpora) and fresh_keys[word] not in cached]
+        if stale:
+            counts_recounted_soon(corpora, params, stale)  # this search weighs its words by the counts it has
+    if not fetched:
+        return counts
     noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
     owner_id = params["owner"]
     mark = erasure_mark(owner_id)
-    kept = _Counted(counted, owned, fresh)
+    # Never kept long from inside a transaction: its own rows, not yet committed, may be among those counted.
+    if dear and not connection.in_atomic_block:
+        # A word counted here in every corpus is fresh; one counted in some (the others' counts held) is not.
+        fresh = [fresh_keys[word] for word in words if missing_in[word] == len(corpora)]
+        kept = _Counted(counted, owned, fresh, KEPT_SECONDS)
+    else:
+        kept = _Counted(counted, owned)
     if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, kept, owner_id, mark):
         _kept_unless_erased(kept, owner_id, mark)  # the thread's queue is full: kept here
     if any(word for _, word, _ in fetched):
-        vocabulary_counted_soon(corpora, params, {name: found[""] for name, found in counts.items()})
+        vocabulary_counted_soon(corpora, params, totals)
     return counts
 
 
 def counts_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str]) -> bool:
     """Has the vocabulary thread count these words (N's: "") again in every corpus and keep them, marked fresh;
-    never from inside a transaction, whose rows the thread's connection would not see. Whether it was handed on;
-    the thread takes each word's mark first, so of the searches that find a word stale at once one has it counted,
-    and the same words wait in a process's queue once."""
+    never from inside a transaction, whose rows the thread's connection would not see, and at most RECOUNTS_QUEUED
+    at once. A word already waiting in this process is not handed on again; the thread takes each word's mark
+    first, so of the processes that find a word stale at once one counts it. Whether all of them wait."""
     if connection.in_atomic_block:
         return False
-    once = (_corpora_key("df:fresh", corpora, params), *sorted(words))
-    return submitted(VOCABULARY, VOCABULARY_QUEUED, _recounted, corpora, dict(params), list(words), once=once)
+    fresh_keys = _fresh_keys(corpora, words, params)
+    with _waiting_lock:
+        waiting = {(os.getpid(), fresh_keys[word]) for word in words} - _waiting
+        if not waiting:
+            return True
+        _waiting.update(waiting)
+    handed = [word for word in words if (os.getpid(), fresh_keys[word]) in waiting]
+    if submitted(VOCABULARY, RECOUNTS_QUEUED, _recounted, corpora, dict(params), handed, waiting):
+        return True
+    with _waiting_lock:
+        _waiting.difference_update(waiting)
+    return False
 
 
-def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str]) -> None:
+def _recounted(
+    corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str], waiting: set[tuple[int, str]]
+) -> None:
     try:
         fresh_keys = _fresh_keys(corpora, words, params)
         taken = [word for word in words if cache.add(fresh_keys[word], 1, STATS_SECONDS)]
         if not taken:
-            return  # other searches handed them on first
+            return  # other processes handed them on first
         mark = erasure_mark(params["owner"])  # read before the rows are
         values = dict(params)
         fetched = _fetched(
@@ -269,12 +302,15 @@ def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[
         )
         keys = _stats_keys(corpora, taken, params)
         counted = {keys[name, word]: count for name, word, count in fetched if word is not None}
-        _kept_unless_erased(_Counted(counted, fresh=[fresh_keys[word] for word in taken]), params["owner"], mark)
+        fresh = [fresh_keys[word] for word in taken]
+        _kept_unless_erased(_Counted(counted, fresh=fresh, seconds=KEPT_SECONDS), params["owner"], mark)
     except RedisError:
         return  # Redis is away: the searches count the words again when they find none
     except Exception:  # a background count: the searches go on weighing words by the counts they have
         logger.exception("recall.counts_not_counted_again")
     finally:
+        with _waiting_lock:
+            _waiting.difference_update(waiting)
         connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
 
 
@@ -318,7 +354,6 @@ def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> Non
             word for word in counts[corpora[0].name] if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
         ]
         keys = _stats_keys(corpora, ["", *asked], params)
-        # Fresh while the reach's vocabulary guard is held (a search reads it ahead): no word is marked.
         _kept_unless_erased(
             _Counted({key: counts[name][word] for (name, word), key in keys.items()}), params["owner"], mark
         )

@@ -285,15 +285,16 @@ def _forget_owner(owner_id: int) -> None:
 
 def drop_cached_views(owner_id: int) -> None:
     """Caches of derived views hold text (the atlas for a day, who spoke for a minute) or counts of the owner's words
-    and rows (for minutes, a reach's rows for a day): after an erasure the owner's go at once rather than when they
-    expire."""
+    and rows (for minutes, on a large memory a day): after an erasure the owner's go at once rather than when they
+    expire. The erasure mark is set first: counts a thread keeps after the keys are deleted, counted before, see it
+    changed and go again (memory.recall.word_statistics)."""
     try:
+        cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
         client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
         for pattern in (f"atlas:{owner_id}:*", owner_pattern("df:*", owner_id), owner_pattern("speaker*", owner_id)):
             keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
             if keys:
                 client.delete(*keys)
-        cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)  # counts kept later go again
     except RedisError:
         logger.warning("erasure.cache_unavailable")
 

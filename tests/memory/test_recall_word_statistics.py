@@ -142,7 +142,7 @@ def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_only(
     keys = word_statistics._stats_keys((claims,), ["garage", "watercolours"], params)
     garage = ttl[cache.make_key(keys["claim", "garage"])]  # in a turn, in no claim
     watercolours = ttl[cache.make_key(keys["claim", "watercolours"])]
-    assert 0 < garage <= word_statistics.ABSENT_SECONDS < watercolours <= word_statistics.KEPT_SECONDS
+    assert 0 < garage <= word_statistics.ABSENT_SECONDS < watercolours <= word_statistics.STATS_SECONDS
 
 
 def test_a_reach_grown_since_its_rows_were_counted_is_counted_word_by_word(
@@ -303,7 +303,7 @@ def counts_rows_in_reach(statements: list[str]) -> bool:
 
 
 def counts_words(statements: list[str]) -> bool:
-    return any(f"LIMIT {word_statistics.DF_CAP}" in sql for sql in statements)
+    return any("FROM unnest(" in sql and "AS w(word) OFFSET 0" in sql for sql in statements)
 
 
 def recounts(monkeypatch: pytest.MonkeyPatch, also: Callable[[], None] | None = None) -> list[list[str]]:
@@ -323,9 +323,10 @@ def recounts(monkeypatch: pytest.MonkeyPatch, also: Callable[[], None] | None = 
     return counted
 
 
-def test_a_count_of_rows_held_is_kept_a_day_and_fresh_ten_minutes(
+def test_on_a_large_memory_a_count_of_rows_held_is_kept_a_day_and_fresh_ten_minutes(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # every reach holding rows is large
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     NodeFactory.create(owner=alice, type="Project", label="Cello lessons")
     statements = asked("Which cello?", alice)
@@ -371,22 +372,37 @@ def test_stale_counts_are_used_and_counted_again_off_the_searchs_path(
     assert 0 < fresh_for(alice, "cello") <= word_statistics.STATS_SECONDS
 
 
-def test_a_small_reachs_vocabulary_is_fresh_while_its_guard_is_held(
+def test_a_stale_word_no_longer_counted_as_absent_somewhere_is_counted_again_too(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    ClaimFactory.create(owner=alice, statement="The user tunes the cello weekly.")
+    made_stale(alice, "", "cello")
+    stats = word_statistics._stats_keys(CORPORA, ["", "cello"], reach_of(alice))
+    cache.delete_many([stats["chunk", ""], stats["chunk", "cello"], stats["node", ""], stats["node", "cello"]])  # 0s
+    counted = recounts(monkeypatch)
+    asked("Who has a cello?", alice)  # counts them in chunks and nodes, and hands them on for claims
+    drained("vocabulary")
+    assert counted == [["", "cello"]]
+    assert held_counts(alice, "")["claim"][0] == held_counts(alice, "cello")["claim"][0] == 2
+
+
+def test_a_small_memorys_counts_are_kept_ten_minutes_and_never_counted_again_off_the_path(
     transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vocabulary_after_a_search(api, owner, alice)
-    made_stale(alice, "", "cello")  # the vocabulary counted them: no mark of their own
+    assert all(0 < ttl <= word_statistics.STATS_SECONDS for ttl in cached_counts(alice).values())
+    assert fresh_for(alice, "") == fresh_for(alice, "watercolours") == -2  # nothing marked
     counted = recounts(monkeypatch)
-    assert not counts_words(asked("Who painted the cello?", alice))
+    assert not counts_words(asked("Who painted the cello?", alice))  # the vocabulary's counts
     drained("vocabulary")
     assert counted == []
-    cache.delete(word_statistics._vocabulary_guard(CORPORA, reach_of(alice)))  # ten minutes on
-    asked("Who painted the cello?", alice)
-    drained("vocabulary")
-    assert counted == [["", "cello", "painted"]]
 
 
-def test_searches_that_find_counts_stale_at_once_have_them_counted_once(
+def test_searches_that_find_counts_stale_at_once_have_each_word_counted_once(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
@@ -396,14 +412,18 @@ def test_searches_that_find_counts_stale_at_once_have_them_counted_once(
     try:
         for _ in range(word_statistics.VOCABULARY_QUEUED + 1):  # more than the thread's queue holds
             assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["", "cello"])
-        # The same words wait once: the queue still takes other work, and other words.
-        assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["cello", "user"])
+        assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["cello", "user"])  # "user" only
+        for word in ("learning", "plays"):  # up to RECOUNTS_QUEUED waiting, then refused
+            assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), [word])
+        assert not word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["zeppelin"])
+        # The rest of the queue is kept for the vocabulary and the searches' own counts.
         assert vocabulary_counted_soon(CORPORA, reach_of(alice), {"claim": 1, "chunk": 0, "node": 0})
     finally:
         busy.set()
     drained("vocabulary")
-    assert counted[:2] == [["", "cello"], ["user"]]  # "cello" was taken by the first
+    assert counted[:4] == [["", "cello"], ["user"], ["learning"], ["plays"]]
     assert held_counts(alice, "")["claim"][0] == 1
+    assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["zeppelin"])  # waiting no more
 
 
 def test_a_word_another_process_counts_again_is_not_counted_here(
@@ -490,3 +510,29 @@ def test_an_index_holds_every_column_of_a_reach(name: str) -> None:
         {"owner_id", "partition_id", "status", "scope"} if name == "claim" else {"owner_id", "partition_id", "scope"}
     )
     assert covering == [f"{name}_reach"]
+
+
+def test_an_erasure_changes_its_mark_before_it_deletes_the_counts(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """So counts counted before it and kept by a thread after its delete see the mark changed, and go again."""
+    import redis
+
+    from memory.recall.caching import dropped_key
+    from memory.services.account_erasure import drop_cached_views
+
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    before = cache.get(dropped_key(alice.pk))
+    seen: list[Any] = []
+    delete = redis.Redis.delete
+
+    def deleting(self: Any, *names: Any) -> Any:
+        seen.append(cache.get(dropped_key(alice.pk)))
+        return delete(self, *names)
+
+    monkeypatch.setattr(redis.Redis, "delete", deleting)
+    drop_cached_views(alice.pk)
+    assert seen and all(mark not in (None, before) for mark in seen)
+    assert not cached_counts(alice)
