@@ -57,10 +57,10 @@ WARM_UP = 20
 # on a large memory a count of rows held is kept a day and marked fresh for ten minutes from its count. Every variant
 # runs with them cached and fresh (the warm-up asks every query once; a run is shorter than ten minutes), except the
 # cold ones: before each of their first COLD_QUERIES queries COLD drops them all (a reach's first search),
-# NEW_WORDS every count but N's (words new to the reach, or not asked in a day), STALE the marks and every count of 0
-# (counts kept a minute): a search after ten minutes, which uses the counts it finds, counts its zeros again, and
-# hands its words to a thread to count again, its statement overlapping the rest of the search. The search's counts
-# reach Redis from that thread: each forgetting waits for it first, so what is left of it is not timed.
+# NEW_WORDS every count but N's (words new to the reach, or not asked in a day), STALE the marks and what is kept a
+# minute (every count of 0, the owner's rows): a search after ten minutes, which uses the counts it finds, counts its
+# zeros again, and hands its words to a thread to count again, its statement overlapping the rest of the search. The
+# search's counts reach Redis from that thread: each forgetting waits for it first, so what is left of it is not timed.
 STATS_KEYS = "recall:df:"
 COLD = "hybrid, N and df not cached"
 NEW_WORDS = "hybrid, df not cached"
@@ -68,7 +68,7 @@ STALE = "hybrid, N and df cached, over ten minutes old"
 FORGOTTEN: dict[str, Callable[[bytes, bytes | None], bool]] = {  # which cached keys (and values) each drops
     COLD: lambda key, value: True,
     NEW_WORDS: lambda key, value: not key.endswith(b":"),  # N's counts and mark end so: the digest of "" is ""
-    STALE: lambda key, value: b":df:fresh:" in key or value == b"0",
+    STALE: lambda key, value: b":df:fresh:" in key or value == b"0" or key.endswith(b":owner"),
 }
 COLD_QUERIES = 60
 

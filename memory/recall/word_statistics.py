@@ -56,9 +56,19 @@ from memory.recall.terms import STOPWORDS
 from memory.recall.threads import submitted
 
 logger = logging.getLogger("memory.recall")
-# The marks of the words handed to the thread to count again, not yet counted, per process (a forked child's own).
-_waiting: set[tuple[int, str]] = set()
+# The marks of the words handed to the thread to count again and not yet counted, in this process.
+_waiting: set[str] = set()
 _waiting_lock = threading.Lock()
+
+
+def _forked() -> None:
+    """In a forked child: none of its parent's words wait for its thread, and the lock is free."""
+    global _waiting_lock
+    _waiting.clear()
+    _waiting_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
 DF_CAP = 5_000
@@ -71,7 +81,7 @@ KEPT_SECONDS = 86_400
 VOCABULARY_ROWS = 2_000
 VOCABULARY_QUEUED = 8
 VOCABULARY = "vocabulary"  # the thread (memory.recall.threads) that counts a reach's vocabulary and keeps counts
-RECOUNTS_QUEUED = VOCABULARY_QUEUED // 2  # counts again waiting for that thread at most: the rest is for the above
+RECOUNTS_QUEUED = VOCABULARY_QUEUED // 2  # a count again is handed to that thread only while less work waits there
 # The rows an owner holds in each corpus, in every partition and scope, counted up to OWNER_ROWS with a search's words
 # and kept ABSENT_SECONDS: a bound on the rows any index range of the owner's searches covers, whatever the reach
 # (memory.recall.legs.searched_exactly); a memory that grew is seen within a minute.
@@ -230,6 +240,8 @@ def statistics_counted(
         missing = [word for word in words if word not in held]
         missing_in.update(missing)
         scans += _scans(corpus, number, missing, values)
+    owner_id = params["owner"]
+    mark = erasure_mark(owner_id)  # read before the rows are (within a search: as read ahead)
     fetched = _fetched(scans, values) if scans else []
     counted: dict[str, int] = {}
     owned: dict[str, int] = {}
@@ -242,16 +254,14 @@ def statistics_counted(
     totals = {name: found[""] for name, found in counts.items()}
     dear = _dear(totals)
     if dear:
-        # A word held in some corpus and not marked: its counts there are over STATS_SECONDS old (where it was
-        # missing, a count of 0 had expired, and this search counted it).
+        # A word held in some corpus and not marked: counted over STATS_SECONDS ago (or kept unmarked: from inside a
+        # transaction, or while the reach was small). Where it was missing, a 0 had expired, and this search counted it.
         stale = [word for word in words if missing_in[word] < len(corpora) and fresh_keys[word] not in cached]
         if stale:
             counts_recounted_soon(corpora, params, stale)  # this search weighs its words by the counts it has
     if not fetched:
         return counts
     noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
-    owner_id = params["owner"]
-    mark = erasure_mark(owner_id)
     # Never kept long from inside a transaction: its own rows, not yet committed, may be among those counted.
     if dear and not connection.in_atomic_block:
         # A word counted here in every corpus is fresh; one counted in some (the others' counts held) is not.
@@ -268,18 +278,19 @@ def statistics_counted(
 
 def counts_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str]) -> bool:
     """Has the vocabulary thread count these words (N's: "") again in every corpus and keep them, marked fresh;
-    never from inside a transaction, whose rows the thread's connection would not see, and at most RECOUNTS_QUEUED
-    at once. A word already waiting in this process is not handed on again; the thread takes each word's mark
-    first, so of the processes that find a word stale at once one counts it. Whether all of them wait."""
+    never from inside a transaction, whose rows the thread's connection would not see, and only while less than
+    RECOUNTS_QUEUED pieces of work wait for the thread. A word already waiting in this process is not handed on
+    again; the thread takes each word's mark first, so of the processes that find a word stale at once one counts
+    it. Whether all of them wait."""
     if connection.in_atomic_block:
         return False
     fresh_keys = _fresh_keys(corpora, words, params)
     with _waiting_lock:
-        waiting = {(os.getpid(), fresh_keys[word]) for word in words} - _waiting
+        waiting = {fresh_keys[word] for word in words} - _waiting
         if not waiting:
             return True
         _waiting.update(waiting)
-    handed = [word for word in words if (os.getpid(), fresh_keys[word]) in waiting]
+    handed = [word for word in words if fresh_keys[word] in waiting]
     if submitted(VOCABULARY, RECOUNTS_QUEUED, _recounted, corpora, dict(params), handed, waiting):
         return True
     with _waiting_lock:
@@ -287,9 +298,7 @@ def counts_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], w
     return False
 
 
-def _recounted(
-    corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str], waiting: set[tuple[int, str]]
-) -> None:
+def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str], waiting: set[str]) -> None:
     try:
         fresh_keys = _fresh_keys(corpora, words, params)
         taken = [word for word in words if cache.add(fresh_keys[word], 1, STATS_SECONDS)]
@@ -300,10 +309,18 @@ def _recounted(
         fetched = _fetched(
             [scan for number, corpus in enumerate(corpora) for scan in _scans(corpus, number, taken, values)], values
         )
-        keys = _stats_keys(corpora, taken, params)
+        keys = _stats_keys(corpora, ["", *taken], params)
         counted = {keys[name, word]: count for name, word, count in fetched if word is not None}
-        fresh = [fresh_keys[word] for word in taken]
-        _kept_unless_erased(_Counted(counted, fresh=fresh, seconds=KEPT_SECONDS), params["owner"], mark)
+        held = cached_many([keys[corpus.name, ""] for corpus in corpora])  # N, where this did not count it
+        totals = {
+            corpus.name: int(counted.get(keys[corpus.name, ""], held.get(keys[corpus.name, ""], 0)))
+            for corpus in corpora
+        }
+        if _dear(totals):
+            kept = _Counted(counted, fresh=[fresh_keys[word] for word in taken], seconds=KEPT_SECONDS)
+        else:  # the reach is small again: as a small reach's counts
+            kept = _Counted(counted)
+        _kept_unless_erased(kept, params["owner"], mark)
     except RedisError:
         return  # Redis is away: the searches count the words again when they find none
     except Exception:  # a background count: the searches go on weighing words by the counts they have

@@ -421,9 +421,49 @@ def test_searches_that_find_counts_stale_at_once_have_each_word_counted_once(
     finally:
         busy.set()
     drained("vocabulary")
-    assert counted[:4] == [["", "cello"], ["user"], ["learning"], ["plays"]]
+    assert counted == [["", "cello"], ["user"], ["learning"], ["plays"], [""]]  # the last: the vocabulary's N
     assert held_counts(alice, "")["claim"][0] == 1
-    assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["zeppelin"])  # waiting no more
+    assert not word_statistics._waiting  # each cleared once counted, the refused one at once
+    assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["zeppelin"])
+    drained("vocabulary")
+    assert counted[-1] == ["zeppelin"] and not word_statistics._waiting
+
+
+def test_a_forked_child_has_no_words_waiting_and_a_free_lock() -> None:
+    word_statistics._waiting.add("a mark of the parent's")
+    lock = word_statistics._waiting_lock
+    try:
+        word_statistics._forked()  # as os.fork runs it in the child
+        assert not word_statistics._waiting
+        assert word_statistics._waiting_lock is not lock
+    finally:
+        word_statistics._waiting.clear()
+
+
+def test_no_count_is_kept_long_from_inside_a_transaction(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert connection.in_atomic_block  # the test's own: its rows are not committed
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    assert cached_counts(alice)
+    assert all(0 < ttl <= word_statistics.STATS_SECONDS for ttl in cached_counts(alice).values())
+    assert fresh_for(alice, "") == fresh_for(alice, "cello") == -2
+
+
+def test_counts_again_of_a_reach_small_again_are_kept_as_a_small_reachs(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    assert held_counts(alice, "cello")["claim"][1] > word_statistics.STATS_SECONDS
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 2_000)  # rows forgotten since: a small reach again
+    made_stale(alice, "cello")
+    assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["cello"])
+    drained("vocabulary")
+    assert 0 < held_counts(alice, "cello")["claim"][1] <= word_statistics.STATS_SECONDS
 
 
 def test_a_word_another_process_counts_again_is_not_counted_here(
