@@ -2,7 +2,7 @@
 keeping the word counts a search made, sending access counts).
 
 Each pool is made on first use, and made again in a forked child: a child does not inherit its parent's threads (nor
-counts what its parent had queued).
+counts what its parent had queued), and its lock is made anew (a thread of the parent may have held it at the fork).
 """
 
 from __future__ import annotations
@@ -16,6 +16,14 @@ from typing import Any
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _queued: dict[tuple[str, int], int] = {}  # (pool, process id) -> work handed to it and not yet done
 _lock = threading.Lock()
+
+
+def _forked() -> None:
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def submitted(name: str, most: int, work: Callable[..., Any], *args: Any) -> bool:
