@@ -2,7 +2,8 @@
 keeping the word counts a search made, sending access counts).
 
 Each pool is made on first use, and made again in a forked child: a child does not inherit its parent's threads (nor
-counts what its parent had queued), and its lock is made anew (a thread of the parent may have held it at the fork).
+counts what its parent had queued or held), and its lock is made anew (a thread of the parent may have held it at the
+fork).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from typing import Any
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _queued: dict[tuple[str, int], int] = {}  # (pool, process id) -> work handed to it and not yet done
+_claimed: dict[str, set[str]] = {}  # pool -> the keys work handed to it holds until done (`claimed`), this process
 _lock = threading.Lock()
 
 
 def _forked() -> None:
+    """In a forked child: the lock is free, and none of the parent's work holds a key."""
     global _lock
     _lock = threading.Lock()
+    _claimed.clear()
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -53,6 +57,21 @@ def submitted(name: str, most: int, work: Callable[..., Any], *args: Any) -> boo
 def _done(key: tuple[str, int]) -> None:
     with _lock:
         _queued[key] -= 1
+
+
+def claimed(name: str, keys: set[str]) -> set[str]:
+    """Those of `keys` no work for pool `name` holds in this process, now held: work handed on for them alone waits
+    once per key. Given back with `released` when that work is done, or was not handed on."""
+    with _lock:
+        held = _claimed.setdefault(name, set())
+        taken = keys - held
+        held |= taken
+        return taken
+
+
+def released(name: str, keys: set[str]) -> None:
+    with _lock:
+        _claimed.get(name, set()).difference_update(keys)
 
 
 def drained(name: str) -> None:

@@ -30,8 +30,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,22 +51,9 @@ from memory.recall.caching import (
 )
 from memory.recall.corpora import WORD_QUERY, Corpus
 from memory.recall.terms import STOPWORDS
-from memory.recall.threads import submitted
+from memory.recall.threads import claimed, released, submitted
 
 logger = logging.getLogger("memory.recall")
-# The marks of the words handed to the thread to count again and not yet counted, in this process.
-_waiting: set[str] = set()
-_waiting_lock = threading.Lock()
-
-
-def _forked() -> None:
-    """In a forked child: none of its parent's words wait for its thread, and the lock is free."""
-    global _waiting_lock
-    _waiting.clear()
-    _waiting_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forked)
 
 # Counting a word's rows stops here: past it a word is common anyway, and counting costs time.
 DF_CAP = 5_000
@@ -285,16 +270,13 @@ def counts_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], w
     if connection.in_atomic_block:
         return False
     fresh_keys = _fresh_keys(corpora, words, params)
-    with _waiting_lock:
-        waiting = {fresh_keys[word] for word in words} - _waiting
-        if not waiting:
-            return True
-        _waiting.update(waiting)
+    waiting = claimed(VOCABULARY, set(fresh_keys.values()))  # the marks of the words not waiting already
+    if not waiting:
+        return True
     handed = [word for word in words if fresh_keys[word] in waiting]
     if submitted(VOCABULARY, RECOUNTS_QUEUED, _recounted, corpora, dict(params), handed, waiting):
         return True
-    with _waiting_lock:
-        _waiting.difference_update(waiting)
+    released(VOCABULARY, waiting)
     return False
 
 
@@ -326,8 +308,7 @@ def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[
     except Exception:  # a background count: the searches go on weighing words by the counts they have
         logger.exception("recall.counts_not_counted_again")
     finally:
-        with _waiting_lock:
-            _waiting.difference_update(waiting)
+        released(VOCABULARY, waiting)
         connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
 
 

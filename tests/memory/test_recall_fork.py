@@ -1,5 +1,5 @@
-"""A process forked while one of its threads holds a lock of recall's threads (a Celery pool child, a web worker's
-reload): the child's locks are free."""
+"""A process forked while one of its threads holds the lock of recall's threads (a Celery pool child, a web worker's
+reload): the child's lock is free, and no key the parent's work held is held in the child."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ import os
 import threading
 import time
 
-from memory.recall import threads, word_statistics
+from memory.recall import threads
 
 
-def test_a_child_forked_while_recalls_locks_are_held_can_take_them() -> None:
+def test_a_child_forked_while_recalls_lock_is_held_can_take_it_and_holds_no_key_of_its_parent() -> None:
     held, release = threading.Event(), threading.Event()
 
     def holding() -> None:
-        with threads._lock, word_statistics._waiting_lock:
+        assert threads.claimed("fork-test", {"a word waiting in the parent"})
+        with threads._lock:
             held.set()
             release.wait(30)
 
@@ -23,10 +24,16 @@ def test_a_child_forked_while_recalls_locks_are_held_can_take_them() -> None:
     assert held.wait(10)
     child = os.fork()
     if child == 0:  # the child: its parent's holder thread is gone, and never releases what it held
-        taken = threads._lock.acquire(timeout=5) and word_statistics._waiting_lock.acquire(timeout=5)
-        os._exit(0 if taken else 1)
+        taken = threads._lock.acquire(timeout=5)
+        if taken:
+            threads._lock.release()
+        free = taken and threads.claimed("fork-test", {"a word waiting in the parent"}) == {
+            "a word waiting in the parent"
+        }
+        os._exit(0 if free else 1)
     release.set()
     holder.join()
+    threads.released("fork-test", {"a word waiting in the parent"})
     deadline = time.monotonic() + 20
     while (finished := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
         time.sleep(0.05)

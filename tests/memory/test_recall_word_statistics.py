@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memory.access import access_for_user
 from memory.models import User
-from memory.recall import word_statistics
+from memory.recall import threads, word_statistics
 from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
 from memory.recall.threads import drained, process_pool
@@ -423,21 +423,25 @@ def test_searches_that_find_counts_stale_at_once_have_each_word_counted_once(
     drained("vocabulary")
     assert counted == [["", "cello"], ["user"], ["learning"], ["plays"], [""]]  # the last: the vocabulary's N
     assert held_counts(alice, "")["claim"][0] == 1
-    assert not word_statistics._waiting  # each cleared once counted, the refused one at once
+    assert not threads._claimed["vocabulary"]  # each given back once counted, the refused one at once
     assert word_statistics.counts_recounted_soon(CORPORA, reach_of(alice), ["zeppelin"])
     drained("vocabulary")
-    assert counted[-1] == ["zeppelin"] and not word_statistics._waiting
+    assert counted[-1] == ["zeppelin"] and not threads._claimed["vocabulary"]
 
 
-def test_a_forked_child_has_no_words_waiting_and_a_free_lock() -> None:
-    word_statistics._waiting.add("a mark of the parent's")
-    lock = word_statistics._waiting_lock
-    try:
-        word_statistics._forked()  # as os.fork runs it in the child
-        assert not word_statistics._waiting
-        assert word_statistics._waiting_lock is not lock
-    finally:
-        word_statistics._waiting.clear()
+def test_an_erasure_leaves_another_owners_counts_and_marks(
+    transactional_db: None, alice: User, bob: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.services.account_erasure import drop_cached_views
+
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    for user in (alice, bob):
+        ClaimFactory.create(owner=user, statement="The user is learning the cello.")
+        asked("Which cello?", user)
+    drained("vocabulary")
+    drop_cached_views(alice.pk)
+    assert not cached_counts(alice) and fresh_for(alice, "cello") == -2
+    assert held_counts(bob, "cello")["claim"][0] == 1 and fresh_for(bob, "cello") > 0
 
 
 def test_no_count_is_kept_long_from_inside_a_transaction(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
