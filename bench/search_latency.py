@@ -461,6 +461,17 @@ def forget_word_statistics(forgotten: Callable[[bytes, bytes | None], bool] = FO
         client.delete(*stale)
 
 
+def word_statistics_held(asked: list[str]) -> dict[str, int]:
+    """What the keyword leg's counts hold in Redis (every key of STATS_KEYS: the only user's), against the words
+    the queries asked: keys, bytes (MEMORY USAGE: key, value and Redis's own share) and words."""
+    from memory.recall.terms import query_terms
+
+    client = _redis()
+    keys = list(client.scan_iter(match=f"*{STATS_KEYS}*", count=1000))
+    words = {word for query in asked for word in query_terms(query)}
+    return {"keys": len(keys), "bytes": sum(client.memory_usage(key) or 0 for key in keys), "words": len(words)}
+
+
 def word_statistics_saved() -> dict[bytes, tuple[int, bytes]]:
     client = _redis()
     return {key: (client.pttl(key), client.dump(key)) for key in client.scan_iter(match=f"*{STATS_KEYS}*", count=1000)}
@@ -536,6 +547,7 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
     asked = queries(options.queries, statements(min(size, 10_000)))
     load, measured = os.getloadavg()[0], [time.perf_counter()]
     timings = dict(in_process(access, asked, options.rounds, options.variants))
+    held = word_statistics_held(asked)
     measured.append(time.perf_counter())
     parts = breakdown(access, asked)
     measured.append(time.perf_counter())
@@ -552,7 +564,7 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
     return {"size": size, "timings": {name: summary(rounds) for name, rounds in timings.items()}, "parts": parts,
             "plans": plans, "load": [load, os.getloadavg()[0]], "postgres": postgres.split(" on ")[0],
             "pgvector": pgvector, "slowest": slowest, "code": code_version(), "built": built,
-            "real": real, "measured": spent}  # fmt: skip
+            "real": real, "measured": spent, "held": held}  # fmt: skip
 
 
 def code_version() -> str:
@@ -615,6 +627,11 @@ def report(results: list[dict[str, Any]]) -> None:
                   f"({found['p95_min']:.1f}-{found['p95_max']:.1f}) | {found['p99']:.1f} | "
                   f"{result['load'][0]:.1f} -> {result['load'][1]:.1f} |")  # fmt: skip
     print("\n" + "\n".join(f"{result['size']:,} claims: {stored(result)}" for result in results))
+    for result in results:
+        if held := result.get("held"):
+            print(f"\n{result['size']:,} claims, the word counts in Redis after the run: {held['keys']:,} keys, "
+                  f"{held['bytes']:,} bytes for {held['words']:,} words asked "
+                  f"({held['bytes'] / max(held['words'], 1):,.0f} bytes a word)")  # fmt: skip
     for result in results:
         at_100k = result["size"] >= 100_000
         timings = result["timings"]

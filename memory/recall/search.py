@@ -36,7 +36,7 @@ from memory.recall.legs import Hit, keyword_hits_within, searched_exactly, vecto
 from memory.recall.question import Window, asked_window
 from memory.recall.results import SearchResult, hydrated
 from memory.recall.terms import query_terms
-from memory.recall.threads import process_pool
+from memory.recall.threads import process_pool, searching
 from memory.recall.warm_up import search_note
 from memory.recall.word_statistics import statistics_keys
 
@@ -89,6 +89,11 @@ def _embedding_started(query: str) -> Future[tuple[list[float] | None, str]]:
 
 def search(access: Access, request: SearchRequest) -> list[SearchResult]:
     """The best `limit` memories for the query, best first."""
+    with searching():  # the counts it hands on start once it has ended (memory.recall.threads)
+        return _best(access, request)
+
+
+def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
     access.require_scope(Scope.READ)
     limit = max(1, min(request.limit, MAX_LIMIT))
     depth = max(settings.SEARCH_CANDIDATES, limit * 4)

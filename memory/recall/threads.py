@@ -4,36 +4,69 @@ keeping the word counts a search made, sending access counts).
 Each pool is made on first use, and made again in a forked child: a child does not inherit its parent's threads (nor
 counts what its parent had queued or held), and its lock is made anew (a thread of the parent may have held it at the
 fork).
+
+Work nobody waits for can be handed on `after_searches`: it starts once no search runs in this process (`searching`),
+or after SEARCHES_WAITED at most. A search that hands on a count of its words then does not share the cores with that
+count (docs/benchmarks.md, issue 18, twenty-third pass); a server never idle still counts, late.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
+
+SEARCHES_WAITED = 1.0  # seconds work handed on `after_searches` waits for the searches in flight at most
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _queued: dict[tuple[str, int], int] = {}  # (pool, process id) -> work handed to it and not yet done
 _claimed: dict[str, set[str]] = {}  # pool -> the keys work handed to it holds until done (`claimed`), this process
+_searches = 0  # searches in flight in this process (`searching`)
 _lock = threading.Lock()
+_quiet = threading.Condition(_lock)  # notified when the last search in flight ends
 
 
 def _forked() -> None:
-    """In a forked child: the lock is free, and none of the parent's work holds a key."""
-    global _lock
+    """In a forked child: the lock is free, none of the parent's work holds a key, and no search is in flight."""
+    global _lock, _quiet, _searches
     _lock = threading.Lock()
+    _quiet = threading.Condition(_lock)
+    _searches = 0
     _claimed.clear()
 
 
 os.register_at_fork(after_in_child=_forked)
 
 
-def submitted(name: str, most: int, work: Callable[..., Any], *args: Any) -> bool:
+@contextmanager
+def searching() -> Iterator[None]:
+    """A search in flight in this process while inside: work handed on `after_searches` waits for it to end."""
+    global _searches
+    with _lock:
+        _searches += 1
+    try:
+        yield
+    finally:
+        with _quiet:
+            _searches -= 1
+            if not _searches:
+                _quiet.notify_all()
+
+
+def _searches_ended() -> None:
+    """Waits until no search is in flight in this process, SEARCHES_WAITED at most."""
+    with _quiet:
+        _quiet.wait_for(lambda: not _searches, timeout=SEARCHES_WAITED)
+
+
+def submitted(name: str, most: int, work: Callable[..., Any], *args: Any, after_searches: bool = False) -> bool:
     """Hands `work(*args)` to this process's one-thread pool `name`, in order, unless `most` pieces of work are
-    already waiting or running there (or the interpreter is shutting down): then it is dropped. Whether it was
-    handed on. For work worth only so much memory: what fails in it is its own to log."""
+    already waiting or running there (or the interpreter is shutting down): then it is dropped; `after_searches`:
+    it starts once no search is in flight (`searching`; SEARCHES_WAITED at most). Whether it was handed on. For work
+    worth only so much memory: what fails in it is its own to log."""
     key = (name, os.getpid())
     with _lock:
         if _queued.get(key, 0) >= most:
@@ -42,6 +75,8 @@ def submitted(name: str, most: int, work: Callable[..., Any], *args: Any) -> boo
 
     def run() -> None:
         try:
+            if after_searches:
+                _searches_ended()
             work(*args)
         finally:
             _done(key)

@@ -238,24 +238,24 @@ def statistics_counted(
             counts[name][word] = int(count)
     totals = {name: found[""] for name, found in counts.items()}
     dear = _dear(totals)
+    if fetched:
+        noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
+        # Never kept long from inside a transaction: its own rows, not yet committed, may be among those counted.
+        if dear and not connection.in_atomic_block:
+            # A word counted here in every corpus is fresh; one counted in some (the others' counts held) is not.
+            fresh = [fresh_keys[word] for word in words if missing_in[word] == len(corpora)]
+            kept = _Counted(counted, owned, fresh, KEPT_SECONDS)
+        else:
+            kept = _Counted(counted, owned)
+        if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, kept, owner_id, mark):
+            _kept_unless_erased(kept, owner_id, mark)  # the thread's queue is full: kept here
     if dear:
         # A word held in some corpus and not marked: counted over STATS_SECONDS ago (or kept unmarked: from inside a
-        # transaction, or while the reach was small). Where it was missing, a 0 had expired, and this search counted it.
+        # transaction, or while the reach was small). Where it was missing, a 0 had expired, and this search counted
+        # it (kept above, before the count again, whose counts are the later).
         stale = [word for word in words if missing_in[word] < len(corpora) and fresh_keys[word] not in cached]
         if stale:
             counts_recounted_soon(corpora, params, stale)  # this search weighs its words by the counts it has
-    if not fetched:
-        return counts
-    noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
-    # Never kept long from inside a transaction: its own rows, not yet committed, may be among those counted.
-    if dear and not connection.in_atomic_block:
-        # A word counted here in every corpus is fresh; one counted in some (the others' counts held) is not.
-        fresh = [fresh_keys[word] for word in words if missing_in[word] == len(corpora)]
-        kept = _Counted(counted, owned, fresh, KEPT_SECONDS)
-    else:
-        kept = _Counted(counted, owned)
-    if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, kept, owner_id, mark):
-        _kept_unless_erased(kept, owner_id, mark)  # the thread's queue is full: kept here
     if any(word for _, word, _ in fetched):
         vocabulary_counted_soon(corpora, params, totals)
     return counts
@@ -274,7 +274,7 @@ def counts_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], w
     if not waiting:
         return True
     handed = [word for word in words if fresh_keys[word] in waiting]
-    if submitted(VOCABULARY, RECOUNTS_QUEUED, _recounted, corpora, dict(params), handed, waiting):
+    if submitted(VOCABULARY, RECOUNTS_QUEUED, _recounted, corpora, dict(params), handed, waiting, after_searches=True):
         return True
     released(VOCABULARY, waiting)
     return False
@@ -329,7 +329,9 @@ def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any],
     guard = _vocabulary_guard(corpora, params)
     if guard in cached_many([guard]):
         return False
-    return submitted(VOCABULARY, VOCABULARY_QUEUED, _vocabulary_counted_once, corpora, dict(params), guard)
+    return submitted(
+        VOCABULARY, VOCABULARY_QUEUED, _vocabulary_counted_once, corpora, dict(params), guard, after_searches=True
+    )
 
 
 def _vocabulary_counted_once(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:

@@ -1,11 +1,19 @@
-"""bench/search_latency.py's rule for measuring a kept store again (--reuse) instead of building it."""
+"""bench/search_latency.py's rule for measuring a kept store again (--reuse) instead of building it, and its measure of
+the word counts Redis holds."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from bench.search_latency import reused_real
+from django.core.cache import cache
+
+from bench.search_latency import reused_real, word_statistics_held
+from memory.access import access_for_user
+from memory.models import User
+from memory.recall.search import SearchRequest, search
+from memory.recall.threads import drained
+from tests.factories import ClaimFactory
 
 
 def kept_store(tmp_path: Path, real: int) -> Path:
@@ -32,3 +40,18 @@ def test_a_store_of_an_older_run_without_its_record_holds_only_embedded_vectors(
     missing = tmp_path / "store.json"
 
     assert reused_real(missing, claims=100_000, size=100_000, real=100_000) == 100_000
+
+
+def test_the_word_counts_held_are_measured_in_redis_against_the_words_asked(
+    transactional_db: None, alice: User
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    asked = ["Which cello lessons?", "Who learns the cello?"]
+    for query in asked:
+        search(access_for_user(user=alice), SearchRequest(query=query, use_vector=False))
+    drained("vocabulary")
+    held = word_statistics_held(asked)
+    cached = cache._cache.get_client(write=True).keys(cache.make_key("recall:df:*"))  # type: ignore[attr-defined]
+    assert held["keys"] == len(cached) > 0
+    assert held["bytes"] > held["keys"] * 40  # a key's name alone is longer
+    assert held["words"] == len({"cello", "lessons", "learns"})

@@ -1,11 +1,13 @@
 """A process forked while one of its threads holds the lock of recall's threads (a Celery pool child, a web worker's
-reload): the child's lock is free, and no key the parent's work held is held in the child."""
+reload): the child's lock is free, no key the parent's work held is held in the child, and no search is in flight."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
+
+import pytest
 
 from memory.recall import threads
 
@@ -34,10 +36,27 @@ def test_a_child_forked_while_recalls_lock_is_held_can_take_it_and_holds_no_key_
     release.set()
     holder.join()
     threads.released("fork-test", {"a word waiting in the parent"})
+    assert exit_code(child) == 0
+
+
+def exit_code(child: int) -> int | None:
+    """The forked child's exit code; None if it ran over 20 s (then killed)."""
     deadline = time.monotonic() + 20
     while (finished := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     if finished[0] == 0:
         os.kill(child, 9)
         os.waitpid(child, 0)
-    assert finished[0] == child and os.waitstatus_to_exitcode(finished[1]) == 0
+        return None
+    return os.waitstatus_to_exitcode(finished[1])
+
+
+def test_a_child_forked_during_a_search_has_no_search_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "SEARCHES_WAITED", 60)  # inherited: the child's work would wait that long
+    with threads.searching():
+        child = os.fork()
+        if child == 0:  # the child: the parent's search never ends there
+            started = threading.Event()
+            handed = threads.submitted("fork-test", 4, started.set, after_searches=True)
+            os._exit(0 if handed and started.wait(10) else 1)
+    assert exit_code(child) == 0

@@ -372,6 +372,30 @@ def test_stale_counts_are_used_and_counted_again_off_the_searchs_path(
     assert 0 < fresh_for(alice, "cello") <= word_statistics.STATS_SECONDS
 
 
+def test_a_count_again_waits_for_the_searches_in_flight_and_a_searchs_own_counts_do_not(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # counted word by word, as a large reach is
+    monkeypatch.setattr(threads, "SEARCHES_WAITED", 60)
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    ClaimFactory.create(owner=alice, statement="The user tunes the cello weekly.")
+    made_stale(alice, "", "cello")
+    counted = recounts(monkeypatch)
+    with threads.searching():  # another search in flight, in this process
+        asked("Who tunes the cello weekly?", alice)  # "cello" stale, "weekly" new: counted on its path
+        for _ in range(100):  # its own counts reach Redis at once, not behind the count again
+            if held_counts(alice, "weekly"):
+                break
+            threading.Event().wait(0.05)
+        assert held_counts(alice, "weekly")["claim"][0] == 1
+        assert counted == []  # the count again waits for the search in flight
+    drained("vocabulary")
+    assert counted == [["", "cello"]]
+    assert held_counts(alice, "cello")["claim"][0] == 2
+
+
 def test_a_stale_word_no_longer_counted_as_absent_somewhere_is_counted_again_too(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,68 @@
+"""Work recall hands on `after_searches` (a count of a search's words) starts once no search runs in this process."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from memory.access import access_for_user
+from memory.models import User
+from memory.recall import search as recall_search
+from memory.recall import threads
+from memory.recall.search import SearchRequest
+from tests.factories import ClaimFactory
+
+
+@pytest.fixture
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work handed on after searches waits for them as long as a test could take."""
+    monkeypatch.setattr(threads, "SEARCHES_WAITED", 60)
+
+
+def test_work_after_searches_starts_once_every_search_in_flight_has_ended(patient: None) -> None:
+    started, other = threading.Event(), threading.Event()
+    with threads.searching():
+        with threads.searching():
+            assert threads.submitted("after-searches-test", 4, started.set, after_searches=True)
+            assert threads.submitted("other-work-test", 4, other.set)  # not after searches: at once
+            assert other.wait(10)
+        assert not started.wait(0.3)  # one search still in flight
+    assert started.wait(10)
+    threads.drained("after-searches-test")
+
+
+def test_work_after_searches_waits_no_longer_than_searches_waited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "SEARCHES_WAITED", 0.05)  # a server never idle still counts
+    started = threading.Event()
+    with threads.searching():
+        assert threads.submitted("after-searches-test", 4, started.set, after_searches=True)
+        assert started.wait(10)
+
+
+def test_a_search_that_failed_is_no_longer_in_flight(patient: None) -> None:
+    started = threading.Event()
+    with pytest.raises(ValueError, match="failed"), threads.searching():
+        raise ValueError("failed")
+    assert threads.submitted("after-searches-test", 4, started.set, after_searches=True)
+    assert started.wait(10)
+
+
+@pytest.mark.django_db
+def test_a_search_is_in_flight_until_it_has_its_answer(
+    alice: User, patient: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    started, waited = threading.Event(), []
+    read = recall_search.hydrated
+
+    def reading(*args: Any) -> Any:  # the search's last statement: work after searches has not started
+        threads.submitted("after-searches-test", 4, started.set, after_searches=True)
+        waited.append(not started.wait(0.3))
+        return read(*args)
+
+    monkeypatch.setattr(recall_search, "hydrated", reading)
+    found = recall_search.search(access_for_user(user=alice), SearchRequest(query="cello", use_vector=False))
+    assert found and waited == [True]
+    assert started.wait(10)
