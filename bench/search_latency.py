@@ -59,8 +59,9 @@ WARM_UP = 20
 # cold ones: before each of their first COLD_QUERIES queries COLD drops them all (a reach's first search),
 # NEW_WORDS every count but N's (words new to the reach, or not asked in a day), STALE the marks and what is kept a
 # minute (every count of 0, the owner's rows): a search after ten minutes, which uses the counts it finds, counts its
-# zeros again, and hands its words to a thread to count again, its statement overlapping the rest of the search. The
-# search's counts reach Redis from that thread: each forgetting waits for it first, so what is left of it is not timed.
+# zeros again, and hands its words to a thread to count again once no search runs. The search's counts reach Redis
+# from that thread: each forgetting waits for it first, so neither is timed (nor overlaps the next search, as it
+# could on a server never idle).
 STATS_KEYS = "recall:df:"
 COLD = "hybrid, N and df not cached"
 NEW_WORDS = "hybrid, df not cached"
@@ -462,14 +463,26 @@ def forget_word_statistics(forgotten: Callable[[bytes, bytes | None], bool] = FO
 
 
 def word_statistics_held(asked: list[str]) -> dict[str, int]:
-    """What the keyword leg's counts hold in Redis (every key of STATS_KEYS: the only user's), against the words
-    the queries asked: keys, bytes (MEMORY USAGE: key, value and Redis's own share) and words."""
+    """What the keyword leg's keys (STATS_KEYS: the only user's) hold in Redis, against the words the queries asked:
+    keys, and bytes (MEMORY USAGE: key, value and Redis's own share), of the counts and of the marks of fresh counts
+    (the rest: the owner's rows, a small reach's vocabulary guard). Counts of 0 and marks expire (a minute, ten):
+    what a run leaves just after it."""
     from memory.recall.terms import query_terms
 
     client = _redis()
     keys = list(client.scan_iter(match=f"*{STATS_KEYS}*", count=1000))
-    words = {word for query in asked for word in query_terms(query)}
-    return {"keys": len(keys), "bytes": sum(client.memory_usage(key) or 0 for key in keys), "words": len(words)}
+    pipeline = client.pipeline(transaction=False)
+    for key in keys:
+        pipeline.memory_usage(key)
+    sizes = dict(zip(keys, pipeline.execute(), strict=True))
+    marks = [key for key in keys if b":df:fresh:" in key]
+    return {
+        "keys": len(keys),
+        "bytes": sum(size or 0 for size in sizes.values()),
+        "marks": len(marks),
+        "mark_bytes": sum(sizes[key] or 0 for key in marks),
+        "words": len({word for query in asked for word in query_terms(query)}),
+    }
 
 
 def word_statistics_saved() -> dict[bytes, tuple[int, bytes]]:
@@ -547,8 +560,8 @@ def run_size(size: int, base: Path, options: argparse.Namespace) -> dict[str, An
     asked = queries(options.queries, statements(min(size, 10_000)))
     load, measured = os.getloadavg()[0], [time.perf_counter()]
     timings = dict(in_process(access, asked, options.rounds, options.variants))
-    held = word_statistics_held(asked)
     measured.append(time.perf_counter())
+    held = word_statistics_held(asked)
     parts = breakdown(access, asked)
     measured.append(time.perf_counter())
     timings["HTTP POST /query/search"] = over_http(user, asked, options.rounds)
@@ -629,9 +642,10 @@ def report(results: list[dict[str, Any]]) -> None:
     print("\n" + "\n".join(f"{result['size']:,} claims: {stored(result)}" for result in results))
     for result in results:
         if held := result.get("held"):
-            print(f"\n{result['size']:,} claims, the word counts in Redis after the run: {held['keys']:,} keys, "
-                  f"{held['bytes']:,} bytes for {held['words']:,} words asked "
-                  f"({held['bytes'] / max(held['words'], 1):,.0f} bytes a word)")  # fmt: skip
+            print(f"\n{result['size']:,} claims, the keyword leg's keys in Redis after the in-process run: "
+                  f"{held['keys']:,} keys, {held['bytes']:,} bytes for {held['words']:,} words asked "
+                  f"({held['bytes'] / max(held['words'], 1):,.0f} bytes a word), of which marks of fresh counts "
+                  f"{held['marks']:,} keys, {held['mark_bytes']:,} bytes")  # fmt: skip
     for result in results:
         at_100k = result["size"] >= 100_000
         timings = result["timings"]

@@ -6,20 +6,22 @@ counts what its parent had queued or held), and its lock is made anew (a thread 
 fork).
 
 Work nobody waits for can be handed on `after_searches`: it starts once no search runs in this process (`searching`),
-or after SEARCHES_WAITED at most. A search that hands on a count of its words then does not share the cores with that
-count (docs/benchmarks.md, issue 18, twenty-third pass); a server never idle still counts, late.
+or SEARCHES_WAITED after it was handed on at most. A search that hands on a count of its words then does not share
+the cores with that count (docs/benchmarks.md, issue 18, twenty-third pass), though searches that start after the
+count has do, as do those of other processes; a server never idle still counts, late.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-SEARCHES_WAITED = 1.0  # seconds work handed on `after_searches` waits for the searches in flight at most
+SEARCHES_WAITED = 1.0  # seconds from its hand-over work handed on `after_searches` waits for searches at most
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _queued: dict[tuple[str, int], int] = {}  # (pool, process id) -> work handed to it and not yet done
@@ -45,29 +47,33 @@ os.register_at_fork(after_in_child=_forked)
 def searching() -> Iterator[None]:
     """A search in flight in this process while inside: work handed on `after_searches` waits for it to end."""
     global _searches
+    process = os.getpid()
     with _lock:
         _searches += 1
     try:
         yield
     finally:
-        with _quiet:
-            _searches -= 1
-            if not _searches:
-                _quiet.notify_all()
+        if os.getpid() == process:  # a child forked inside starts with none in flight: its own end is none of them
+            with _quiet:
+                _searches -= 1
+                if not _searches:
+                    _quiet.notify_all()
 
 
-def _searches_ended() -> None:
-    """Waits until no search is in flight in this process, SEARCHES_WAITED at most."""
+def _searches_ended(deadline: float) -> None:
+    """Waits until no search is in flight in this process, or `deadline` (time.monotonic) has passed."""
     with _quiet:
-        _quiet.wait_for(lambda: not _searches, timeout=SEARCHES_WAITED)
+        _quiet.wait_for(lambda: not _searches, timeout=max(0.0, deadline - time.monotonic()))
 
 
 def submitted(name: str, most: int, work: Callable[..., Any], *args: Any, after_searches: bool = False) -> bool:
     """Hands `work(*args)` to this process's one-thread pool `name`, in order, unless `most` pieces of work are
     already waiting or running there (or the interpreter is shutting down): then it is dropped; `after_searches`:
-    it starts once no search is in flight (`searching`; SEARCHES_WAITED at most). Whether it was handed on. For work
-    worth only so much memory: what fails in it is its own to log."""
+    it starts once no search is in flight (`searching`), SEARCHES_WAITED from now at most (work waiting behind other
+    work waits no longer). Whether it was handed on. For work worth only so much memory: what fails in it is its own
+    to log."""
     key = (name, os.getpid())
+    deadline = time.monotonic() + SEARCHES_WAITED
     with _lock:
         if _queued.get(key, 0) >= most:
             return False
@@ -76,7 +82,7 @@ def submitted(name: str, most: int, work: Callable[..., Any], *args: Any, after_
     def run() -> None:
         try:
             if after_searches:
-                _searches_ended()
+                _searches_ended(deadline)
             work(*args)
         finally:
             _done(key)

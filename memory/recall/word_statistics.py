@@ -9,13 +9,16 @@ the database nothing about words held anywhere in reach. The counts are the per-
 the word as written or its English stem; the same cap), so a search ranks the same whichever counted. A word held
 nowhere, or one held only by its stem ("camped"), or one the parser cuts into several ("re-painted"), is still
 counted when it is asked; the search hands what it counted to that thread to keep, so its own answer waits for no
-Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a search).
+Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a search). The vocabulary is counted
+once no search runs in the process; what a search counted is handed on to be kept at once, ahead of any count again
+it hands on.
 
 Where a corpus in reach holds more than VOCABULARY_ROWS rows the counts are dear (100,000 claims: a common word's
 df up to ~6 ms, N 3.7 ms from the reach's index alone, 62 ms where every row was read), and a count out of date only
 weighs a word a little wrong. There a count of rows held (N, or a word's df above 0) is kept KEPT_SECONDS, and a mark
 per word (N's: "") is held STATS_SECONDS from its count in every corpus: a search that finds a word's counts held
-and its mark gone weighs it by the counts it has and hands the word to the thread to count again. Such a search
+and its mark gone weighs it by the counts it has and hands the word to the thread to count again, once no search
+runs in the process (memory.recall.threads: the count does not share the cores with that search). Such a search
 counts on its path only what is not cached: a word new to the reach or not asked in a day, a count of 0 (below),
 and everything after an erasure. Elsewhere counting is cheap, and counts are kept STATS_SECONDS, unmarked.
 
@@ -321,26 +324,30 @@ def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any],
     """Has the vocabulary thread count every word held in reach (`vocabulary_counted`) into the cache, once per
     STATS_SECONDS and reach: only where no corpus holds more than VOCABULARY_ROWS rows (`totals`: N per corpus as
     cached; the thread counts them again first), never from inside a transaction, whose rows the thread's own
-    connection would not see, and not while the reach's guard is held (counted, or being counted, since its words
-    were last cached). Whether it was handed on; the thread takes the guard first, so of two searches that hand it
-    on at once one counts."""
+    connection would not see, not while the reach's guard is held (counted, or being counted, since its words
+    were last cached), nor while its count waits in this process (for the searches in flight). Whether it was
+    handed on; the thread takes the guard first, so of two processes that hand it on at once one counts."""
     if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS:
         return False
     guard = _vocabulary_guard(corpora, params)
-    if guard in cached_many([guard]):
+    if guard in cached_many([guard]) or not claimed(VOCABULARY, {guard}):
         return False
-    return submitted(
+    if submitted(
         VOCABULARY, VOCABULARY_QUEUED, _vocabulary_counted_once, corpora, dict(params), guard, after_searches=True
-    )
+    ):
+        return True
+    released(VOCABULARY, {guard})
+    return False
 
 
 def _vocabulary_counted_once(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:
     try:
-        if not cache.add(guard, 1, STATS_SECONDS):
-            return  # another search handed it on first
+        if cache.add(guard, 1, STATS_SECONDS):  # else another process handed it on first
+            _vocabulary_kept(corpora, params)
     except RedisError:
         return
-    _vocabulary_kept(corpora, params)
+    finally:
+        released(VOCABULARY, {guard})
 
 
 def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:

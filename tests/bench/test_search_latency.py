@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from django.core.cache import cache
 
 from bench.search_latency import reused_real, word_statistics_held
 from memory.access import access_for_user
 from memory.models import User
+from memory.recall import word_statistics
 from memory.recall.search import SearchRequest, search
 from memory.recall.threads import drained
 from tests.factories import ClaimFactory
@@ -43,15 +45,19 @@ def test_a_store_of_an_older_run_without_its_record_holds_only_embedded_vectors(
 
 
 def test_the_word_counts_held_are_measured_in_redis_against_the_words_asked(
-    transactional_db: None, alice: User
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # a large reach: counts marked fresh
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     asked = ["Which cello lessons?", "Who learns the cello?"]
     for query in asked:
         search(access_for_user(user=alice), SearchRequest(query=query, use_vector=False))
     drained("vocabulary")
     held = word_statistics_held(asked)
-    cached = cache._cache.get_client(write=True).keys(cache.make_key("recall:df:*"))  # type: ignore[attr-defined]
-    assert held["keys"] == len(cached) > 0
-    assert held["bytes"] > held["keys"] * 40  # a key's name alone is longer
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    cached = redis.keys(cache.make_key("recall:df:*"))
+    marks = redis.keys(cache.make_key("recall:df:fresh:*"))
+    assert held["keys"] == len(cached) and held["marks"] == len(marks) == len({"", "cello", "lessons", "learns"})
+    assert held["bytes"] == sum(redis.memory_usage(key) for key in cached)
+    assert held["mark_bytes"] == sum(redis.memory_usage(key) for key in marks) > 0
     assert held["words"] == len({"cello", "lessons", "learns"})

@@ -60,3 +60,14 @@ def test_a_child_forked_during_a_search_has_no_search_in_flight(monkeypatch: pyt
             handed = threads.submitted("fork-test", 4, started.set, after_searches=True)
             os._exit(0 if handed and started.wait(10) else 1)
     assert exit_code(child) == 0
+
+
+def test_a_child_forked_during_a_search_and_leaving_it_has_none_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "SEARCHES_WAITED", 60)
+    with threads.searching():
+        child = os.fork()
+    if child == 0:  # the child left the parent's search: still none in flight, not fewer than none
+        started = threading.Event()
+        handed = threads.submitted("fork-test", 4, started.set, after_searches=True)
+        os._exit(0 if handed and started.wait(10) else 1)
+    assert exit_code(child) == 0

@@ -41,6 +41,18 @@ def test_work_after_searches_waits_no_longer_than_searches_waited(monkeypatch: p
         assert started.wait(10)
 
 
+def test_work_waiting_behind_other_work_waits_for_searches_from_its_hand_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    busy, started = threading.Event(), threading.Event()
+    monkeypatch.setattr(threads, "SEARCHES_WAITED", 0.2)
+    with threads.searching():
+        assert threads.submitted("after-searches-test", 4, busy.wait, 30)
+        assert threads.submitted("after-searches-test", 4, started.set, after_searches=True)
+        threading.Event().wait(0.4)  # its time to wait for searches is over while the work before it runs
+        monkeypatch.setattr(threads, "SEARCHES_WAITED", 60)  # were it counted from its start, it would wait this
+        busy.set()
+        assert started.wait(10)
+
+
 def test_a_search_that_failed_is_no_longer_in_flight(patient: None) -> None:
     started = threading.Event()
     with pytest.raises(ValueError, match="failed"), threads.searching():

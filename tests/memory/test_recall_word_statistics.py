@@ -215,6 +215,21 @@ def test_a_full_queue_keeps_a_searchs_counts_on_its_own_path(alice: User, monkey
     assert cached_counts(alice)
 
 
+def test_a_reachs_vocabulary_waiting_to_be_counted_is_not_handed_on_again(transactional_db: None, alice: User) -> None:
+    totals, params = {"claim": 1, "chunk": 0, "node": 0}, reach_of(alice)
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)
+    try:
+        assert vocabulary_counted_soon(CORPORA, params, totals)
+        assert not vocabulary_counted_soon(CORPORA, params, totals)  # waiting: its guard not yet taken
+    finally:
+        busy.set()
+    drained("vocabulary")
+    cache.delete(word_statistics._vocabulary_guard(CORPORA, params))  # ten minutes on
+    assert vocabulary_counted_soon(CORPORA, params, totals)  # counted, it no longer waits
+    drained("vocabulary")
+
+
 def test_the_vocabulary_guard_is_taken_on_the_thread_and_once(
     transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -243,6 +258,8 @@ def test_the_vocabulary_guard_is_taken_on_the_thread_and_once(
     process_pool("vocabulary", 1).submit(busy.wait, 30)  # the thread runs neither before both are handed on
     try:
         assert vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
+        # As another process would: its count waits in its own process, not in this one.
+        threads.released("vocabulary", {word_statistics._vocabulary_guard(CORPORA, reach_of(alice))})
         assert vocabulary_counted_soon(CORPORA, reach_of(alice), totals)
         search(access_for_user(user=alice), SearchRequest(query="Which zeppelins?", use_vector=False))
     finally:
