@@ -621,3 +621,88 @@ def test_an_erasure_changes_its_mark_before_it_deletes_the_counts(
     drop_cached_views(alice.pk)
     assert seen and all(mark not in (None, before) for mark in seen)
     assert not cached_counts(alice)
+
+
+def practised(user: User, rows: int = 40) -> None:
+    """`rows` claims of `user`'s that hold "practises", and planner statistics that know the word."""
+    for day in range(rows):
+        ClaimFactory.create(owner=user, statement=f"The user practises the cello on day {day}.")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_claim")
+
+
+def counted_on_the_path(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """The words each corpus's count on a search's own thread asks for from now on (N's: "")."""
+    counted: list[tuple[str, list[str]]] = []
+    scans = word_statistics._scans
+
+    def scanning(corpus: Any, number: int, words: list[str], values: dict[str, Any]) -> list[str]:
+        if not threading.current_thread().name.startswith("vocabulary") and words:
+            counted.append((corpus.name, list(words)))
+        return scans(corpus, number, words, values)
+
+    monkeypatch.setattr(word_statistics, "_scans", scanning)
+    return counted
+
+
+def test_the_planner_estimates_the_rows_of_the_words_it_knows_only(transactional_db: None, alice: User) -> None:
+    practised(alice)
+    claims = [corpus for corpus in CORPORA if corpus.name == "claim"]
+    planned = word_statistics._planned_rows(claims, ["practises", "cello", "zeppelin"], reach_of(alice))
+    assert set(planned["claim"]) == {"practises", "cello"}  # a word held nowhere has the estimate of the unknown
+    assert all(20 <= rows <= 80 for rows in planned["claim"].values())  # 40 rows hold each
+
+
+def test_on_a_vast_memory_a_new_words_rows_are_estimated_and_counted_on_the_thread(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # counted word by word, as a large reach is
+    monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)  # every corpus holding rows is vast
+    practised(alice)
+    asked("Which cello?", alice)  # N counted: none held yet, nothing estimated
+    drained("vocabulary")
+    on_path, recounted = counted_on_the_path(monkeypatch), recounts(monkeypatch)
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)
+    try:
+        found = search(
+            access_for_user(user=alice), SearchRequest(query="Who practises the zeppelin?", use_vector=False)
+        )
+        assert found and "practises" in found[0].text  # weighed by the estimate
+        # Claims hold rows: "practises" estimated there, "zeppelin" (unknown to the planner) counted; the other
+        # corpora hold none: both counted.
+        assert on_path == [
+            ("claim", ["zeppelin"]),
+            ("chunk", ["practises", "zeppelin"]),
+            ("node", ["practises", "zeppelin"]),
+        ]
+        assert held_counts(alice, "practises") == {}  # nothing kept yet: the thread is busy
+    finally:
+        busy.set()
+    drained("vocabulary")
+    assert recounted == [["practises"]]  # counted in every corpus on the thread
+    assert held_counts(alice, "practises")["claim"][0] == 40
+    assert 0 < fresh_for(alice, "practises") <= word_statistics.STATS_SECONDS
+
+
+def test_a_new_word_is_counted_on_the_path_where_the_thread_cannot_take_it(
+    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)
+    monkeypatch.setattr(word_statistics, "RECOUNTS_QUEUED", 0)  # the thread's queue for counts again is full
+    practised(alice)
+    asked("Which cello?", alice)
+    drained("vocabulary")
+    on_path = counted_on_the_path(monkeypatch)
+    asked("Who practises?", alice)
+    assert ("claim", ["practises"]) in on_path
+
+
+def test_nothing_is_estimated_inside_a_transaction(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)
+    assert connection.in_atomic_block  # the test's own: its rows are not the thread's to count
+    held, params = {"claim": {"": 40}, "chunk": {"": 0}, "node": {"": 0}}, reach_of(alice)
+    with CaptureQueriesContext(connection) as queries:
+        assert word_statistics._estimated_soon(CORPORA, ["practises"], params, held) == {}
+    assert not queries.captured_queries  # not even planned: counted on the path
