@@ -22,11 +22,13 @@ runs in the process (memory.recall.threads: the count does not share the cores w
 counts on its path only what is not cached: a word new to the reach or not asked in a day, a count of 0 (below),
 and everything after an erasure. Elsewhere counting is cheap, and counts are kept STATS_SECONDS, unmarked.
 
-Where a corpus in reach holds more than ESTIMATED_ROWS rows (N as cached), even a new word is not counted there on
-the search's path if PostgreSQL's planner knows it (its statistics of the search vectors hold the word's lexeme, as
-they do the common, dear ones): the search weighs it by the planner's estimate of its rows in reach (one EXPLAIN for
-every such word) and hands it to the thread to count. A word the planner does not know is rare or held nowhere, and
-counted on the path: cheap, and whether a corpus holds it at all decides whether the keyword leg looks for it there.
+Where a corpus in reach holds more than ESTIMATED_ROWS rows (N as cached), and at least half its table's, even a new
+word is not counted there on the search's path if PostgreSQL's planner knows it (its statistics of the search vectors
+hold the word's lexeme, as they do the common, dear ones): the search weighs it by the planner's estimate of its rows
+in reach (one EXPLAIN a search) and hands it to the thread to count once the search has ended; until then, a word the
+planner knows from rows out of reach is weighed as if a few rows in reach held it. A word the planner does not know
+is rare or held nowhere, and counted on the path: cheap, and whether a corpus holds it at all decides whether the
+keyword leg looks for it there.
 
 A word no row of a corpus holds is kept for ABSENT_SECONDS only, and counted again on the search's path: until it
 is, the keyword leg does not look for it in that corpus at all, and the next turn may bring it. So is an N of 0 (an
@@ -46,7 +48,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
 
 from memory.recall.caching import (
@@ -223,7 +225,8 @@ def statistics_counted(
     """N (under the word "") and each word's df in every corpus: what the cache holds, and what it does not
     counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
     not in a round trip each) and kept. Where counts are dear, those held but no longer fresh are used, and counted
-    again on the thread."""
+    again on the thread; where a corpus is vast, a new word the planner knows is weighed by its estimate there
+    (`_estimated`), and counted on the thread."""
     words = ["", *terms]
     keys = _stats_keys(corpora, words, params)
     owner_keys = _owner_keys(corpora, params["owner"])
@@ -233,7 +236,8 @@ def statistics_counted(
         corpus.name: {word: int(cached[keys[corpus.name, word]]) for word in words if keys[corpus.name, word] in cached}
         for corpus in corpora
     }
-    estimated = _estimated_soon(corpora, terms, params, counts)
+    # Not a word counted within STATS_SECONDS (its mark held): the thread would not count it again so soon.
+    estimated = _estimated(corpora, [word for word in terms if fresh_keys[word] not in cached], params, counts)
     handed = {word for found in estimated.values() for word in found}  # to the thread, to be counted
     scans, values, missing_in = [], dict(params), Counter[str]()
     for number, corpus in enumerate(corpora):
@@ -271,58 +275,72 @@ def statistics_counted(
     if dear:
         # A word held in some corpus and not marked: counted over STATS_SECONDS ago (or kept unmarked: from inside a
         # transaction, or while the reach was small). Where it was missing, a 0 had expired, and this search counted
-        # it (kept above, before the count again, whose counts are the later).
+        # it (kept above, before the count again, whose counts are the later). And the words estimated.
         stale = [
             word
             for word in words
-            if missing_in[word] < len(corpora) and fresh_keys[word] not in cached and word not in handed
+            if word in handed or (missing_in[word] < len(corpora) and fresh_keys[word] not in cached)
         ]
         if stale:
-            counts_recounted_soon(corpora, params, stale)  # this search weighs its words by the counts it has
+            # This search weighs its words by the counts and estimates it has. Where the thread's queue is full, the
+            # next search that asks a word estimated here estimates it again.
+            counts_recounted_soon(corpora, params, stale)
     if any(word for _, word, _ in fetched):
         vocabulary_counted_soon(corpora, params, totals)
     return counts
 
 
-def _estimated_soon(
+def _estimated(
     corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any], held: dict[str, dict[str, int]]
 ) -> dict[str, dict[str, int]]:
-    """The planner's estimate of the rows each of `terms` holds in each corpus whose N, as held (`held`: the counts
-    cached, per corpus), is past ESTIMATED_ROWS and where its count is not held, for the words the planner knows
-    (`_planned_rows`), those handed to the thread to be counted. Nothing where no corpus is that large, inside a
-    transaction, or where the thread cannot take them: the search counts them on its path, as every other word."""
+    """The rows each of `terms` holds, as the planner estimates them (`_planned_rows`), in each corpus whose N, as held
+    (`held`: the counts cached, per corpus), is past ESTIMATED_ROWS and where its count is not held. Nothing inside a
+    transaction (the thread that counts them would not see its rows), nor where the EXPLAIN fails: the search counts
+    them on its path, as every other word."""
     vast = [corpus for corpus in corpora if held[corpus.name].get("", 0) > ESTIMATED_ROWS]
     asked = [word for word in terms if any(word not in held[corpus.name] for corpus in vast)]
     if not asked or connection.in_atomic_block:
         return {}
-    planned = _planned_rows(vast, asked, params)
-    known = [word for word in asked if any(word in found for found in planned.values())]
-    if not known or not counts_recounted_soon(corpora, params, known):
+    try:
+        planned = _planned_rows(vast, asked, params, {corpus.name: held[corpus.name][""] for corpus in vast})
+    except DatabaseError:
+        logger.exception("recall.rows_not_estimated")
         return {}
-    return planned
+    return {
+        name: {word: rows for word, rows in found.items() if word not in held[name]} for name, found in planned.items()
+    }
 
 
-# A word no row holds, whose estimate is the planner's for any word it has no statistics of.
-UNHEARD_OF = "qxzunheardofqxz"  # one lexeme, as written and as a stem
+# A word no row holds, whose estimate is the planner's for any word it has no statistics of (one lexeme, as written and
+# as a stem); and the names under which `_planned_rows` holds its estimates of a table's rows and those in reach.
+UNHEARD_OF = "qxzunheardofqxz"
+TABLE, REACH = " table", " reach"  # no word holds a space
 
 
-def _planned_rows(corpora: list[Corpus], words: list[str], params: dict[str, Any]) -> dict[str, dict[str, int]]:
+def _planned_rows(
+    corpora: list[Corpus], words: list[str], params: dict[str, Any], totals: dict[str, int]
+) -> dict[str, dict[str, int]]:
     """The rows in reach each word holds in each corpus (up to DF_CAP) as PostgreSQL's planner estimates them, in one
     EXPLAIN: the larger of its estimates for the word as written and for its stem (a row's search vector holds both
     lexemes of each of its words, so rows holding either are about those holding the stem; the planner's estimate
-    for the two at once adds them). Only where the planner knows the word: where its estimate is above the one it
-    makes for a word it has no statistics of (a rare word or none: its count is cheap, and the difference between
-    none and a few decides whether the keyword leg looks for it). Nothing if the plan is not one scan per word,
-    lexeme and corpus, in order."""
+    for the two at once adds them), as a share of its estimate of the rows in reach, times N as counted (`totals`:
+    the planner takes owner and partition for independent, and so misjudges the reach's rows).
+
+    Only where the planner knows the word: its estimate is above the one it makes for a word it has no statistics of
+    (one that is rare or held nowhere: its count is cheap, and whether a corpus holds it at all decides whether the
+    keyword leg looks for it there). And only where the rows in reach (N) are at least half the table's (as the
+    planner has them): the planner's statistics are of the whole table, and would otherwise be mostly other owners'
+    words. Nothing if the plan is not one scan per branch, in order."""
     branches, order, values = [], [], dict(params, unheard=UNHEARD_OF)
     for corpus in corpora:
-        scan = f"SELECT 1 FROM {corpus.table} WHERE {corpus.reach} AND c.search_vector @@ plainto_tsquery"  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
-        branches.append(f"({scan}('simple', %(unheard)s) LIMIT {DF_CAP})")
-        order.append((corpus.name, UNHEARD_OF))
-        for number, word in enumerate(words):
-            values[f"word{number}"] = word
+        scan = f"SELECT 1 FROM {corpus.table}"  # noqa: S608 (fixed SQL fragments from this module; every value is a parameter)
+        branches += [f"({scan})", f"({scan} WHERE {corpus.reach})"]
+        order += [(corpus.name, TABLE), (corpus.name, REACH)]
+        for parameter, word in [("unheard", UNHEARD_OF), *((f"word{n}", word) for n, word in enumerate(words))]:
+            values[parameter] = word
             for config in ("simple", "english"):
-                branches.append(f"({scan}('{config}', %(word{number})s) LIMIT {DF_CAP})")
+                matched = f"c.search_vector @@ plainto_tsquery('{config}', %({parameter})s)"
+                branches.append(f"({scan} WHERE {corpus.reach} AND {matched})")
                 order.append((corpus.name, word))
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {' UNION ALL '.join(branches)}", values)
@@ -332,12 +350,17 @@ def _planned_rows(corpora: list[Corpus], words: list[str], params: dict[str, Any
     if len(scans) != len(order):
         logger.warning("recall.rows_not_estimated", extra={"scans": len(scans), "expected": len(order)})
         return {}
-    estimated: dict[str, dict[str, int]] = {corpus.name: {} for corpus in corpora}
+    rows: dict[str, dict[str, float]] = {corpus.name: {} for corpus in corpora}
     for (name, word), scan in zip(order, scans, strict=True):
-        estimated[name][word] = max(estimated[name].get(word, 0), min(int(scan["Plan Rows"]), DF_CAP))
+        rows[name][word] = max(rows[name].get(word, 0.0), float(scan["Plan Rows"]))
     return {
-        name: {word: rows for word, rows in found.items() if rows > found[UNHEARD_OF] and word != UNHEARD_OF}
-        for name, found in estimated.items()
+        name: {
+            word: min(round(estimate / found[REACH] * totals[name]), DF_CAP)
+            for word, estimate in found.items()
+            if word not in (TABLE, REACH, UNHEARD_OF) and estimate > found[UNHEARD_OF]
+        }
+        for name, found in rows.items()
+        if totals[name] * 2 >= found[TABLE]
     }
 
 

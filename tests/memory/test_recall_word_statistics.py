@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -623,12 +623,24 @@ def test_an_erasure_changes_its_mark_before_it_deletes_the_counts(
     assert not cached_counts(alice)
 
 
-def practised(user: User, rows: int = 40) -> None:
-    """`rows` claims of `user`'s that hold "practises", and planner statistics that know the word."""
-    for day in range(rows):
-        ClaimFactory.create(owner=user, statement=f"The user practises the cello on day {day}.")
+@pytest.fixture
+def practised(transactional_db: None) -> Iterator[Callable[[User], None]]:
+    """Makes 40 claims of a user's that hold "practises", and planner statistics that know the word; those statistics
+    cleared after the test, as a new database has none (a table emptied keeps the statistics it had)."""
+
+    def made(user: User) -> None:
+        for day in range(40):
+            ClaimFactory.create(owner=user, statement=f"The user practises the cello on day {day}.")
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memory_claim")
+
+    yield made
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memory_claim")
+        cursor.execute(
+            """SELECT pg_clear_relation_stats('public', 'memory_claim'),
+                      count(pg_clear_attribute_stats('public', 'memory_claim', attname, false))
+               FROM pg_attribute WHERE attrelid = 'memory_claim'::regclass AND attnum > 0 AND NOT attisdropped"""
+        )
 
 
 def counted_on_the_path(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
@@ -645,16 +657,50 @@ def counted_on_the_path(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list
     return counted
 
 
-def test_the_planner_estimates_the_rows_of_the_words_it_knows_only(transactional_db: None, alice: User) -> None:
+def test_the_planner_estimates_the_rows_of_the_words_it_knows_only(
+    practised: Callable[[User], None], alice: User
+) -> None:
     practised(alice)
     claims = [corpus for corpus in CORPORA if corpus.name == "claim"]
-    planned = word_statistics._planned_rows(claims, ["practises", "cello", "zeppelin"], reach_of(alice))
+    planned = word_statistics._planned_rows(claims, ["practises", "cello", "zeppelin"], reach_of(alice), {"claim": 40})
     assert set(planned["claim"]) == {"practises", "cello"}  # a word held nowhere has the estimate of the unknown
-    assert all(20 <= rows <= 80 for rows in planned["claim"].values())  # 40 rows hold each
+    assert all(30 <= rows <= 40 for rows in planned["claim"].values())  # 40 rows of 40 hold each
+
+
+def test_nothing_is_estimated_where_the_reach_is_under_half_its_table(
+    practised: Callable[[User], None], alice: User, bob: User
+) -> None:
+    for day in range(50):
+        ClaimFactory.create(owner=bob, statement=f"The user practises the violin on day {day}.")
+    practised(alice)  # 40 of the table's 90 rows
+    claims = [corpus for corpus in CORPORA if corpus.name == "claim"]
+    assert word_statistics._planned_rows(claims, ["practises"], reach_of(alice), {"claim": 40}) == {}
+
+
+def test_an_estimate_is_a_share_of_the_rows_in_reach_as_counted(
+    practised: Callable[[User], None], alice: User, bob: User
+) -> None:
+    for day in range(30):
+        ClaimFactory.create(owner=bob, statement=f"The user plays the violin on day {day}.")
+    practised(alice)  # 40 of the table's 70 rows, every one of them holding "practises"
+    claims = [corpus for corpus in CORPORA if corpus.name == "claim"]
+    planned = word_statistics._planned_rows(claims, ["practises"], reach_of(alice), {"claim": 40})
+    # The planner takes alice's owner and partition for independent: it expects 13 of her rows to hold the word out
+    # of 23 in reach. As a share of her 40 rows: 23. Left: the word's share of the whole table, 40 of 70.
+    assert 20 <= planned["claim"]["practises"] <= 40
+
+
+def test_a_count_held_in_a_corpus_is_not_estimated_there(
+    practised: Callable[[User], None], alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)
+    practised(alice)
+    held = {"claim": {"": 40, "practises": 7}, "chunk": {"": 40}, "node": {"": 0}}  # claims' count held, chunks' not
+    assert "practises" not in word_statistics._estimated(CORPORA, ["practises"], reach_of(alice), held).get("claim", {})
 
 
 def test_on_a_vast_memory_a_new_words_rows_are_estimated_and_counted_on_the_thread(
-    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+    practised: Callable[[User], None], alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # counted word by word, as a large reach is
     monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)  # every corpus holding rows is vast
@@ -685,8 +731,24 @@ def test_on_a_vast_memory_a_new_words_rows_are_estimated_and_counted_on_the_thre
     assert 0 < fresh_for(alice, "practises") <= word_statistics.STATS_SECONDS
 
 
-def test_a_new_word_is_counted_on_the_path_where_the_thread_cannot_take_it(
-    transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
+def test_a_word_counted_within_ten_minutes_is_counted_on_the_path_not_estimated(
+    practised: Callable[[User], None], alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)
+    practised(alice)
+    asked("Which cello?", alice)
+    asked("Who practises?", alice)
+    drained("vocabulary")  # counted on the thread, marked fresh
+    stats = word_statistics._stats_keys(CORPORA, ["practises"], reach_of(alice))
+    cache.delete(stats["claim", "practises"])  # as a count of 0 kept a minute would be gone, its mark still held
+    on_path = counted_on_the_path(monkeypatch)
+    asked("Who practises daily?", alice)
+    assert ("claim", ["practises", "daily"]) in on_path  # the thread would not count it again while it is fresh
+
+
+def test_a_word_the_thread_cannot_take_is_estimated_again_by_the_next_search(
+    practised: Callable[[User], None], alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
     monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)
@@ -695,8 +757,11 @@ def test_a_new_word_is_counted_on_the_path_where_the_thread_cannot_take_it(
     asked("Which cello?", alice)
     drained("vocabulary")
     on_path = counted_on_the_path(monkeypatch)
-    asked("Who practises?", alice)
-    assert ("claim", ["practises"]) in on_path
+    for _ in range(2):
+        assert any(sql.startswith("EXPLAIN (FORMAT JSON)") for sql in asked("Who practises?", alice))
+        drained("vocabulary")
+    assert ("claim", ["practises"]) not in on_path
+    assert "claim" not in held_counts(alice, "practises")  # an estimate is never kept
 
 
 def test_nothing_is_estimated_inside_a_transaction(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -704,5 +769,5 @@ def test_nothing_is_estimated_inside_a_transaction(alice: User, monkeypatch: pyt
     assert connection.in_atomic_block  # the test's own: its rows are not the thread's to count
     held, params = {"claim": {"": 40}, "chunk": {"": 0}, "node": {"": 0}}, reach_of(alice)
     with CaptureQueriesContext(connection) as queries:
-        assert word_statistics._estimated_soon(CORPORA, ["practises"], params, held) == {}
+        assert word_statistics._estimated(CORPORA, ["practises"], params, held) == {}
     assert not queries.captured_queries  # not even planned: counted on the path
