@@ -324,7 +324,8 @@ def _planned_rows(
     EXPLAIN: the larger of its estimates for the word as written and for its stem (a row's search vector holds both
     lexemes of each of its words, so rows holding either are about those holding the stem; the planner's estimate
     for the two at once adds them), as a share of its estimate of the rows in reach, times N as counted (`totals`:
-    the planner takes owner and partition for independent, and so misjudges the reach's rows).
+    the planner takes owner and partition for independent, and so misjudges the reach's rows; past N_CAP, where N's
+    count stops, its estimate of them stands).
 
     Only where the planner knows the word: its estimate is above the one it makes for a word it has no statistics of
     (one that is rare or held nowhere: its count is cheap, and whether a corpus holds it at all decides whether the
@@ -353,14 +354,18 @@ def _planned_rows(
     rows: dict[str, dict[str, float]] = {corpus.name: {} for corpus in corpora}
     for (name, word), scan in zip(order, scans, strict=True):
         rows[name][word] = max(rows[name].get(word, 0.0), float(scan["Plan Rows"]))
+    # The rows in reach: N, or where N's count stopped at N_CAP, the planner's estimate (low where it misjudges).
+    reach = {
+        name: totals[name] if totals[name] < N_CAP else max(totals[name], found[REACH]) for name, found in rows.items()
+    }
     return {
         name: {
-            word: min(round(estimate / found[REACH] * totals[name]), DF_CAP)
+            word: min(round(estimate / found[REACH] * reach[name]), DF_CAP)
             for word, estimate in found.items()
             if word not in (TABLE, REACH, UNHEARD_OF) and estimate > found[UNHEARD_OF]
         }
         for name, found in rows.items()
-        if totals[name] * 2 >= found[TABLE]
+        if reach[name] * 2 >= found[TABLE]
     }
 
 

@@ -389,16 +389,22 @@ def test_stale_counts_are_used_and_counted_again_off_the_searchs_path(
     assert 0 < fresh_for(alice, "cello") <= word_statistics.STATS_SECONDS
 
 
+def cello_counted_then_stale(user: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large reach (counted word by word) whose one claim of "cello" was counted, then a second claim, and the
+    counts of N and "cello" stale: held, no longer marked fresh."""
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    ClaimFactory.create(owner=user, statement="The user is learning the cello.")
+    asked("Which cello?", user)
+    drained("vocabulary")
+    ClaimFactory.create(owner=user, statement="The user tunes the cello weekly.")
+    made_stale(user, "", "cello")
+
+
 def test_a_count_again_waits_for_the_searches_in_flight_and_a_searchs_own_counts_do_not(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)  # counted word by word, as a large reach is
     monkeypatch.setattr(threads, "SEARCHES_WAITED", 60)
-    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
-    asked("Which cello?", alice)
-    drained("vocabulary")
-    ClaimFactory.create(owner=alice, statement="The user tunes the cello weekly.")
-    made_stale(alice, "", "cello")
+    cello_counted_then_stale(alice, monkeypatch)
     counted = recounts(monkeypatch)
     with threads.searching():  # another search in flight, in this process
         asked("Who tunes the cello weekly?", alice)  # "cello" stale, "weekly" new: counted on its path
@@ -416,12 +422,7 @@ def test_a_count_again_waits_for_the_searches_in_flight_and_a_searchs_own_counts
 def test_a_stale_word_no_longer_counted_as_absent_somewhere_is_counted_again_too(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
-    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
-    asked("Which cello?", alice)
-    drained("vocabulary")
-    ClaimFactory.create(owner=alice, statement="The user tunes the cello weekly.")
-    made_stale(alice, "", "cello")
+    cello_counted_then_stale(alice, monkeypatch)
     stats = word_statistics._stats_keys(CORPORA, ["", "cello"], reach_of(alice))
     cache.delete_many([stats["chunk", ""], stats["chunk", "cello"], stats["node", ""], stats["node", "cello"]])  # 0s
     counted = recounts(monkeypatch)
@@ -688,6 +689,16 @@ def test_an_estimate_is_a_share_of_the_rows_in_reach_as_counted(
     # The planner takes alice's owner and partition for independent: it expects 13 of her rows to hold the word out
     # of 23 in reach. As a share of her 40 rows: 23. Left: the word's share of the whole table, 40 of 70.
     assert 20 <= planned["claim"]["practises"] <= 40
+
+
+def test_where_ns_count_stopped_the_planners_rows_in_reach_stand(
+    practised: Callable[[User], None], alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "N_CAP", 10)  # N counted up to 10 of alice's 40 rows
+    practised(alice)
+    claims = [corpus for corpus in CORPORA if corpus.name == "claim"]
+    planned = word_statistics._planned_rows(claims, ["practises"], reach_of(alice), {"claim": 10})
+    assert 30 <= planned["claim"]["practises"] <= 40  # a share of 40 rows, not of 10
 
 
 def test_a_count_held_in_a_corpus_is_not_estimated_there(
