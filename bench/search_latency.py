@@ -435,6 +435,8 @@ def explain(access: Any, query: str) -> dict[str, str]:
         sql = entry["sql"]
         if "FROM memory_claim c" not in sql or ("<=>" not in sql and "search_vector @@" not in sql):
             continue
+        if sql.startswith("EXPLAIN"):
+            continue  # the planner's estimate of new words' rows (memory.recall.word_statistics): planned, not run
         leg = "vector" if "<=>" in sql else "keyword" if "ORDER BY score" in sql else "keyword statistics (N, df)"
         if sql.startswith("SELECT set_config("):
             sql = sql.split("; ", 1)[1]  # the vector legs come with their settings in one round trip (set below)

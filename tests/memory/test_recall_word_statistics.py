@@ -782,3 +782,25 @@ def test_nothing_is_estimated_inside_a_transaction(alice: User, monkeypatch: pyt
     with CaptureQueriesContext(connection) as queries:
         assert word_statistics._estimated(CORPORA, ["practises"], params, held) == {}
     assert not queries.captured_queries  # not even planned: counted on the path
+
+
+def test_a_reachs_first_search_counts_n_first_and_estimates_a_vast_corpuss_words(
+    practised: Callable[[User], None], alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
+    monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 0)
+    practised(alice)  # nothing cached: the reach's first search, as after an erasure
+    on_path, recounted = counted_on_the_path(monkeypatch), recounts(monkeypatch)
+    statements = asked("Who practises?", alice)
+    counting_n = [sql for sql in statements if f"LIMIT {word_statistics.N_CAP}" in sql]
+    assert len(counting_n) == 1 and "FROM unnest(" not in counting_n[0]  # N alone, ahead of the words
+    assert not [words for name, words in on_path if name == "claim"]  # estimated there
+    drained("vocabulary")
+    assert recounted == [["practises"]]
+    assert held_counts(alice, "")["claim"][0] == held_counts(alice, "practises")["claim"][0] == 40
+
+
+def test_inside_a_transaction_n_is_counted_with_the_words(alice: User) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    counting_n = [sql for sql in asked("Which cello?", alice) if f"LIMIT {word_statistics.N_CAP}" in sql]
+    assert len(counting_n) == 1 and "FROM unnest(" in counting_n[0]  # one statement: nothing is estimated here
