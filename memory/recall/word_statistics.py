@@ -22,13 +22,13 @@ runs in the process (memory.recall.threads: the count does not share the cores w
 counts on its path only what is not cached: a word new to the reach or not asked in a day, a count of 0 (below),
 and everything after an erasure. Elsewhere counting is cheap, and counts are kept STATS_SECONDS, unmarked.
 
-Where a corpus in reach holds more than ESTIMATED_ROWS rows (N as cached), and at least half its table's, even a new
-word is not counted there on the search's path if PostgreSQL's planner knows it (its statistics of the search vectors
-hold the word's lexeme, as they do the common, dear ones): the search weighs it by the planner's estimate of its rows
-in reach (one EXPLAIN a search) and hands it to the thread to count once the search has ended; until then, a word the
-planner knows from rows out of reach is weighed as if a few rows in reach held it. A word the planner does not know
-is rare or held nowhere, and counted on the path: cheap, and whether a corpus holds it at all decides whether the
-keyword leg looks for it there.
+Where a corpus in reach holds more than ESTIMATED_ROWS rows (N as cached, or counted first on a reach's first
+search: `_rows_in_reach_first`), and at least half its table's, even a new word is not counted there on the search's
+path if PostgreSQL's planner knows it (its statistics of the search vectors hold the word's lexeme, as they do the
+common, dear ones): the search weighs it by the planner's estimate of its rows in reach (one EXPLAIN a search) and
+hands it to the thread to count once the search has ended; until then, a word the planner knows from rows out of
+reach is weighed as if a few rows in reach held it. A word the planner does not know is rare or held nowhere, and
+counted on the path: cheap, and whether a corpus holds it at all decides whether the keyword leg looks for it there.
 
 A word no row of a corpus holds is kept for ABSENT_SECONDS only, and counted again on the search's path: until it
 is, the keyword leg does not look for it in that corpus at all, and the next turn may bring it. So is an N of 0 (an
