@@ -455,10 +455,15 @@ def _redis() -> Any:
     return redis.Redis.from_url(settings.REDIS_URL)
 
 
+def _stats_keys_held(client: Any) -> list[bytes]:
+    """Every key of the keyword leg's counts and marks in Redis (STATS_KEYS: the only user's)."""
+    return list(client.scan_iter(match=f"*{STATS_KEYS}*", count=1000))
+
+
 def forget_word_statistics(forgotten: Callable[[bytes, bytes | None], bool] = FORGOTTEN[COLD]) -> None:
     """Drop the keyword leg's cached N and df (those `forgotten` picks by key and value)."""
     client = _redis()
-    keys = list(client.scan_iter(match=f"*{STATS_KEYS}*", count=1000))
+    keys = _stats_keys_held(client)
     stale = [key for key, value in zip(keys, client.mget(keys) if keys else [], strict=True) if forgotten(key, value)]
     if stale:
         client.delete(*stale)
@@ -472,7 +477,7 @@ def word_statistics_held(asked: list[str]) -> dict[str, int]:
     from memory.recall.terms import query_terms
 
     client = _redis()
-    keys = list(client.scan_iter(match=f"*{STATS_KEYS}*", count=1000))
+    keys = _stats_keys_held(client)
     pipeline = client.pipeline(transaction=False)
     for key in keys:
         pipeline.memory_usage(key)
@@ -489,7 +494,7 @@ def word_statistics_held(asked: list[str]) -> dict[str, int]:
 
 def word_statistics_saved() -> dict[bytes, tuple[int, bytes]]:
     client = _redis()
-    return {key: (client.pttl(key), client.dump(key)) for key in client.scan_iter(match=f"*{STATS_KEYS}*", count=1000)}
+    return {key: (client.pttl(key), client.dump(key)) for key in _stats_keys_held(client)}
 
 
 def word_statistics_restored(saved: dict[bytes, tuple[int, bytes]]) -> None:

@@ -66,16 +66,24 @@ def _searches_ended(deadline: float) -> None:
         _quiet.wait_for(lambda: not _searches, timeout=max(0.0, deadline - time.monotonic()))
 
 
-def submitted(name: str, most: int, work: Callable[..., Any], *args: Any, after_searches: bool = False) -> bool:
+def submitted(
+    name: str,
+    most: int,
+    work: Callable[..., Any],
+    *args: Any,
+    after_searches: bool = False,
+    holding: frozenset[str] | set[str] = frozenset(),
+) -> bool:
     """Hands `work(*args)` to this process's one-thread pool `name`, in order, unless `most` pieces of work are
     already waiting or running there (or the interpreter is shutting down): then it is dropped; `after_searches`:
     it starts once no search is in flight (`searching`), SEARCHES_WAITED from now at most (work waiting behind other
-    work waits no longer). Whether it was handed on. For work worth only so much memory: what fails in it is its own
-    to log."""
+    work waits no longer); `holding`: keys the caller `claimed` for it, given back once it is done, or at once if it
+    is dropped. Whether it was handed on. For work worth only so much memory: what fails in it is its own to log."""
     key = (name, os.getpid())
     deadline = time.monotonic() + SEARCHES_WAITED
     with _lock:
         if _queued.get(key, 0) >= most:
+            _claimed.get(name, set()).difference_update(holding)
             return False
         _queued[key] = _queued.get(key, 0) + 1
 
@@ -85,24 +93,25 @@ def submitted(name: str, most: int, work: Callable[..., Any], *args: Any, after_
                 _searches_ended(deadline)
             work(*args)
         finally:
-            _done(key)
+            _done(key, holding)
 
     try:
         process_pool(name, 1).submit(run)
     except RuntimeError:  # the interpreter is shutting down
-        _done(key)
+        _done(key, holding)
         return False
     return True
 
 
-def _done(key: tuple[str, int]) -> None:
+def _done(key: tuple[str, int], holding: frozenset[str] | set[str]) -> None:
     with _lock:
         _queued[key] -= 1
+        _claimed.get(key[0], set()).difference_update(holding)
 
 
 def claimed(name: str, keys: set[str]) -> set[str]:
     """Those of `keys` no work for pool `name` holds in this process, now held: work handed on for them alone waits
-    once per key. Given back with `released` when that work is done, or was not handed on."""
+    once per key. Given back by `submitted` (its `holding`), or with `released` where no work is handed on."""
     with _lock:
         held = _claimed.setdefault(name, set())
         taken = keys - held

@@ -63,7 +63,7 @@ from memory.recall.caching import (
 )
 from memory.recall.corpora import WORD_QUERY, Corpus
 from memory.recall.terms import STOPWORDS
-from memory.recall.threads import claimed, released, submitted
+from memory.recall.threads import claimed, submitted
 
 logger = logging.getLogger("memory.recall")
 
@@ -239,8 +239,8 @@ def statistics_counted(
     owner_id = params["owner"]
     mark = erasure_mark(owner_id)  # read before the rows are (within a search: as read ahead)
     first = _rows_in_reach_first(corpora, terms, params, counts)
-    for name, _, count in first:
-        counts[name][""] = int(count)
+    for name, count in first.items():
+        counts[name][""] = count
     # Not a word counted within STATS_SECONDS (its mark held): the thread would not count it again so soon.
     estimated = _estimated(corpora, [word for word in terms if fresh_keys[word] not in cached], params, counts)
     handed = {word for found in estimated.values() for word in found}  # to the thread, to be counted
@@ -253,7 +253,7 @@ def statistics_counted(
         counts[corpus.name] |= estimated.get(corpus.name, {})
         missing_in.update(missing)
         scans += _scans(corpus, number, [word for word in missing if word not in counts[corpus.name]], values)
-    fetched = first + (_fetched(scans, values) if scans else [])
+    fetched = [(name, "", count) for name, count in first.items()] + (_fetched(scans, values) if scans else [])
     counted: dict[str, int] = {}
     owned: dict[str, int] = {}
     for name, word, count in fetched:
@@ -296,16 +296,16 @@ def statistics_counted(
 
 def _rows_in_reach_first(
     corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any], held: dict[str, dict[str, int]]
-) -> list[tuple[str, str | None, int]]:
+) -> dict[str, int]:
     """N of each corpus whose N is not held (`held`: the counts cached), counted in a statement of its own ahead of
     the words, where there are words to count: then a corpus past ESTIMATED_ROWS has its new words estimated on a
     reach's first search too, and on the first after an erasure (a million claims: a word's count 23 ms, p50). A
     small reach pays one round trip more, once per STATS_SECONDS. Nothing inside a transaction, where nothing is
     estimated: N is counted with the words."""
-    unheld = [corpus for corpus in corpora if "" not in held[corpus.name]]
+    unheld = tuple(corpus for corpus in corpora if "" not in held[corpus.name])
     if not terms or not unheld or connection.in_atomic_block:
-        return []
-    return _fetched([_rows_counted(corpus, "''", corpus.reach, N_CAP) for corpus in unheld], params)
+        return {}
+    return _counted_totals(unheld, params, N_CAP)
 
 
 def _estimated(
@@ -400,13 +400,12 @@ def counts_recounted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any], w
     if not waiting:
         return True
     handed = [word for word in words if fresh_keys[word] in waiting]
-    if submitted(VOCABULARY, RECOUNTS_QUEUED, _recounted, corpora, dict(params), handed, waiting, after_searches=True):
-        return True
-    released(VOCABULARY, waiting)
-    return False
+    return submitted(
+        VOCABULARY, RECOUNTS_QUEUED, _recounted, corpora, dict(params), handed, after_searches=True, holding=waiting
+    )
 
 
-def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str], waiting: set[str]) -> None:
+def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[str]) -> None:
     try:
         fresh_keys = _fresh_keys(corpora, words, params)
         taken = [word for word in words if cache.add(fresh_keys[word], 1, STATS_SECONDS)]
@@ -434,7 +433,6 @@ def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[
     except Exception:  # a background count: the searches go on weighing words by the counts they have
         logger.exception("recall.counts_not_counted_again")
     finally:
-        released(VOCABULARY, waiting)
         connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
 
 
@@ -455,22 +453,25 @@ def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any],
     guard = _vocabulary_guard(corpora, params)
     if guard in cached_many([guard]) or not claimed(VOCABULARY, {guard}):
         return False
-    if submitted(
-        VOCABULARY, VOCABULARY_QUEUED, _vocabulary_counted_once, corpora, dict(params), guard, after_searches=True
-    ):
-        return True
-    released(VOCABULARY, {guard})
-    return False
+    return submitted(
+        VOCABULARY,
+        VOCABULARY_QUEUED,
+        _vocabulary_counted_once,
+        corpora,
+        dict(params),
+        guard,
+        after_searches=True,
+        holding={guard},
+    )
 
 
 def _vocabulary_counted_once(corpora: tuple[Corpus, ...], params: dict[str, Any], guard: str) -> None:
     try:
-        if cache.add(guard, 1, STATS_SECONDS):  # else another process handed it on first
-            _vocabulary_kept(corpora, params)
+        if not cache.add(guard, 1, STATS_SECONDS):
+            return  # another process handed it on first
     except RedisError:
         return
-    finally:
-        released(VOCABULARY, {guard})
+    _vocabulary_kept(corpora, params)
 
 
 def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:

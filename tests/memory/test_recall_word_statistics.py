@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.access import access_for_user
-from memory.models import User
+from memory.models import Claim, User
 from memory.recall import threads, word_statistics
 from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
@@ -666,6 +666,15 @@ def test_the_planner_estimates_the_rows_of_the_words_it_knows_only(
     planned = word_statistics._planned_rows(claims, ["practises", "cello", "zeppelin"], reach_of(alice), {"claim": 40})
     assert set(planned["claim"]) == {"practises", "cello"}  # a word held nowhere has the estimate of the unknown
     assert all(30 <= rows <= 40 for rows in planned["claim"].values())  # 40 rows of 40 hold each
+
+
+def test_words_of_any_shape_are_planned_as_parameters(practised: Callable[[User], None], alice: User) -> None:
+    practised(alice)
+    claims = [corpus for corpus in CORPORA if corpus.name == "claim"]
+    odd = ["o'brien", "re-painted", "paint.crew@example.test", "4.12", "ünïcode", "x); DROP TABLE memory_claim; --"]
+    planned = word_statistics._planned_rows(claims, ["practises", *odd], reach_of(alice), {"claim": 40})
+    assert set(planned["claim"]) == {"practises"}  # none of the others is known to the planner: counted instead
+    assert Claim.objects.filter(owner=alice).count() == 40  # the table as it was
 
 
 def test_nothing_is_estimated_where_the_reach_is_under_half_its_table(
