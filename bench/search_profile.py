@@ -1,6 +1,7 @@
 """Where one search of a small memory spends its time: LoCoMo conv-26 (419 turns) searched in-process and over HTTP.
 
-    .venv/bin/python bench/search_profile.py ../shared/bench/locomo-dev.json [--rounds 3] [--profile] [--dump FILE]
+    .venv/bin/python bench/search_profile.py ../shared/bench/locomo-dev.json [--rounds 3] [--later] [--profile]
+        [--dump FILE]
 
 On bench/locomo.py's data directory (MEMORY_DATA_DIR, default var/bench-locomo): the conversation's memory is
 ingested through the real pipeline in this process on first use (bench/locomo.py's `ingest_all`), reused after.
@@ -9,6 +10,9 @@ Every question of categories 1-4 is asked with `limit: 10`, as bench/peers.py as
 - in-process `search()`: p50 per round, and per step (bench/search_latency.py's `timed_parts`) with the number of
   SQL statements, the time spent waiting on them and the Redis round trips (commands sent, a pipeline once);
 - the query's embedding alone (the floor any hybrid search pays; mem0's query is this and ~2 ms);
+- with `--later`, in-process `search()` of each question as ten minutes after the last (someone who asks now and
+  then): every key this process's Redis would hold ten minutes more at most is dropped first, and the recall thread's
+  work of the question before is done;
 - `POST /query/search` to a real uvicorn (bench/serving.py) on the same data, one request at a time, and the same
   with `includeFormattedResult: false`: the HTTP round trip minus the in-process search is the request path,
   the render and the JSON. `--compare PATH` adds a second uvicorn serving the code at PATH (e.g. main's, from
@@ -67,8 +71,31 @@ def redis_round_trips(counter: list[int]) -> Iterator[None]:
         yield
 
 
-def in_process(access: Any, questions: list[str], rounds: int) -> tuple[list[float], dict[str, list[float]]]:
-    """Each round's p50 of search(), and per step the time of every call of the last round."""
+LATER_SECONDS = 600
+
+
+def ten_minutes_passed() -> None:
+    """Redis as LATER_SECONDS from now: the recall thread's work done, and every key due to expire by then gone."""
+    from django.core.cache import cache
+
+    from memory.recall.threads import drained
+
+    drained("vocabulary")
+    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    keys = list(client.scan_iter(count=1000))
+    pipeline = client.pipeline(transaction=False)
+    for key in keys:
+        pipeline.ttl(key)
+    expiring = [key for key, ttl in zip(keys, pipeline.execute(), strict=True) if 0 <= ttl <= LATER_SECONDS]
+    if expiring:
+        client.delete(*expiring)
+
+
+def in_process(
+    access: Any, questions: list[str], rounds: int, later: bool = False
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Each round's p50 of search(), and per step the time of every call of the last round (`later`: each question
+    asked as ten minutes after the last, `ten_minutes_passed`)."""
     from django.db import connection
 
     from bench.search_latency import timed_parts
@@ -91,6 +118,8 @@ def in_process(access: Any, questions: list[str], rounds: int) -> tuple[list[flo
                     waited.append((time.perf_counter() - began) * 1000)
 
             last = number == rounds - 1
+            if later:
+                ten_minutes_passed()
             with timed_parts(parts if last else {}), connection.execute_wrapper(sql_timer), redis_round_trips(commands):
                 began = time.perf_counter()
                 search(access, SearchRequest(query=question, limit=LIMIT))
@@ -189,6 +218,13 @@ def profiled(access: Any, questions: list[str]) -> str:
     return out.getvalue()
 
 
+def print_steps(per_step: dict[str, list[float]]) -> None:
+    print("\n| step (last round) | p50 | p95 |\n|---|---:|---:|")
+    for step, values in per_step.items():
+        cuts = statistics.quantiles(values, n=20, method="inclusive")
+        print(f"| {step} | {statistics.median(values):.2f} | {cuts[18]:.2f} |")
+
+
 def _setting(text: str) -> tuple[str, str]:
     name, equals, value = text.partition("=")
     if not equals or not name:
@@ -204,6 +240,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--dump", type=Path, help="write each question's results (type, id) here as JSON")
     parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--later", action="store_true", help="also each question as ten minutes after the last")
     parser.add_argument("--compare", type=Path, help="a checkout whose code a second uvicorn serves, interleaved")
     parser.add_argument(
         "--compare-env",
@@ -242,10 +279,12 @@ def main() -> None:
     embed = embedding_alone(questions)
     print(f"\nin-process search(), p50 per round (ms): {', '.join(f'{value:.1f}' for value in medians)}")
     print(f"the query's embedding alone, p50: {embed:.1f} ms")
-    print("\n| step (last round) | p50 | p95 |\n|---|---:|---:|")
-    for step, values in per_step.items():
-        cuts = statistics.quantiles(values, n=20, method="inclusive")
-        print(f"| {step} | {statistics.median(values):.2f} | {cuts[18]:.2f} |")
+    print_steps(per_step)
+    if options.later:
+        medians, per_step = in_process(access, questions, options.rounds, later=True)
+        print(f"\nin-process search() ten minutes after the last, p50 per round (ms): "
+              f"{', '.join(f'{value:.1f}' for value in medians)}")  # fmt: skip
+        print_steps(per_step)
     if not options.no_http:
         http = over_http(user, questions, options.rounds, options.compare, dict(options.compare_env))
         load.append(os.getloadavg()[0])

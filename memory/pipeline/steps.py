@@ -20,6 +20,7 @@ from memory.models import Chunk, Operation, Source, SourceKind
 from memory.models.copy_rows import copy_rows
 from memory.pipeline import ahead
 from memory.pipeline.chunking import ChunkDraft, chunks_for_source, message_context, turns_before
+from memory.services.audit import memory_changed
 
 if TYPE_CHECKING:
     from memory.models.sources import SourceQuerySet
@@ -130,6 +131,7 @@ class ChunkText(Step):
                 Chunk.objects.filter(source__in=sources).delete()
             created = _with_vectors(_chunks(drafts), vectors)
             copy_rows(Chunk, created)
+            memory_changed(job.source.owner_id)  # what search reads of the turns (who spoke) is read anew
         job.chunks_embedded = sum(chunk.embedding is not None for chunk in created)
         return {"chunks": len(created)}
 

@@ -6,10 +6,14 @@
   ("What does Melanie do to relax?"). Questions about a person are answered by that person's own turns far
   more often than by turns that only mention them (docs/benchmarks.md, issue 17).
 
-Both are cached for a minute per owner and reach: a minute-old reference time moves recency by nothing. The
-speakers are read as the set of everyone who spoke in reach (a walk of each partition's first names in their
-index, one probe per name), so a question with new words asks nothing more; where more than SPEAKERS_READ people
-spoke in a partition, the words of the question are looked up one by one instead (each cached for a minute).
+Both are cached per owner and reach for a day, with the owner's memory version they were read at
+(memory.services.audit.memory_version: it changes with every write, the pipeline's chunks included), and read only
+while the version is the same: a search after any change reads them anew, one in a quiet memory does not (a search
+ten minutes after the last spent ~2 ms of its ~9 reading them again, with a minute's cache; docs/benchmarks.md,
+issue 18, twenty-fourth pass). What a search read is kept in Redis by recall's thread, off its path. The speakers
+are read as the set of everyone who spoke in reach (a walk of each partition's first names in their index, one
+probe per name), so a question with new words asks nothing more; where more than SPEAKERS_READ people spoke in a
+partition, the words of the question are looked up one by one instead (each cached the same way).
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.models.sources import ROLE_SPEAKERS
-from memory.recall.caching import cached_many, keep_many, reach_key
+from memory.recall.caching import cached_many, kept_off_path, reach_key
+from memory.services.audit import memory_version_key
 
-CACHE_SECONDS = 60
+CACHE_SECONDS = 86_400
+# The kinds of their cache keys (memory.recall.caching.reach_key): named anew when their values took the memory version
+# along, so that a process of the code before, sharing Redis during an upgrade, reads none of them.
+REFERENCE, SPEAKERS, SPEAKER = "reference", "speakers-read", "speaker-named"
 # Past this many people who spoke in one partition, the set is not read whole.
 SPEAKERS_READ = 500
 # The first word of a speaker's name, as the index on it (memory_chunk.chunk_partition_speaker) has it.
@@ -36,15 +44,35 @@ def first_name(speaker: str) -> str:
 
 
 def anchor_keys(params: dict[str, Any]) -> list[str]:
-    """The cache keys `reference_time` and `speakers_named` read (a search reads them ahead)."""
-    return [reach_key("newest", params), reach_key("speakers", params)]
+    """The cache keys `reference_time` and `speakers_named` read, and the owner's memory version (a search reads them
+    ahead)."""
+    return [reach_key(REFERENCE, params), reach_key(SPEAKERS, params), memory_version_key(params["owner"])]
+
+
+def _version(params: dict[str, Any]) -> Any:
+    """The owner's memory version now (within a search: as read ahead; None where Redis holds none)."""
+    key = memory_version_key(params["owner"])
+    return cached_many([key]).get(key)
+
+
+def _held(keys: list[str], version: Any) -> dict[str, Any]:
+    """What the cache holds for `keys` read at this memory `version`: (version, value) pairs, unwrapped."""
+    return {
+        key: held[1]
+        for key, held in cached_many(keys).items()
+        if isinstance(held, tuple) and len(held) == 2 and held[0] == version
+    }
+
+
+def _kept(values: dict[str, Any], version: Any, params: dict[str, Any]) -> None:
+    kept_off_path({key: (version, value) for key, value in values.items()}, CACHE_SECONDS, params["owner"])
 
 
 def reference_time(params: dict[str, Any]) -> datetime:
     """When the newest source in reach happened (now if there is none, or it claims to be from the future)."""
     now = timezone.now()
-    key = reach_key("newest", params)
-    newest = cached_many([key]).get(key)
+    key, version = reach_key(REFERENCE, params), _version(params)  # the version before the rows
+    newest = _held([key], version).get(key)
     if newest is None:
         with connection.cursor() as cursor:
             # One index probe per partition (source_owner_recent: owner, partition, occurred_at DESC).
@@ -60,7 +88,7 @@ def reference_time(params: dict[str, Any]) -> datetime:
                 params,
             )
             newest = cursor.fetchone()[0] or now
-        keep_many({key: newest}, CACHE_SECONDS)
+        _kept({key: newest}, version, params)
     return min(newest, now)
 
 
@@ -77,8 +105,8 @@ def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
 def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:
     """The first names of those who spoke in reach, and whether that is all of them (at most SPEAKERS_READ names a
     partition are walked)."""
-    key = reach_key("speakers", params)
-    held = cached_many([key]).get(key)
+    key, version = reach_key(SPEAKERS, params), _version(params)
+    held = _held([key], version).get(key)
     if held is not None:
         names, complete = held
         return frozenset(names), complete
@@ -109,14 +137,15 @@ def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:
     walked_to_the_end = {partition for partition, name in rows if name is None}
     complete = walked_to_the_end >= set(params["partitions"])
     names = sorted({name for _, name in rows if name})
-    keep_many({key: (names, complete)}, CACHE_SECONDS)
+    _kept({key: (names, complete)}, version, params)
     return frozenset(names), complete
 
 
 def _words_spoken(params: dict[str, Any], words: list[str]) -> frozenset[str]:
     """Of `words`, those that are the first name of someone who spoke in reach, one lookup per word (cached)."""
-    keys = {word: f"{reach_key('speaker', params)}:{word}" for word in words}
-    cached = cached_many(list(keys.values()))
+    keys = {word: f"{reach_key(SPEAKER, params)}:{word}" for word in words}
+    version = _version(params)
+    cached = _held(list(keys.values()), version)
     unknown = [word for word in words if keys[word] not in cached]
     if unknown:
         with connection.cursor() as cursor:
@@ -131,6 +160,6 @@ def _words_spoken(params: dict[str, Any], words: list[str]) -> frozenset[str]:
                 params | {"words": unknown},
             )
             fresh = {keys[word]: spoke for word, spoke in cursor.fetchall()}
-        keep_many(fresh, CACHE_SECONDS)
+        _kept(fresh, version, params)
         cached |= fresh
     return frozenset(word for word in words if cached[keys[word]])

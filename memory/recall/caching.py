@@ -3,20 +3,30 @@ per owner and reach. Redis being away costs the lookups, never the search.
 
 A search knows every key it may read once it has the query's words: `read_ahead` reads them all in one round trip
 (one search read five times: the statistics of each corpus, the reference time, the speakers), and for the rest of
-the block `cached_many` answers from what it read, and `keep_many` (or `noted`, which leaves Redis to a thread) adds
-what was computed meanwhile.
+the block `cached_many` answers from what it read, and `keep_many` (or `noted`, which leaves Redis to a thread, as
+`kept_off_path` does) adds what was computed meanwhile.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
 from django.core.cache import cache
 from redis.exceptions import RedisError
+
+from memory.recall.threads import submitted
+
+logger = logging.getLogger("memory.recall")
+
+# The recall thread (memory.recall.threads) that keeps what searches computed in Redis, off their path (and counts a
+# small reach's vocabulary, memory.recall.word_statistics), and the work waiting for it at most.
+KEEPER = "vocabulary"
+KEEPER_QUEUED = 8
 
 
 def reach_key(kind: str, params: dict[str, Any]) -> str:
@@ -94,3 +104,27 @@ def keep_many(values: dict[str, Any], seconds: int) -> None:
         noted(values)
         with contextlib.suppress(RedisError):
             cache.set_many(values, seconds)
+
+
+def kept_unless_erased(keep: Callable[[], None], keys: list[str], owner_id: int, mark: Any) -> None:
+    """`keep()`s what was computed from the owner's rows after their erasure `mark` (`erasure_mark`) was read, and
+    deletes its `keys` again if an erasure dropped the owner's cached views since: they may hold what it erased."""
+    try:
+        keep()
+        if erasure_mark_now(owner_id) != mark:
+            cache.delete_many(keys)
+    except Exception:  # kept in the background: the next search computes it again
+        logger.exception("recall.not_kept")
+
+
+def kept_off_path(values: dict[str, Any], seconds: int, owner_id: int) -> None:
+    """Within a search, `values` computed from the owner's rows: later lookups answer them at once, and the KEEPER
+    thread keeps them in Redis (here, where its queue is full), unless an erasure came between."""
+    noted(values)
+    mark = erasure_mark(owner_id)  # within a search: as read ahead, before the rows were read
+
+    def keep() -> None:
+        keep_many(values, seconds)
+
+    if not submitted(KEEPER, KEEPER_QUEUED, kept_unless_erased, keep, list(values), owner_id, mark):
+        kept_unless_erased(keep, list(values), owner_id, mark)

@@ -117,12 +117,12 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
             # Each leg is one statement for the three corpora and every window (more only when a corpus's first
             # keyword candidates are too few); the keyword leg runs while the query is being embedded.
             keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth))
+            speakers = speakers_named(params, terms)  # while the query may still be embedded
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []
             if vector is not None:
                 exact = searched_exactly(CORPORA, params)
                 semantic = _united(*vector_hits_within(CORPORA, vector, model_id, params, between, depth, exact=exact))
-            speakers = speakers_named(params, terms)
     finally:
         if embedding is not None:
             embedding.cancel()  # a failure before its result was needed: nothing waits for it

@@ -23,7 +23,8 @@ counts on its path only what is not cached: a word new to the reach or not asked
 and everything after an erasure. Elsewhere counting is cheap, and counts are kept STATS_SECONDS, unmarked.
 
 Where a corpus in reach holds more than ESTIMATED_ROWS rows (N as cached, or counted first on a reach's first
-search: `_rows_in_reach_first`), and at least half its table's, even a new word is not counted there on the search's
+search: `_rows_in_reach_first`, unless the reach's size as last counted, kept a day, says it is smaller), and at
+least half its table's, even a new word is not counted there on the search's
 path if PostgreSQL's planner knows it (its statistics of the search vectors hold the word's lexeme, as they do the
 common, dear ones): the search weighs it by the planner's estimate of its rows in reach (one EXPLAIN a search) and
 hands it to the thread to count once the search has ended; until then, a word the planner knows from rows out of
@@ -52,11 +53,13 @@ from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
 
 from memory.recall.caching import (
+    KEEPER,
+    KEEPER_QUEUED,
     cached_many,
     dropped_key,
     erasure_mark,
-    erasure_mark_now,
     keep_many,
+    kept_unless_erased,
     noted,
     owner_key,
     reach_key,
@@ -76,8 +79,8 @@ KEPT_SECONDS = 86_400
 # The most rows any corpus in reach may hold for its whole vocabulary to be counted at once (conv-26's 420 turns:
 # ~90 ms on a background thread), and the counts waiting for the thread at most (past it: word by word).
 VOCABULARY_ROWS = 2_000
-VOCABULARY_QUEUED = 8
-VOCABULARY = "vocabulary"  # the thread (memory.recall.threads) that counts a reach's vocabulary and keeps counts
+VOCABULARY_QUEUED = KEEPER_QUEUED
+VOCABULARY = KEEPER  # the thread (memory.recall.threads) that counts a reach's vocabulary and keeps counts
 RECOUNTS_QUEUED = VOCABULARY_QUEUED // 2  # a count again is handed to that thread only while less work waits there
 # The rows an owner holds in each corpus, in every partition and scope, counted up to OWNER_ROWS with a search's words
 # and kept ABSENT_SECONDS: a bound on the rows any index range of the owner's searches covers, whatever the reach
@@ -116,6 +119,17 @@ def _fresh_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str,
     """The key of each word (N's: "") held STATS_SECONDS from its count in these corpora: its counts are fresh."""
     prefix = _corpora_key("df:fresh", corpora, params)
     return {word: f"{prefix}:{digest}" for word, digest in _digests(words).items()}
+
+
+def _size_key(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
+    """The key of the most rows in reach of any of these corpora (N) as last counted, kept KEPT_SECONDS: where it is
+    at most ESTIMATED_ROWS, a search that finds N gone counts it with the words (`_rows_in_reach_first`)."""
+    return _corpora_key("df:size", corpora, params)
+
+
+def _sized(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str, int]) -> dict[str, int]:
+    """The reach's size to keep, from N of each corpus as just counted."""
+    return {_size_key(corpora, params): max(totals.values(), default=0)}
 
 
 def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
@@ -168,42 +182,39 @@ def _dear(totals: dict[str, int]) -> bool:
 @dataclass(frozen=True)
 class _Counted:
     """What a count found, to keep: rows held (N and each word's df alike) by cache key, for `seconds`; the owner's
-    rows; and the keys marking words fresh."""
+    rows; the keys marking words fresh; and the reach's size (`_sized`), where N was counted."""
 
     counts: dict[str, int]
     owned: dict[str, int] = field(default_factory=dict)
     fresh: list[str] = field(default_factory=list)
     seconds: int = STATS_SECONDS
+    sized: dict[str, int] = field(default_factory=dict)
 
     def kept(self) -> None:
         keep_many({key: count for key, count in self.counts.items() if count}, self.seconds)
         keep_many({key: count for key, count in self.counts.items() if not count} | self.owned, ABSENT_SECONDS)
         keep_many(dict.fromkeys(self.fresh, 1), STATS_SECONDS)
+        keep_many(self.sized, KEPT_SECONDS)
 
     @property
     def keys(self) -> list[str]:
-        return [*self.counts, *self.owned, *self.fresh]
+        return [*self.counts, *self.owned, *self.fresh, *self.sized]
 
 
 def _kept_unless_erased(counted: _Counted, owner_id: int, mark: Any) -> None:
-    """Counts kept (on the vocabulary thread, or where its queue is full), and deleted again if an erasure dropped
-    the owner's cached views since `mark` (`caching.erasure_mark`) was read, before they were counted: they may
-    hold what it erased."""
-    try:
-        counted.kept()
-        if erasure_mark_now(owner_id) != mark:
-            cache.delete_many(counted.keys)
-    except Exception:  # kept in the background: the next search counts these words again
-        logger.exception("recall.counts_not_kept")
+    """Counts kept (on the vocabulary thread, or where its queue is full), unless an erasure came between."""
+    kept_unless_erased(counted.kept, counted.keys, owner_id, mark)
 
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
     """The cache keys `statistics_counted` reads for these words in each corpus, the owner's rows, the words' marks
-    of fresh counts, the reach's vocabulary guard and the owner's last erasure mark (a search reads them ahead)."""
+    of fresh counts, the reach's size and vocabulary guard, and the owner's last erasure mark (a search reads them
+    ahead)."""
     return [
         *_stats_keys(corpora, ["", *terms], params).values(),
         *_owner_keys(corpora, params["owner"]).values(),
         *_fresh_keys(corpora, ["", *terms], params).values(),
+        _size_key(corpora, params),
         _vocabulary_guard(corpora, params),
         dropped_key(params["owner"]),
     ]
@@ -231,14 +242,15 @@ def statistics_counted(
     keys = _stats_keys(corpora, words, params)
     owner_keys = _owner_keys(corpora, params["owner"])
     fresh_keys = _fresh_keys(corpora, words, params)
-    cached = cached_many([*keys.values(), *owner_keys.values(), *fresh_keys.values()])
+    size_key = _size_key(corpora, params)
+    cached = cached_many([*keys.values(), *owner_keys.values(), *fresh_keys.values(), size_key])
     counts: dict[str, dict[str, int]] = {
         corpus.name: {word: int(cached[keys[corpus.name, word]]) for word in words if keys[corpus.name, word] in cached}
         for corpus in corpora
     }
     owner_id = params["owner"]
     mark = erasure_mark(owner_id)  # read before the rows are (within a search: as read ahead)
-    first = _rows_in_reach_first(corpora, terms, params, counts)
+    first = _rows_in_reach_first(corpora, terms, params, counts, cached.get(size_key))
     for name, count in first.items():
         counts[name][""] = count
     # Not a word counted within STATS_SECONDS (its mark held): the thread would not count it again so soon.
@@ -263,6 +275,7 @@ def statistics_counted(
             counted[keys[name, word]] = count
             counts[name][word] = int(count)
     totals = {name: found[""] for name, found in counts.items()}
+    sized = _sized(corpora, params, totals) if missing_in[""] else {}
     dear = _dear(totals)
     if fetched:
         noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
@@ -271,9 +284,9 @@ def statistics_counted(
             # A word counted here in every corpus is fresh; one counted in some (the others' counts held, or estimated
             # and handed on) is not.
             fresh = [fresh_keys[word] for word in words if missing_in[word] == len(corpora) and word not in handed]
-            kept = _Counted(counted, owned, fresh, KEPT_SECONDS)
+            kept = _Counted(counted, owned, fresh, KEPT_SECONDS, sized)
         else:
-            kept = _Counted(counted, owned)
+            kept = _Counted(counted, owned, sized=sized)
         if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, kept, owner_id, mark):
             _kept_unless_erased(kept, owner_id, mark)  # the thread's queue is full: kept here
     if dear:
@@ -295,15 +308,22 @@ def statistics_counted(
 
 
 def _rows_in_reach_first(
-    corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any], held: dict[str, dict[str, int]]
+    corpora: tuple[Corpus, ...],
+    terms: list[str],
+    params: dict[str, Any],
+    held: dict[str, dict[str, int]],
+    size: int | None,
 ) -> dict[str, int]:
     """N of each corpus whose N is not held (`held`: the counts cached), counted in a statement of its own ahead of
     the words, where there are words to count: then a corpus past ESTIMATED_ROWS has its new words estimated on a
-    reach's first search too, and on the first after an erasure (a million claims: a word's count 23 ms, p50). A
-    small reach pays one round trip more, once per STATS_SECONDS. Nothing inside a transaction, where nothing is
-    estimated: N is counted with the words."""
+    reach's first search too, and on the first after an erasure (a million claims: a word's count 23 ms, p50).
+    Nothing where the reach's `size` as last counted (`_size_key`, within a day) is at most ESTIMATED_ROWS: no word
+    would be estimated, and a small reach's first search in STATS_SECONDS would pay a round trip more for nothing
+    (one that grew past it since counts its words on its path, once). Nothing inside a transaction, where nothing
+    is estimated: N is counted with the words."""
     unheld = tuple(corpus for corpus in corpora if "" not in held[corpus.name])
-    if not terms or not unheld or connection.in_atomic_block:
+    small = size is not None and int(size) <= ESTIMATED_ROWS
+    if not terms or not unheld or small or connection.in_atomic_block:
         return {}
     return _counted_totals(unheld, params, N_CAP)
 
@@ -423,10 +443,11 @@ def _recounted(corpora: tuple[Corpus, ...], params: dict[str, Any], words: list[
             corpus.name: int(counted.get(keys[corpus.name, ""], held.get(keys[corpus.name, ""], 0)))
             for corpus in corpora
         }
+        sized = _sized(corpora, params, totals) if "" in taken else {}
         if _dear(totals):
-            kept = _Counted(counted, fresh=[fresh_keys[word] for word in taken], seconds=KEPT_SECONDS)
+            kept = _Counted(counted, fresh=[fresh_keys[word] for word in taken], seconds=KEPT_SECONDS, sized=sized)
         else:  # the reach is small again: as a small reach's counts
-            kept = _Counted(counted)
+            kept = _Counted(counted, sized=sized)
         _kept_unless_erased(kept, params["owner"], mark)
     except RedisError:
         return  # Redis is away: the searches count the words again when they find none
@@ -485,8 +506,11 @@ def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> Non
             word for word in counts[corpora[0].name] if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
         ]
         keys = _stats_keys(corpora, ["", *asked], params)
+        sized = _sized(corpora, params, {name: found[""] for name, found in counts.items()})
         _kept_unless_erased(
-            _Counted({key: counts[name][word] for (name, word), key in keys.items()}), params["owner"], mark
+            _Counted({key: counts[name][word] for (name, word), key in keys.items()}, sized=sized),
+            params["owner"],
+            mark,
         )
     except Exception:  # a background count: whatever failed, the searches count word by word
         logger.exception("recall.vocabulary_not_counted")

@@ -49,7 +49,7 @@ from memory.models import (
     User,
 )
 from memory.recall.caching import dropped_key, owner_pattern
-from memory.services.audit import audit_record
+from memory.services.audit import audit_record, memory_version_key
 from memory.services.claim_erasure import claims_erase
 
 logger = logging.getLogger("memory.erasure")
@@ -277,21 +277,22 @@ def _forget_owner(owner_id: int) -> None:
     if root:
         shutil.rmtree(root, ignore_errors=True)
     try:
-        cache.delete(f"memory-version:{owner_id}")
+        cache.delete(memory_version_key(owner_id))
     except RedisError:
         logger.warning("account.erase.cache_unavailable")
     drop_cached_views(owner_id)
 
 
 def drop_cached_views(owner_id: int) -> None:
-    """Caches of derived views hold text (the atlas for a day, who spoke for a minute) or counts of the owner's words
-    and rows (for minutes, on a large memory a day): after an erasure the owner's go at once rather than when they
-    expire. The erasure mark is set first: counts a thread keeps after the keys are deleted, counted before, see it
-    changed and go again (memory.recall.word_statistics)."""
+    """Caches of derived views hold text (the atlas and who spoke, for a day) or counts of the owner's words and rows
+    (for minutes, on a large memory a day), and when the newest source happened: after an erasure the owner's go at
+    once rather than when they expire. The erasure mark is set first: what a thread keeps after the keys are deleted,
+    read before, sees it changed and goes again (memory.recall.caching.kept_unless_erased)."""
     try:
         cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
         client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-        for pattern in (f"atlas:{owner_id}:*", owner_pattern("df:*", owner_id), owner_pattern("speaker*", owner_id)):
+        recall = [owner_pattern(kind, owner_id) for kind in ("df:*", "speaker*", "reference")]
+        for pattern in [f"atlas:{owner_id}:*", *recall]:
             keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
             if keys:
                 client.delete(*keys)

@@ -34,8 +34,7 @@ def audit_record(
     if target is not None:
         target_type = target_type or target._meta.model_name or type(target).__name__.lower()
         target_id = target_id or str(target.pk)
-    owner_id = owner.pk
-    transaction.on_commit(lambda: _bump_version(owner_id))
+    memory_changed(owner.pk)
     return MemoryEvent.objects.create(
         owner=owner,
         partition=partition,
@@ -61,15 +60,22 @@ def audit_erase_target(*, owner: User, target_type: str, target_id: str) -> int:
 logger = logging.getLogger("memory.audit")
 
 
-def _version_key(owner_id: int) -> str:
+def memory_changed(owner_id: int) -> None:
+    """The owner's memory changes in the current transaction: their memory version changes once it commits. Every
+    audited write says so; the pipeline says so for the chunks it writes, which are not audited one by one."""
+    transaction.on_commit(lambda: _bump_version(owner_id))
+
+
+def memory_version_key(owner_id: int) -> str:
+    """The cache key of the owner's memory version (`memory_version`), for a reader that reads it with other keys."""
     return f"memory-version:{owner_id}"
 
 
 def _bump_version(owner_id: int) -> None:
     try:
-        cache.incr(_version_key(owner_id))
+        cache.incr(memory_version_key(owner_id))
     except ValueError:
-        cache.add(_version_key(owner_id), 1, timeout=None)
+        cache.add(memory_version_key(owner_id), 1, timeout=None)
     except RedisError:
         logger.warning("audit.version_unavailable")
 
@@ -77,4 +83,4 @@ def _bump_version(owner_id: int) -> None:
 def memory_version(owner_id: int) -> int:
     """A number that changes after every committed change to this owner's memory (for caches of derived
     views such as the atlas). Raises RedisError when the cache is down: such caches must then be skipped."""
-    return int(cache.get_or_set(_version_key(owner_id), 1, timeout=None) or 1)
+    return int(cache.get_or_set(memory_version_key(owner_id), 1, timeout=None) or 1)

@@ -18,6 +18,7 @@ from memory.pipeline.runner import run_operation
 from memory.recall.question import asked_window
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import _PLAIN, query_terms, words_as_parsed
+from memory.recall.threads import drained
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory, PartitionFactory
 
@@ -39,7 +40,7 @@ def chat(api: Api, persona: Persona, conversation: str, *turns: tuple[str, str, 
 def found(
     api: Api, persona: Persona, query: str, headers: dict[str, str] | None = None, **options: Any
 ) -> list[dict[str, Any]]:
-    cache.clear()  # the reference time and speakers are cached for a minute; each test step asks afresh
+    cache.clear()  # the reference time and speakers are cached (the test's writes never commit); asked afresh
     response = api.post("/query/search", persona, {"query": query, **options}, headers=headers)
     assert response.status_code == 200, response.content
     return list(response.json()["searchResults"])
@@ -183,6 +184,7 @@ def test_who_spoke_in_reach_is_read_once_then_new_questions_ask_nothing_more(
     cache.clear()
     access = access_for_user(user=alice)
     search(access, SearchRequest(query="Does Caroline like pottery?", use_vector=False))
+    drained("vocabulary")  # recall's thread has kept what the search read
     with CaptureQueriesContext(connection) as later:
         results = search(access, SearchRequest(query="What does Melanie paint on Sundays?", use_vector=False))
     # New words, a speaker never asked about before: no lookup of who spoke (the set is cached for the reach).
@@ -191,16 +193,95 @@ def test_who_spoke_in_reach_is_read_once_then_new_questions_ask_nothing_more(
     assert chunk.evidence[0]["messageId"] == "talk-1" and chunk.candidate.boosts["speaker"] > 0
 
 
+def anchors_read(statements: list[dict[str, Any]]) -> list[str]:
+    """Of a search's statements, those reading the reference time and who spoke."""
+    return [query["sql"] for query in statements if "max(newest)" in query["sql"] or "split_part" in query["sql"]]
+
+
+def test_a_quiet_memory_reads_its_anchors_once_and_a_change_has_them_read_anew(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    from memory.recall import anchors
+
+    chat(api, owner, "talk", ("Caroline", "The pottery class sounds fun!", "2023-05-01T10:00:00Z"))
+    access = access_for_user(user=alice)
+    search(access, SearchRequest(query="Does Caroline like pottery?", use_vector=False))
+    drained("vocabulary")  # recall's thread has kept what the search read
+    client = cache._cache.get_client()  # type: ignore[attr-defined]
+    (key,) = client.scan_iter(match=cache.make_key(f"recall:reference:{alice.pk}:*"))
+    assert 600 < client.ttl(key) <= anchors.CACHE_SECONDS  # kept past any minute, while nothing changes
+    with CaptureQueriesContext(connection) as quiet:
+        search(access, SearchRequest(query="Does Caroline like painting?", use_vector=False))
+    assert not anchors_read(quiet.captured_queries)
+    body = {"conversation": {"id": "later", "messages": [
+        {"id": "later-0", "role": "other", "speaker": "Dana", "content": "I threw a vase.",
+         "timestamp": "2024-02-01T10:00:00Z"},
+    ]}}  # fmt: skip
+    accepted = api.post("/ingest/conversation", owner, body).json()
+    with CaptureQueriesContext(connection) as accepted_then:
+        search(access, SearchRequest(query="Does Caroline like painting?", use_vector=False))
+    assert anchors_read(accepted_then.captured_queries)  # a new source: read anew
+    drained("vocabulary")
+    run_operation(accepted["operationId"])  # its turn chunked: who spoke read anew too
+    results = search(access, SearchRequest(query="What did Dana throw?", use_vector=False))
+    chunk = next(result for result in results if result.type == "chunk")
+    assert chunk.evidence[0]["messageId"] == "later-0" and chunk.candidate.boosts["speaker"] > 0
+    assert chunk.candidate.boosts["recency"] == pytest.approx(0.1)  # the newest memory now
+
+
+def test_the_chunk_step_changes_the_owners_memory_version(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    from memory.models import Operation
+    from memory.pipeline.steps import ChunkText, Job
+    from memory.services.audit import memory_version
+
+    body = {"conversation": {"id": "talk", "messages": [{"id": "talk-0", "role": "user", "content": "Hello."}]}}
+    operation = Operation.objects.get(pk=api.post("/ingest/conversation", owner, body).json()["operationId"])
+    before = memory_version(alice.pk)
+    assert operation.source is not None
+    ChunkText().run(Job(operation=operation, source=operation.source))
+    assert memory_version(alice.pk) == before + 1
+
+
 def test_who_spoke_is_forgotten_with_the_owner_s_other_cached_views(api: Api, owner: Persona, alice: User) -> None:
     from memory.services.account_erasure import drop_cached_views
 
     chat(api, owner, "talk", ("Melanie", "Pottery on Tuesdays.", "2023-05-01T10:01:00Z"))
     cache.clear()
     search(access_for_user(user=alice), SearchRequest(query="What does Melanie do on Tuesdays?", use_vector=False))
+    drained("vocabulary")
     client = cache._cache.get_client()  # type: ignore[attr-defined]
-    assert list(client.scan_iter(match=cache.make_key(f"recall:speakers:{alice.pk}:*")))
+    for kind in ("speakers-read", "reference"):
+        assert list(client.scan_iter(match=cache.make_key(f"recall:{kind}:{alice.pk}:*")))
     drop_cached_views(alice.pk)  # as an erasure does
-    assert not list(client.scan_iter(match=cache.make_key(f"recall:speaker*:{alice.pk}:*")))
+    for kind in ("speaker*", "reference"):
+        assert not list(client.scan_iter(match=cache.make_key(f"recall:{kind}:{alice.pk}:*")))
+
+
+def test_an_erasure_before_the_thread_keeps_a_search_s_anchors_leaves_none_behind(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    import threading
+
+    from memory.recall.threads import process_pool
+    from memory.services.account_erasure import drop_cached_views
+
+    chat(api, owner, "talk", ("Melanie", "Pottery on Tuesdays.", "2023-05-01T10:01:00Z"))
+    cache.clear()
+    client = cache._cache.get_client()  # type: ignore[attr-defined]
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)  # what the search read waits behind other work
+    try:
+        search(access_for_user(user=alice), SearchRequest(query="What does Melanie do?", use_vector=False))
+        drop_cached_views(alice.pk)  # the owner erased something: who spoke may predate it
+    finally:
+        busy.set()
+    drained("vocabulary")
+    assert not list(client.scan_iter(match=cache.make_key(f"recall:*:{alice.pk}:*")))
+    search(access_for_user(user=alice), SearchRequest(query="What does Melanie do?", use_vector=False))
+    drained("vocabulary")
+    assert list(client.scan_iter(match=cache.make_key(f"recall:speakers-read:{alice.pk}:*")))  # read after it: kept
 
 
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(

@@ -45,13 +45,22 @@ def held_in_reach(api: Api, owner: Persona, alice: User) -> None:
     NodeFactory.create(owner=alice, type="Project", label="Harbour painting")
 
 
-def cached_counts(user: User) -> dict[str, int]:
-    """Every word count cached for `user`'s reaches, by key, with its time to live in seconds."""
+def cached_counts(user: User, *, every: bool = False) -> dict[str, int]:
+    """Every word count cached for `user`'s reaches, by key, with its time to live in seconds (`every`: with the
+    reaches' vocabulary guards and sizes)."""
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
     pattern = cache.make_key(f"recall:df:*:{user.pk}:*")
     return {
-        key.decode(): redis.ttl(key) for key in redis.scan_iter(match=pattern, count=1000) if b"vocabulary" not in key
+        key.decode(): redis.ttl(key)
+        for key in redis.scan_iter(match=pattern, count=1000)
+        if every or (b"vocabulary" not in key and b"df:size" not in key)
     }
+
+
+def ten_minutes_later(user: User) -> None:
+    """As STATS_SECONDS later: every count and mark of `user`'s kept at most that long gone."""
+    expired = [key for key, ttl in cached_counts(user, every=True).items() if ttl <= word_statistics.STATS_SECONDS]
+    cache._cache.get_client(write=True).delete(*expired)  # type: ignore[attr-defined]
 
 
 def vocabulary_after_a_search(api: Api, owner: Persona, alice: User) -> None:
@@ -128,6 +137,7 @@ def test_an_erasure_forgets_the_counted_vocabulary(
     vocabulary_after_a_search(api, owner, alice)
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
     assert cached_counts(alice) and list(redis.scan_iter(match=cache.make_key(f"recall:df:vocabulary:{alice.pk}:*")))
+    assert any("df:size" in key for key in cached_counts(alice, every=True))  # the reach's size, kept a day
     drop_cached_views(alice.pk)  # as an erasure does
     assert not list(redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*")))
 
@@ -807,6 +817,29 @@ def test_a_reachs_first_search_counts_n_first_and_estimates_a_vast_corpuss_words
     drained("vocabulary")
     assert recounted == [["practises"]]
     assert held_counts(alice, "")["claim"][0] == held_counts(alice, "practises")["claim"][0] == 40
+
+
+def test_a_small_reach_asked_ten_minutes_later_counts_n_with_its_words(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    (size,) = [ttl for key, ttl in cached_counts(alice, every=True).items() if "df:size" in key]
+    assert word_statistics.STATS_SECONDS < size <= word_statistics.KEPT_SECONDS  # the reach's size, kept a day
+    ten_minutes_later(alice)
+    assert not cached_counts(alice)  # N and every word's count gone
+    counting_n = [sql for sql in asked("Who paints the cello?", alice) if f"LIMIT {word_statistics.N_CAP}" in sql]
+    assert len(counting_n) == 1 and "FROM unnest(" in counting_n[0]  # one statement: the reach is too small to estimate
+    assert held_counts(alice, "")["claim"][0] == 2
+
+
+def test_a_reach_last_counted_past_the_estimates_size_counts_n_first_again(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 1)  # alice's 2 claims and 4 turns are past it
+    ten_minutes_later(alice)
+    counting_n = [sql for sql in asked("Who paints the cello?", alice) if f"LIMIT {word_statistics.N_CAP}" in sql]
+    assert len(counting_n) == 1 and "FROM unnest(" not in counting_n[0]  # N alone, ahead of the words
 
 
 def test_inside_a_transaction_n_is_counted_with_the_words(alice: User) -> None:
