@@ -225,6 +225,7 @@ def build(size: int, base: Path, vectors: Any = None, real: int | None = None) -
     from memory.embeddings import get_embedder
     from memory.ids import new_id
     from memory.models import Claim, Evidence, Node, Partition, Source, User
+    from memory.recall.caching import drop_cached_views
 
     began = time.perf_counter()
     rows = statements(size)
@@ -282,6 +283,7 @@ def build(size: int, base: Path, vectors: Any = None, real: int | None = None) -
         copy_insert(Evidence, evidence)
         print(f"  inserted {offset + len(claims)}/{size} claims", end="\r", flush=True)
     spent["insert"] = time.perf_counter() - began
+    drop_cached_views(user.pk)  # what searches of an earlier build kept (this store's Redis outlives a rebuild)
     with connection.cursor() as cursor:
         # The HNSW graph is built in memory (about 2 KB per 384-dimension vector); past it the build slows down.
         cursor.execute(f"SET maintenance_work_mem = '{max(1024, size // 400)}MB'")

@@ -62,6 +62,13 @@ class SharedRedisCacheClient(RedisCacheClient):
                 pipeline.set(key, serializer.dumps(value), ex=timeout)
         pipeline.execute()
 
+    def add_many(self, data: Mapping[Any, Any], timeout: Any) -> None:
+        serializer = self._serializer  # type: ignore[attr-defined]  # private: not in django-stubs
+        pipeline = self.get_client(None, write=True).pipeline(transaction=False)
+        for key, value in data.items():
+            pipeline.set(key, serializer.dumps(value), ex=timeout, nx=True)
+        pipeline.execute()
+
     def _set_each(self, data: Mapping[Any, Any], timeout: int) -> None:
         serializer = self._serializer  # type: ignore[attr-defined]  # private: not in django-stubs
         script = self.get_client(None, write=True).register_script(_SET_EACH)  # EVALSHA, loading it if Redis lacks it
@@ -85,6 +92,13 @@ class SharedClientRedisCache(RedisCache):
             if client is None:
                 client = _clients[key] = SharedRedisCacheClient(servers, **options)
             return client
+
+    def add_many(self, data: Mapping[str, Any], timeout: int) -> None:
+        """Each of `data` kept `timeout` seconds where the cache holds nothing for its key (as `add`, in one pipeline:
+        SET NX with its expiry per key)."""
+        if data:
+            made = {self.make_key(key): value for key, value in data.items()}
+            self._cache.add_many(made, self.get_backend_timeout(timeout))
 
     def validate_key(self, key: Any) -> None:
         """Nothing to check: Django's validation only warns of keys memcached would refuse, and every key here is

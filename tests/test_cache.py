@@ -45,6 +45,15 @@ def test_set_many_without_a_timeout_keeps_the_keys_and_a_zero_timeout_removes_th
     assert cache.get_many(["kept", "gone"]) == {"kept": 1}
 
 
+def test_add_many_keeps_only_what_the_cache_does_not_hold_each_with_its_expiry() -> None:
+    cache.set("held", "as it was", timeout=3600)
+    cache.add_many({"held": 0, "new": 0, "other": {"nested": 1}}, 60)  # type: ignore[attr-defined]
+    assert cache.get_many(["held", "new", "other"]) == {"held": "as it was", "new": 0, "other": {"nested": 1}}
+    raw = client().get_client()
+    assert raw.ttl(cache.make_and_validate_key("held")) > 60  # its expiry left as it was too
+    assert all(55 <= raw.ttl(cache.make_and_validate_key(key)) <= 60 for key in ("new", "other"))
+
+
 def test_set_many_sends_no_transaction(monkeypatch: Any) -> None:
     sent: list[tuple[Any, ...]] = []
     original = redis.client.Pipeline.execute

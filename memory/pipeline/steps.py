@@ -299,6 +299,7 @@ class Reconcile(Step):
             job.lock_source()
             counts = reconcile(source=job.source, extraction=job.extraction, extractor=job.extractor, vectors=vectors)
             Source.objects.filter(pk__in=[source.pk for source in job.pending]).update(extracted_at=timezone.now())
+            memory_changed(job.source.owner_id)  # its claims are audited one by one, the nodes it writes are not
         return counts
 
 

@@ -25,10 +25,11 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.models.sources import ROLE_SPEAKERS
-from memory.recall.caching import cached_many, kept_off_path, reach_key
+from memory.recall.caching import at_version, held_at, kept_off_path, memory_version_now, reach_key
 from memory.services.audit import memory_version_key
 
 CACHE_SECONDS = 86_400
+WITHIN_SECONDS = 60  # what a search inside a transaction read
 # The kinds of their cache keys (memory.recall.caching.reach_key): named anew when their values took the memory version
 # along, so that a process of the code before, sharing Redis during an upgrade, reads none of them.
 REFERENCE, SPEAKERS, SPEAKER = "reference", "speakers-read", "speaker-named"
@@ -49,30 +50,17 @@ def anchor_keys(params: dict[str, Any]) -> list[str]:
     return [reach_key(REFERENCE, params), reach_key(SPEAKERS, params), memory_version_key(params["owner"])]
 
 
-def _version(params: dict[str, Any]) -> Any:
-    """The owner's memory version now (within a search: as read ahead; None where Redis holds none)."""
-    key = memory_version_key(params["owner"])
-    return cached_many([key]).get(key)
-
-
-def _held(keys: list[str], version: Any) -> dict[str, Any]:
-    """What the cache holds for `keys` read at this memory `version`: (version, value) pairs, unwrapped."""
-    return {
-        key: held[1]
-        for key, held in cached_many(keys).items()
-        if isinstance(held, tuple) and len(held) == 2 and held[0] == version
-    }
-
-
 def _kept(values: dict[str, Any], version: Any, params: dict[str, Any]) -> None:
-    kept_off_path({key: (version, value) for key, value in values.items()}, CACHE_SECONDS, params["owner"])
+    # Never kept long from inside a transaction: writes of its own, not committed (or never to be), may be among them.
+    seconds = WITHIN_SECONDS if connection.in_atomic_block else CACHE_SECONDS
+    kept_off_path(at_version(values, version), seconds, params["owner"])
 
 
 def reference_time(params: dict[str, Any]) -> datetime:
     """When the newest source in reach happened (now if there is none, or it claims to be from the future)."""
     now = timezone.now()
-    key, version = reach_key(REFERENCE, params), _version(params)  # the version before the rows
-    newest = _held([key], version).get(key)
+    key, version = reach_key(REFERENCE, params), memory_version_now(params["owner"])  # the version before the rows
+    newest = held_at([key], version).get(key)
     if newest is None:
         with connection.cursor() as cursor:
             # One index probe per partition (source_owner_recent: owner, partition, occurred_at DESC).
@@ -105,8 +93,8 @@ def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
 def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:
     """The first names of those who spoke in reach, and whether that is all of them (at most SPEAKERS_READ names a
     partition are walked)."""
-    key, version = reach_key(SPEAKERS, params), _version(params)
-    held = _held([key], version).get(key)
+    key, version = reach_key(SPEAKERS, params), memory_version_now(params["owner"])
+    held = held_at([key], version).get(key)
     if held is not None:
         names, complete = held
         return frozenset(names), complete
@@ -144,8 +132,8 @@ def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:
 def _words_spoken(params: dict[str, Any], words: list[str]) -> frozenset[str]:
     """Of `words`, those that are the first name of someone who spoke in reach, one lookup per word (cached)."""
     keys = {word: f"{reach_key(SPEAKER, params)}:{word}" for word in words}
-    version = _version(params)
-    cached = _held(list(keys.values()), version)
+    version = memory_version_now(params["owner"])
+    cached = held_at(list(keys.values()), version)
     unknown = [word for word in words if keys[word] not in cached]
     if unknown:
         with connection.cursor() as cursor:

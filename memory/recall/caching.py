@@ -12,14 +12,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import secrets
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
 from django.core.cache import cache
+from django.db import transaction
 from redis.exceptions import RedisError
 
 from memory.recall.threads import submitted
+from memory.services.audit import memory_version_key
 
 logger = logging.getLogger("memory.recall")
 
@@ -27,6 +30,8 @@ logger = logging.getLogger("memory.recall")
 # small reach's vocabulary, memory.recall.word_statistics), and the work waiting for it at most.
 KEEPER = "vocabulary"
 KEEPER_QUEUED = 8
+# How long an erasure's mark outlives it: longer than any count a recall thread still has queued.
+DROPPED_SECONDS = 3600
 
 
 def reach_key(kind: str, params: dict[str, Any]) -> str:
@@ -49,6 +54,29 @@ def owner_pattern(kind: str, owner_id: int) -> str:
 def dropped_key(owner_id: int) -> str:
     """Set anew each time an erasure drops the owner's cached views (no pattern of theirs matches it)."""
     return f"recall:dropped:{owner_id}"
+
+
+def drop_cached_views(owner_id: int) -> None:
+    """Caches of derived views hold text (the atlas and who spoke, for a day), counts of the owner's words and rows
+    (from a minute to a day), and when the newest source happened: after an erasure the owner's go at once rather
+    than when they expire (or, read only at the memory version they were kept at, stay unread until then). The
+    erasure mark is set first: what a thread keeps after the keys are deleted, read before, sees it changed and goes
+    again (`kept_unless_erased`)."""
+    try:
+        cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
+        client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+        recall = [owner_pattern(kind, owner_id) for kind in ("df:*", "speaker*", "reference")]
+        for pattern in [f"atlas:{owner_id}:*", *recall]:
+            keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
+            if keys:
+                client.delete(*keys)
+    except RedisError:
+        logger.warning("erasure.cache_unavailable")
+
+
+def views_dropped_on_commit(owner_id: int) -> None:
+    """An erasure of the owner's in the current transaction: once it commits, their cached views go."""
+    transaction.on_commit(lambda: drop_cached_views(owner_id))
 
 
 def erasure_mark(owner_id: int) -> Any:
@@ -104,6 +132,35 @@ def keep_many(values: dict[str, Any], seconds: int) -> None:
         noted(values)
         with contextlib.suppress(RedisError):
             cache.set_many(values, seconds)
+
+
+def memory_version_now(owner_id: int) -> Any:
+    """The owner's memory version now (memory.services.audit.memory_version: it changes with every write; within a
+    search, as read ahead; None where Redis holds none)."""
+    key = memory_version_key(owner_id)
+    return cached_many([key]).get(key)
+
+
+def at_version(values: dict[str, Any], version: Any) -> dict[str, Any]:
+    """`values` read from the owner's rows at their memory `version`, to keep: each with it (`held_at` reads them)."""
+    return {key: (version, value) for key, value in values.items()}
+
+
+def held_at(keys: list[str], version: Any) -> dict[str, Any]:
+    """What the cache holds for `keys` that was kept `at_version` this memory `version` (not at another)."""
+    return {
+        key: held[1]
+        for key, held in cached_many(keys).items()
+        if isinstance(held, tuple) and len(held) == 2 and held[0] == version
+    }
+
+
+def added_many(values: dict[str, Any], seconds: int) -> None:
+    """`values` kept where Redis holds nothing for their keys (what another kept meanwhile stays, as it was kept)."""
+    if values:
+        noted(values)
+        with contextlib.suppress(RedisError):
+            cache.add_many(values, seconds)  # type: ignore[attr-defined]  # config.cache.SharedClientRedisCache
 
 
 def kept_unless_erased(keep: Callable[[], None], keys: list[str], owner_id: int, mark: Any) -> None:

@@ -55,11 +55,15 @@ from redis.exceptions import RedisError
 from memory.recall.caching import (
     KEEPER,
     KEEPER_QUEUED,
+    added_many,
+    at_version,
     cached_many,
     dropped_key,
     erasure_mark,
+    held_at,
     keep_many,
     kept_unless_erased,
+    memory_version_now,
     noted,
     owner_key,
     reach_key,
@@ -67,6 +71,7 @@ from memory.recall.caching import (
 from memory.recall.corpora import WORD_QUERY, Corpus
 from memory.recall.terms import STOPWORDS
 from memory.recall.threads import claimed, submitted
+from memory.services.audit import memory_version_key
 
 logger = logging.getLogger("memory.recall")
 
@@ -82,9 +87,14 @@ VOCABULARY_ROWS = 2_000
 VOCABULARY_QUEUED = KEEPER_QUEUED
 VOCABULARY = KEEPER  # the thread (memory.recall.threads) that counts a reach's vocabulary and keeps counts
 RECOUNTS_QUEUED = VOCABULARY_QUEUED // 2  # a count again is handed to that thread only while less work waits there
+# A small reach's vocabulary, counted at the memory version there still is (nothing written since), weighs words for
+# QUIET_SECONDS: a question an hour after the last in a quiet memory counts nothing (its counts held no longer than the
+# vocabulary's guard, it spent ~2 ms of its ~7 counting again; docs/benchmarks.md, issue 18, twenty-fourth pass).
+QUIET_SECONDS = 3_600
 # The rows an owner holds in each corpus, in every partition and scope, counted up to OWNER_ROWS with a search's words
-# and kept ABSENT_SECONDS: a bound on the rows any index range of the owner's searches covers, whatever the reach
-# (memory.recall.legs.searched_exactly); a memory that grew is seen within a minute.
+# and kept a day with the memory version they were counted at (a minute, counted inside a transaction): a bound on
+# the rows any index range of the owner's searches covers, whatever the reach (memory.recall.legs.searched_exactly),
+# read only while no write has changed the memory since.
 OWNER_ROWS = 5_000
 # Past this many rows in reach (N) in a corpus, counting a word's rows there costs a search more than the planner's
 # estimate of them (100,000 claims: 2.8 ms a word, p50, up to 48; 1,000,000: 23, up to 87; the estimate 0.2-0.3 ms):
@@ -121,6 +131,14 @@ def _fresh_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str,
     return {word: f"{prefix}:{digest}" for word, digest in _digests(words).items()}
 
 
+def _zero_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[str, str]:
+    """The key of each word (not N's) naming the corpora no row in reach holds it in, kept QUIET_SECONDS at the memory
+    version it was counted at: a word the memory does not hold is not counted again while nothing is written (a 0 is
+    otherwise kept ABSENT_SECONDS only, as the next turn may bring the word)."""
+    prefix = _corpora_key("df:zero", corpora, params)
+    return {word: f"{prefix}:{digest}" for word, digest in _digests(words).items() if word}
+
+
 def _size_key(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
     """The key of the most rows in reach of any of these corpora (N) as last counted, kept KEPT_SECONDS: where it is
     at most ESTIMATED_ROWS, a search that finds N gone counts it with the words (`_rows_in_reach_first`)."""
@@ -133,8 +151,21 @@ def _sized(corpora: tuple[Corpus, ...], params: dict[str, Any], totals: dict[str
 
 
 def _owner_keys(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, str]:
-    """The cache key of the owner's rows in each corpus (an erasure drops it with the counts)."""
-    return {corpus.name: owner_key(f"df:{corpus.name}", owner_id) for corpus in corpora}
+    """The cache key of the owner's rows in each corpus, kept at the memory version they were counted at (an erasure
+    drops it with the counts)."""
+    return {corpus.name: owner_key(f"df:owned:{corpus.name}", owner_id) for corpus in corpora}
+
+
+def _counted_key(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
+    """The key a small reach's vocabulary count holds for QUIET_SECONDS, at the memory version it was counted at."""
+    return _corpora_key("df:counted", corpora, params)
+
+
+def _quiet(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> bool:
+    """Whether the reach's vocabulary was counted at the memory version there is now (within QUIET_SECONDS): its
+    counts are the rows' as they are (within a search: as read ahead)."""
+    key = _counted_key(corpora, params)
+    return key in held_at([key], memory_version_now(params["owner"]))
 
 
 def _counted_totals(corpora: tuple[Corpus, ...], params: dict[str, Any], cap: int) -> dict[str, int]:
@@ -181,24 +212,45 @@ def _dear(totals: dict[str, int]) -> bool:
 
 @dataclass(frozen=True)
 class _Counted:
-    """What a count found, to keep: rows held (N and each word's df alike) by cache key, for `seconds`; the owner's
-    rows; the keys marking words fresh; and the reach's size (`_sized`), where N was counted."""
+    """What a count found, to keep: rows held (N and each word's df alike) by cache key, for `seconds` (a count of 0
+    ABSENT_SECONDS, unless the count is a reach's vocabulary, `counted`: the key saying so, at its memory version),
+    or QUIET_SECONDS where the reach's vocabulary is held at the memory version they were counted at (`quiet_at`: its
+    key and that version; those of a count on a search's path, kept no shorter than the vocabulary's that vouches for
+    them; and that count's 0s kept only where none is held: its vocabulary may have kept one since, for longer); the
+    owner's rows, at their memory version, for `owned_seconds`; the keys marking words fresh; the corpora each word
+    is held in by no row, at their memory version (`_zero_keys`); and the reach's size (`_sized`), where N was
+    counted."""
 
     counts: dict[str, int]
-    owned: dict[str, int] = field(default_factory=dict)
+    owned: dict[str, Any] = field(default_factory=dict)
     fresh: list[str] = field(default_factory=list)
     seconds: int = STATS_SECONDS
     sized: dict[str, int] = field(default_factory=dict)
+    counted: dict[str, Any] = field(default_factory=dict)
+    owned_seconds: int = KEPT_SECONDS
+    quiet_at: tuple[str, Any] | None = None
+    zeros: dict[str, Any] = field(default_factory=dict)
 
     def kept(self) -> None:
-        keep_many({key: count for key, count in self.counts.items() if count}, self.seconds)
-        keep_many({key: count for key, count in self.counts.items() if not count} | self.owned, ABSENT_SECONDS)
+        seconds = self.seconds
+        if self.quiet_at is not None and self.quiet_at[0] in held_at([self.quiet_at[0]], self.quiet_at[1]):
+            seconds = QUIET_SECONDS
+        held = {key: count for key, count in self.counts.items() if count or self.counted}
+        keep_many(held, seconds)
+        absent = {key: count for key, count in self.counts.items() if key not in held}
+        if self.quiet_at is not None:
+            added_many(absent, ABSENT_SECONDS)
+        else:
+            keep_many(absent, ABSENT_SECONDS)
+        keep_many(self.owned, self.owned_seconds)
         keep_many(dict.fromkeys(self.fresh, 1), STATS_SECONDS)
         keep_many(self.sized, KEPT_SECONDS)
+        keep_many(self.zeros, QUIET_SECONDS)
+        keep_many(self.counted, self.seconds)  # last: the counts it vouches for are kept
 
     @property
     def keys(self) -> list[str]:
-        return [*self.counts, *self.owned, *self.fresh, *self.sized]
+        return [*self.counts, *self.owned, *self.fresh, *self.sized, *self.zeros, *self.counted]
 
 
 def _kept_unless_erased(counted: _Counted, owner_id: int, mark: Any) -> None:
@@ -208,23 +260,26 @@ def _kept_unless_erased(counted: _Counted, owner_id: int, mark: Any) -> None:
 
 def statistics_keys(corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]) -> list[str]:
     """The cache keys `statistics_counted` reads for these words in each corpus, the owner's rows, the words' marks
-    of fresh counts, the reach's size and vocabulary guard, and the owner's last erasure mark (a search reads them
-    ahead)."""
+    of fresh counts, the reach's size, vocabulary guard and vocabulary's memory version, the owner's memory version
+    and last erasure mark (a search reads them ahead)."""
     return [
         *_stats_keys(corpora, ["", *terms], params).values(),
         *_owner_keys(corpora, params["owner"]).values(),
         *_fresh_keys(corpora, ["", *terms], params).values(),
+        *_zero_keys(corpora, terms, params).values(),
         _size_key(corpora, params),
         _vocabulary_guard(corpora, params),
+        _counted_key(corpora, params),
+        memory_version_key(params["owner"]),
         dropped_key(params["owner"]),
     ]
 
 
 def owner_rows_cached(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, int] | None:
-    """The owner's rows in each corpus (up to OWNER_ROWS) as cached (within a search: as read ahead, or as it counted
-    them); None if any is not."""
+    """The owner's rows in each corpus (up to OWNER_ROWS) as cached at the memory version there is now (within a
+    search: as read ahead, or as it counted them); None if any is not."""
     keys = _owner_keys(corpora, owner_id)
-    cached = cached_many(list(keys.values()))
+    cached = held_at(list(keys.values()), memory_version_now(owner_id))
     if any(key not in cached for key in keys.values()):
         return None
     return {name: int(cached[key]) for name, key in keys.items()}
@@ -243,13 +298,21 @@ def statistics_counted(
     owner_keys = _owner_keys(corpora, params["owner"])
     fresh_keys = _fresh_keys(corpora, words, params)
     size_key = _size_key(corpora, params)
-    cached = cached_many([*keys.values(), *owner_keys.values(), *fresh_keys.values(), size_key])
+    cached = cached_many([*keys.values(), *fresh_keys.values(), size_key])
+    owner_id = params["owner"]
+    version = memory_version_now(owner_id)  # read before the rows are, as the erasure mark (within a search: ahead)
+    mark = erasure_mark(owner_id)
+    owned_held = held_at(list(owner_keys.values()), version)
     counts: dict[str, dict[str, int]] = {
         corpus.name: {word: int(cached[keys[corpus.name, word]]) for word in words if keys[corpus.name, word] in cached}
         for corpus in corpora
     }
-    owner_id = params["owner"]
-    mark = erasure_mark(owner_id)  # read before the rows are (within a search: as read ahead)
+    counts = _weighed(corpora, params, counts)
+    zero_keys = _zero_keys(corpora, terms, params)
+    zeros = held_at(list(zero_keys.values()), version)  # held by no row where they say, and nothing written since
+    for term, key in zero_keys.items():
+        for name in zeros.get(key, ()):
+            counts[name].setdefault(term, 0)
     first = _rows_in_reach_first(corpora, terms, params, counts, cached.get(size_key))
     for name, count in first.items():
         counts[name][""] = count
@@ -259,7 +322,7 @@ def statistics_counted(
     scans, values, missing_in = [], dict(params), Counter[str]()
     missing_in.update("" for _ in first)  # N counted on this path
     for number, corpus in enumerate(corpora):
-        if owner_keys[corpus.name] not in cached:
+        if owner_keys[corpus.name] not in owned_held:
             scans.append(_rows_counted(corpus, "NULL", "c.owner_id = %(owner)s", OWNER_ROWS))
         missing = [word for word in words if word not in counts[corpus.name]]
         counts[corpus.name] |= estimated.get(corpus.name, {})
@@ -267,26 +330,41 @@ def statistics_counted(
         scans += _scans(corpus, number, [word for word in missing if word not in counts[corpus.name]], values)
     fetched = [(name, "", count) for name, count in first.items()] + (_fetched(scans, values) if scans else [])
     counted: dict[str, int] = {}
-    owned: dict[str, int] = {}
+    owned: dict[str, Any] = {}
+    absent: dict[str, set[str]] = {}  # the corpora counted here that hold a word in no row
     for name, word, count in fetched:
         if word is None:  # the owner's rows
             owned[owner_keys[name]] = count
         else:
             counted[keys[name, word]] = count
             counts[name][word] = int(count)
+            if word and not count:
+                absent.setdefault(word, set()).add(name)
     totals = {name: found[""] for name, found in counts.items()}
     sized = _sized(corpora, params, totals) if missing_in[""] else {}
     dear = _dear(totals)
     if fetched:
+        owned = at_version(owned, version)
         noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
         # Never kept long from inside a transaction: its own rows, not yet committed, may be among those counted.
-        if dear and not connection.in_atomic_block:
+        within = connection.in_atomic_block
+        owned_seconds = ABSENT_SECONDS if within else KEPT_SECONDS
+        # With the corpora it was already known to be held in by no row, at this version.
+        nowhere = {
+            zero_keys[word]: tuple(sorted(names.union(zeros.get(zero_keys[word], ()))))
+            for word, names in absent.items()
+        }
+        zeroed = {} if within else at_version(nowhere, version)
+        if dear and not within:
             # A word counted here in every corpus is fresh; one counted in some (the others' counts held, or estimated
             # and handed on) is not.
             fresh = [fresh_keys[word] for word in words if missing_in[word] == len(corpora) and word not in handed]
-            kept = _Counted(counted, owned, fresh, KEPT_SECONDS, sized)
+            kept = _Counted(counted, owned, fresh, KEPT_SECONDS, sized, owned_seconds=owned_seconds, zeros=zeroed)
         else:
-            kept = _Counted(counted, owned, sized=sized)
+            # A small reach's, counted at the memory version its vocabulary was: kept as long (a count of its words
+            # handed on before the vocabulary's, and kept after it, would otherwise shorten theirs).
+            quiet_at = None if dear or within else (_counted_key(corpora, params), version)
+            kept = _Counted(counted, owned, sized=sized, owned_seconds=owned_seconds, quiet_at=quiet_at, zeros=zeroed)
         if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, kept, owner_id, mark):
             _kept_unless_erased(kept, owner_id, mark)  # the thread's queue is full: kept here
     if dear:
@@ -305,6 +383,27 @@ def statistics_counted(
     if any(word for _, word, _ in fetched):
         vocabulary_counted_soon(corpora, params, totals)
     return counts
+
+
+def _weighed(
+    corpora: tuple[Corpus, ...], params: dict[str, Any], held: dict[str, dict[str, int]]
+) -> dict[str, dict[str, int]]:
+    """Of the counts `held`, those that may weigh a search's words (the others are counted again on its path). A large
+    reach's all (they are counted again off the path). A small reach's (N held in every corpus, none past
+    VOCABULARY_ROWS) are kept STATS_SECONDS, a 0 ABSENT_SECONDS, but those of its vocabulary QUIET_SECONDS, its 0s too:
+    those weigh words while the reach is `_quiet` (nothing written since they were counted); after a write, the
+    counts other than 0 while its guard is held (counted within STATS_SECONDS, as the counts kept on a path are: a 0
+    says the keyword leg need not look for the word, and the write may have brought it), then none."""
+    totals = [found.get("") for found in held.values()]
+    if any(total is None or total > VOCABULARY_ROWS for total in totals):
+        return held
+    guard, counted = _vocabulary_guard(corpora, params), _counted_key(corpora, params)
+    cached = cached_many([guard, counted])
+    if counted not in cached or _quiet(corpora, params):  # none kept past STATS_SECONDS, or nothing written since
+        return held
+    if guard in cached:
+        return {name: {word: count for word, count in found.items() if count} for name, found in held.items()}
+    return {name: {} for name in held}
 
 
 def _rows_in_reach_first(
@@ -469,7 +568,7 @@ def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any],
     connection would not see, not while the reach's guard is held (counted, or being counted, since its words
     were last cached), nor while its count waits in this process (for the searches in flight). Whether it was
     handed on; the thread takes the guard first, so of two processes that hand it on at once one counts."""
-    if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS:
+    if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS or _quiet(corpora, params):
         return False
     guard = _vocabulary_guard(corpora, params)
     if guard in cached_many([guard]) or not claimed(VOCABULARY, {guard}):
@@ -497,7 +596,8 @@ def _vocabulary_counted_once(corpora: tuple[Corpus, ...], params: dict[str, Any]
 
 def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> None:
     try:
-        mark = erasure_mark(params["owner"])  # read before the rows are
+        version = memory_version_now(params["owner"])  # read before the rows are
+        mark = erasure_mark(params["owner"])
         counts = vocabulary_counted(corpora, params)  # the rows counted again: N as cached may be minutes old
         if counts is None:
             return
@@ -507,11 +607,9 @@ def _vocabulary_kept(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> Non
         ]
         keys = _stats_keys(corpora, ["", *asked], params)
         sized = _sized(corpora, params, {name: found[""] for name, found in counts.items()})
-        _kept_unless_erased(
-            _Counted({key: counts[name][word] for (name, word), key in keys.items()}, sized=sized),
-            params["owner"],
-            mark,
-        )
+        counted = at_version({_counted_key(corpora, params): 1}, version)
+        found = {key: counts[name][word] for (name, word), key in keys.items()}
+        _kept_unless_erased(_Counted(found, seconds=QUIET_SECONDS, sized=sized, counted=counted), params["owner"], mark)
     except Exception:  # a background count: whatever failed, the searches count word by word
         logger.exception("recall.vocabulary_not_counted")
     finally:

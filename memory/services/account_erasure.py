@@ -9,7 +9,6 @@ files go from disk once nothing of the owner uses them. Blobs are content-addres
 from __future__ import annotations
 
 import logging
-import secrets
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,14 +47,12 @@ from memory.models import (
     ToolEvent,
     User,
 )
-from memory.recall.caching import dropped_key, owner_pattern
+from memory.recall.caching import drop_cached_views, views_dropped_on_commit
 from memory.services.audit import audit_record, memory_version_key
 from memory.services.claim_erasure import claims_erase
 
 logger = logging.getLogger("memory.erasure")
 _BATCH = 1000
-# How long an erasure's mark outlives it: longer than any count a recall thread still has queued.
-DROPPED_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -214,7 +211,7 @@ def partition_erase(*, access: Access, key: str, dry_run: bool = True) -> Partit
         return PartitionErasure(key, counts, blobs=0, kept_empty=partition.is_personal, dry_run=True)
     blobs = _erase_unused_blobs(_erase_content(partition))
     owner_id = access.user.pk
-    transaction.on_commit(lambda: drop_cached_views(owner_id))
+    views_dropped_on_commit(owner_id)
     partition_id = partition.pk
     if partition.is_personal:
         Partition.objects.filter(pk=partition_id).update(label="Personal", is_active=True, deactivated_at=None)
@@ -281,23 +278,6 @@ def _forget_owner(owner_id: int) -> None:
     except RedisError:
         logger.warning("account.erase.cache_unavailable")
     drop_cached_views(owner_id)
-
-
-def drop_cached_views(owner_id: int) -> None:
-    """Caches of derived views hold text (the atlas and who spoke, for a day) or counts of the owner's words and rows
-    (for minutes, on a large memory a day), and when the newest source happened: after an erasure the owner's go at
-    once rather than when they expire. The erasure mark is set first: what a thread keeps after the keys are deleted,
-    read before, sees it changed and goes again (memory.recall.caching.kept_unless_erased)."""
-    try:
-        cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
-        client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-        recall = [owner_pattern(kind, owner_id) for kind in ("df:*", "speaker*", "reference")]
-        for pattern in [f"atlas:{owner_id}:*", *recall]:
-            keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
-            if keys:
-                client.delete(*keys)
-    except RedisError:
-        logger.warning("erasure.cache_unavailable")
 
 
 def account_inventory(user: User) -> dict[str, int]:

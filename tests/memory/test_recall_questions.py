@@ -245,7 +245,7 @@ def test_the_chunk_step_changes_the_owners_memory_version(
 
 
 def test_who_spoke_is_forgotten_with_the_owner_s_other_cached_views(api: Api, owner: Persona, alice: User) -> None:
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views
 
     chat(api, owner, "talk", ("Melanie", "Pottery on Tuesdays.", "2023-05-01T10:01:00Z"))
     cache.clear()
@@ -264,8 +264,8 @@ def test_an_erasure_before_the_thread_keeps_a_search_s_anchors_leaves_none_behin
 ) -> None:
     import threading
 
+    from memory.recall.caching import drop_cached_views
     from memory.recall.threads import process_pool
-    from memory.services.account_erasure import drop_cached_views
 
     chat(api, owner, "talk", ("Melanie", "Pottery on Tuesdays.", "2023-05-01T10:01:00Z"))
     cache.clear()
@@ -282,6 +282,40 @@ def test_an_erasure_before_the_thread_keeps_a_search_s_anchors_leaves_none_behin
     search(access_for_user(user=alice), SearchRequest(query="What does Melanie do?", use_vector=False))
     drained("vocabulary")
     assert list(client.scan_iter(match=cache.make_key(f"recall:speakers-read:{alice.pk}:*")))  # read after it: kept
+
+
+@pytest.mark.parametrize("erased", ["source", "claim", "node"])
+def test_an_erasure_drops_the_owner_s_cached_views_once_it_commits(
+    transactional_db: None, api: Api, owner: Persona, alice: User, erased: str
+) -> None:
+    from django.db import transaction
+
+    from memory.services.claims import claim_erase
+    from memory.services.erasure import source_erase
+    from memory.services.nodes import node_erase
+
+    chat(api, owner, "talk", ("Melanie", "Pottery on Tuesdays.", "2023-05-01T10:01:00Z"))
+    claim = ClaimFactory.create(owner=alice, statement="Melanie throws pots.")
+    node = NodeFactory.create(owner=alice, type="Project", label="Pottery class")
+    access = access_for_user(user=alice)
+    search(access, SearchRequest(query="What does Melanie do on Tuesdays?"))
+    drained("vocabulary")
+    client = cache._cache.get_client()  # type: ignore[attr-defined]
+
+    def cached() -> list[bytes]:
+        return list(client.scan_iter(match=cache.make_key(f"recall:*:{alice.pk}:*")))
+
+    kinds = {key.decode().split(":")[3] for key in cached()}
+    assert {"df", "reference", "speakers-read"} <= kinds
+    with transaction.atomic():
+        if erased == "source":
+            source_erase(access=access, source_id=Source.objects.get(owner=alice, external_id="talk").pk)
+        elif erased == "claim":
+            claim_erase(access=access, claim_id=claim.pk)
+        else:
+            node_erase(access=access, node=node)
+        assert cached()  # not before it commits
+    assert not cached()
 
 
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from memory.access import access_for_user
@@ -19,6 +19,7 @@ from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
 from memory.recall.threads import drained, process_pool
 from memory.recall.word_statistics import statistics_counted, vocabulary_counted, vocabulary_counted_soon
+from memory.services.audit import memory_changed
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
 from tests.memory.test_recall_api import say
@@ -47,13 +48,13 @@ def held_in_reach(api: Api, owner: Persona, alice: User) -> None:
 
 def cached_counts(user: User, *, every: bool = False) -> dict[str, int]:
     """Every word count cached for `user`'s reaches, by key, with its time to live in seconds (`every`: with the
-    reaches' vocabulary guards and sizes)."""
+    reaches' vocabulary guards, sizes and vocabularies' memory versions, and the owner's rows)."""
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
     pattern = cache.make_key(f"recall:df:*:{user.pk}:*")
     return {
         key.decode(): redis.ttl(key)
         for key in redis.scan_iter(match=pattern, count=1000)
-        if every or (b"vocabulary" not in key and b"df:size" not in key)
+        if every or not any(kind in key for kind in (b"df:vocabulary:", b"df:size:", b"df:counted:", b"df:owned:"))
     }
 
 
@@ -132,7 +133,7 @@ def test_a_large_reach_is_counted_word_by_word(transactional_db: None, alice: Us
 def test_an_erasure_forgets_the_counted_vocabulary(
     transactional_db: None, api: Api, owner: Persona, alice: User
 ) -> None:
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views
 
     vocabulary_after_a_search(api, owner, alice)
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
@@ -142,17 +143,97 @@ def test_an_erasure_forgets_the_counted_vocabulary(
     assert not list(redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*")))
 
 
-def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_only(
+def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_unless_the_vocabulary_counted_it(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    claims = next(corpus for corpus in CORPORA if corpus.name == "claim")
+    keys = word_statistics._stats_keys((claims,), ["garage", "watercolours", "zeppelin"], reach_of(alice))
+    vocabulary_after_a_search(api, owner, alice)
+    asked("Which zeppelin?", alice)  # held nowhere: counted on the path
+    drained("vocabulary")
+    held = cached_counts(alice)
+    ttl = {word: held[cache.make_key(keys["claim", word])] for word in ("garage", "watercolours", "zeppelin")}
+    assert 0 < ttl["zeppelin"] <= word_statistics.ABSENT_SECONDS
+    # In a turn, in no claim; in a claim: as long as the reach's vocabulary, which weighs words while nothing changes.
+    assert word_statistics.STATS_SECONDS < ttl["garage"] <= word_statistics.QUIET_SECONDS
+    assert word_statistics.STATS_SECONDS < ttl["watercolours"] <= word_statistics.QUIET_SECONDS
+
+
+def test_counts_a_search_makes_at_the_version_its_vocabulary_was_counted_at_are_kept_as_long(
     transactional_db: None, api: Api, owner: Persona, alice: User
 ) -> None:
     vocabulary_after_a_search(api, owner, alice)
-    params = reach_of(alice)
-    claims = next(corpus for corpus in CORPORA if corpus.name == "claim")
-    ttl = cached_counts(alice)
-    keys = word_statistics._stats_keys((claims,), ["garage", "watercolours"], params)
-    garage = ttl[cache.make_key(keys["claim", "garage"])]  # in a turn, in no claim
-    watercolours = ttl[cache.make_key(keys["claim", "watercolours"])]
-    assert 0 < garage <= word_statistics.ABSENT_SECONDS < watercolours <= word_statistics.STATS_SECONDS
+    asked("Which paintings?", alice)  # held by its stem only: no word of the vocabulary, counted on the path
+    drained("vocabulary")
+    rows, ttl = held_counts(alice, "paintings")["chunk"]
+    assert rows > 0 and word_statistics.STATS_SECONDS < ttl <= word_statistics.QUIET_SECONDS
+
+
+def test_a_searchs_0s_kept_after_its_vocabulary_leave_the_vocabularys_as_they_were(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    held_in_reach(api, owner, alice)
+    busy = threading.Event()
+    process_pool("vocabulary", 1).submit(busy.wait, 30)
+    try:
+        asked("Which watercolours?", alice)  # its counts, then the reach's vocabulary, handed to the thread
+        asked("Which garage?", alice)  # a turn holds it, no claim: its 0 kept after the vocabulary's
+    finally:
+        busy.set()
+    drained("vocabulary")
+    rows, ttl = held_counts(alice, "garage")["claim"]
+    assert rows == 0 and word_statistics.STATS_SECONDS < ttl <= word_statistics.QUIET_SECONDS
+
+
+def test_a_word_the_memory_does_not_hold_is_not_counted_again_until_a_write(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    on_path = counted_on_the_path(monkeypatch)
+    asked("Which zeppelin?", alice)  # held nowhere: counted on the path
+    drained("vocabulary")
+    ten_minutes_later(alice)  # its 0s, kept a minute, gone
+    asked("Which zeppelin?", alice)
+    assert on_path == [(name, ["zeppelin"]) for name in ("claim", "chunk", "node")]  # once
+    drained("vocabulary")
+    written(alice, "The user flew in a zeppelin.")
+    found = search(access_for_user(user=alice), SearchRequest(query="Which zeppelin?", use_vector=False))
+    assert found and "zeppelin" in found[0].text  # counted again (and N, the vocabulary's counts being of before)
+    assert on_path[3:] == [(name, ["", "zeppelin"]) for name in ("claim", "chunk", "node")]
+
+
+def written(user: User, statement: str) -> None:
+    """A claim of `user`'s, committed with its memory version changed, as every write of the services does."""
+    with transaction.atomic():
+        ClaimFactory.create(owner=user, statement=statement)
+        memory_changed(user.pk)
+
+
+def test_a_quiet_small_reach_weighs_words_by_its_vocabulary_for_an_hour(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    ten_minutes_later(alice)  # its guard and the counts made on the path gone, the vocabulary's held
+    assert cached_counts(alice)
+    statements = asked("Who painted the garage in watercolours?", alice)
+    assert not counts_words(statements) and not counts_rows_in_reach(statements)  # nothing counted
+    drained("vocabulary")
+    assert not [key for key in cached_counts(alice, every=True) if ":df:vocabulary:" in key]  # nor handed on
+
+
+@pytest.mark.parametrize("later", [False, True])
+def test_after_a_write_a_small_reachs_vocabulary_weighs_words_no_longer(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch, later: bool
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    if later:
+        ten_minutes_later(alice)
+    written(alice, "The user keeps the bikes in the garage.")  # a word the claims held none of
+    on_path = counted_on_the_path(monkeypatch)
+    found = search(access_for_user(user=alice), SearchRequest(query="What is in the garage?", use_vector=False))
+    assert any("garage" in result.text and result.type == "claim" for result in found)  # its 0 was not weighed
+    # Within ten minutes of the vocabulary's count its 0s are counted again, later every word.
+    assert [words for name, words in on_path if name == "claim"] == [["", "garage"] if later else ["garage"]]
 
 
 def test_a_reach_grown_since_its_rows_were_counted_is_counted_word_by_word(
@@ -169,7 +250,7 @@ def test_a_reach_grown_since_its_rows_were_counted_is_counted_word_by_word(
 def test_an_erasure_while_the_vocabulary_is_counted_leaves_no_count_behind(
     transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views
 
     held_in_reach(api, owner, alice)
 
@@ -235,7 +316,10 @@ def test_a_reachs_vocabulary_waiting_to_be_counted_is_not_handed_on_again(transa
     finally:
         busy.set()
     drained("vocabulary")
-    cache.delete(word_statistics._vocabulary_guard(CORPORA, params))  # ten minutes on
+    # Ten minutes on, and written to since (or an hour on): its guard, and the memory version it was counted at, gone.
+    cache.delete_many(
+        [word_statistics._vocabulary_guard(CORPORA, params), word_statistics._counted_key(CORPORA, params)]
+    )
     assert vocabulary_counted_soon(CORPORA, params, totals)  # counted, it no longer waits
     drained("vocabulary")
 
@@ -281,7 +365,7 @@ def test_the_vocabulary_guard_is_taken_on_the_thread_and_once(
 
 
 def test_an_erasure_before_the_thread_keeps_a_searchs_counts_leaves_none_behind(alice: User) -> None:
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views
 
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     busy = threading.Event()
@@ -442,11 +526,11 @@ def test_a_stale_word_no_longer_counted_as_absent_somewhere_is_counted_again_too
     assert held_counts(alice, "")["claim"][0] == held_counts(alice, "cello")["claim"][0] == 2
 
 
-def test_a_small_memorys_counts_are_kept_ten_minutes_and_never_counted_again_off_the_path(
+def test_a_small_memorys_counts_are_kept_an_hour_at_most_and_never_counted_again_off_the_path(
     transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vocabulary_after_a_search(api, owner, alice)
-    assert all(0 < ttl <= word_statistics.STATS_SECONDS for ttl in cached_counts(alice).values())
+    assert all(0 < ttl <= word_statistics.QUIET_SECONDS for ttl in cached_counts(alice).values())
     assert fresh_for(alice, "") == fresh_for(alice, "watercolours") == -2  # nothing marked
     counted = recounts(monkeypatch)
     assert not counts_words(asked("Who painted the cello?", alice))  # the vocabulary's counts
@@ -484,7 +568,7 @@ def test_searches_that_find_counts_stale_at_once_have_each_word_counted_once(
 def test_an_erasure_leaves_another_owners_counts_and_marks(
     transactional_db: None, alice: User, bob: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views
 
     monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 0)
     for user in (alice, bob):
@@ -541,7 +625,7 @@ def test_nothing_is_counted_again_from_inside_a_transaction(alice: User) -> None
 def test_an_erasure_while_counts_are_counted_again_leaves_none_behind(
     transactional_db: None, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views
 
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     recounts(monkeypatch, also=lambda: drop_cached_views(alice.pk))  # the owner erased while the thread counted
@@ -554,7 +638,7 @@ def test_an_erasure_while_counts_are_counted_again_leaves_none_behind(
 def test_an_erasure_before_a_full_queues_counts_are_kept_on_the_searchs_path_leaves_none_behind(
     alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views
 
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     monkeypatch.setattr(word_statistics, "VOCABULARY_QUEUED", 0)
@@ -614,8 +698,7 @@ def test_an_erasure_changes_its_mark_before_it_deletes_the_counts(
     """So counts counted before it and kept by a thread after its delete see the mark changed, and go again."""
     import redis
 
-    from memory.recall.caching import dropped_key
-    from memory.services.account_erasure import drop_cached_views
+    from memory.recall.caching import drop_cached_views, dropped_key
 
     ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     asked("Which cello?", alice)
@@ -826,10 +909,10 @@ def test_a_small_reach_asked_ten_minutes_later_counts_n_with_its_words(
     (size,) = [ttl for key, ttl in cached_counts(alice, every=True).items() if "df:size" in key]
     assert word_statistics.STATS_SECONDS < size <= word_statistics.KEPT_SECONDS  # the reach's size, kept a day
     ten_minutes_later(alice)
-    assert not cached_counts(alice)  # N and every word's count gone
+    written(alice, "The user tunes the cello.")  # the vocabulary's counts no longer weigh words: N not held
     counting_n = [sql for sql in asked("Who paints the cello?", alice) if f"LIMIT {word_statistics.N_CAP}" in sql]
     assert len(counting_n) == 1 and "FROM unnest(" in counting_n[0]  # one statement: the reach is too small to estimate
-    assert held_counts(alice, "")["claim"][0] == 2
+    assert held_counts(alice, "")["claim"][0] == 3
 
 
 def test_a_reach_last_counted_past_the_estimates_size_counts_n_first_again(
@@ -838,6 +921,7 @@ def test_a_reach_last_counted_past_the_estimates_size_counts_n_first_again(
     vocabulary_after_a_search(api, owner, alice)
     monkeypatch.setattr(word_statistics, "ESTIMATED_ROWS", 1)  # alice's 2 claims and 4 turns are past it
     ten_minutes_later(alice)
+    written(alice, "The user tunes the cello.")
     counting_n = [sql for sql in asked("Who paints the cello?", alice) if f"LIMIT {word_statistics.N_CAP}" in sql]
     assert len(counting_n) == 1 and "FROM unnest(" not in counting_n[0]  # N alone, ahead of the words
 

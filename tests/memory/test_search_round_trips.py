@@ -353,6 +353,34 @@ def test_rows_out_of_reach_count_against_reading_every_row(alice: User, monkeypa
     assert not legs.searched_exactly(CORPORA, reach_of(alice))
 
 
+def counts_owner_rows(statements: list[dict[str, Any]]) -> bool:
+    return any(f"LIMIT {word_statistics.OWNER_ROWS}" in query["sql"] for query in statements)
+
+
+def test_the_owners_rows_are_kept_a_day_and_counted_anew_after_any_write(transactional_db: None, alice: User) -> None:
+    from django.db import transaction
+
+    from memory.services.audit import memory_changed
+
+    remember(alice, "Marcel drinks green tea every morning.")
+    access = access_for_user(user=alice)
+    search(access, SearchRequest(query="What does Marcel drink?"))
+    drained("vocabulary")
+    redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    keys = word_statistics._owner_keys(CORPORA, alice.pk)
+    assert all(600 < redis.ttl(cache.make_key(key)) <= word_statistics.KEPT_SECONDS for key in keys.values())
+    with CaptureQueriesContext(connection) as quiet:
+        search(access, SearchRequest(query="What does Marcel drink in the morning?"))
+    assert not counts_owner_rows(quiet.captured_queries)
+    with transaction.atomic():
+        ClaimFactory.create(owner=alice, scope="reference", statement="The manual's first step.")
+        memory_changed(alice.pk)  # as every write of the services says
+    with CaptureQueriesContext(connection) as written:
+        search(access, SearchRequest(query="What does Marcel drink at noon?"))
+    assert counts_owner_rows(written.captured_queries)
+    assert word_statistics.owner_rows_cached(CORPORA, alice.pk) == {"claim": 2, "chunk": 0, "node": 0}
+
+
 @pytest.mark.parametrize("reach", ["small", "large"])
 def test_neither_vector_form_finds_another_owners_rows(
     alice: User, bob: User, reach: str, monkeypatch: pytest.MonkeyPatch
