@@ -75,7 +75,8 @@ LATER_SECONDS = 600
 
 
 def ten_minutes_passed() -> None:
-    """Redis as LATER_SECONDS from now: the recall thread's work done, and every key due to expire by then gone."""
+    """Redis as LATER_SECONDS from now: the recall thread's work done, every key due to expire by then gone, and the
+    others' time to live shorter by LATER_SECONDS (a key kept an hour is gone after six such questions)."""
     from django.core.cache import cache
 
     from memory.recall.threads import drained
@@ -86,9 +87,14 @@ def ten_minutes_passed() -> None:
     pipeline = client.pipeline(transaction=False)
     for key in keys:
         pipeline.ttl(key)
-    expiring = [key for key, ttl in zip(keys, pipeline.execute(), strict=True) if 0 <= ttl <= LATER_SECONDS]
-    if expiring:
-        client.delete(*expiring)
+    ttls = pipeline.execute()
+    pipeline = client.pipeline(transaction=False)
+    for key, ttl in zip(keys, ttls, strict=True):
+        if 0 <= ttl <= LATER_SECONDS:
+            pipeline.delete(key)
+        elif ttl > LATER_SECONDS:
+            pipeline.expire(key, ttl - LATER_SECONDS)
+    pipeline.execute()
 
 
 def in_process(

@@ -127,11 +127,13 @@ class ChunkText(Step):
             # The lock also serialises two receipts of one conversation: the second sees the first's chunks.
             job.lock_source()
             sources, drafts = _drafts(job, planned)
+            removed = 0
             if job.source.kind != SourceKind.CONVERSATION:  # messages to chunk have no chunks, by their query
-                Chunk.objects.filter(source__in=sources).delete()
+                removed, _ = Chunk.objects.filter(source__in=sources).delete()
             created = _with_vectors(_chunks(drafts), vectors)
             copy_rows(Chunk, created)
-            memory_changed(job.source.owner_id)  # what search reads of the turns (who spoke) is read anew
+            if created or removed:
+                memory_changed(job.source.owner_id)  # what search reads of the turns (who spoke) is read anew
         job.chunks_embedded = sum(chunk.embedding is not None for chunk in created)
         return {"chunks": len(created)}
 

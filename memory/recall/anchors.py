@@ -6,14 +6,15 @@
   ("What does Melanie do to relax?"). Questions about a person are answered by that person's own turns far
   more often than by turns that only mention them (docs/benchmarks.md, issue 17).
 
-Both are cached per owner and reach for a day, with the owner's memory version they were read at
-(memory.services.audit.memory_version: it changes with every write, the pipeline's chunks included), and read only
-while the version is the same: a search after any change reads them anew, one in a quiet memory does not (a search
-ten minutes after the last spent ~2 ms of its ~9 reading them again, with a minute's cache; docs/benchmarks.md,
-issue 18, twenty-fourth pass). What a search read is kept in Redis by recall's thread, off its path. The speakers
-are read as the set of everyone who spoke in reach (a walk of each partition's first names in their index, one
-probe per name), so a question with new words asks nothing more; where more than SPEAKERS_READ people spoke in a
-partition, the words of the question are looked up one by one instead (each cached the same way).
+Both are cached per owner and reach for an hour (VERSIONED_SECONDS), with the owner's memory version they were read
+at (memory.services.audit.memory_version: it changes with every write, the pipeline's chunks included), and read
+only while the version is the same: a search after any change reads them anew, one in a quiet memory does not (a
+search ten minutes after the last spent ~2 ms of its ~9 reading them again, with a minute's cache; docs/benchmarks.md,
+issue 18, twenty-fourth pass). What a search read is kept in Redis by recall's thread, off its path, with whatever
+else it kept so. The speakers are read as the set of everyone who spoke in reach (a walk of each partition's first
+names in their index, one probe per name), so a question with new words asks nothing more; where more than
+SPEAKERS_READ people spoke in a partition, the words of the question are looked up one by one instead (each cached
+the same way, under a keyed digest of the word, as the word counts are).
 """
 
 from __future__ import annotations
@@ -25,10 +26,18 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.models.sources import ROLE_SPEAKERS
-from memory.recall.caching import at_version, held_at, kept_off_path, memory_version_now, reach_key
+from memory.recall.caching import (
+    VERSIONED_SECONDS,
+    at_version,
+    digests,
+    held_at,
+    kept_off_path,
+    memory_version_now,
+    reach_key,
+)
 from memory.services.audit import memory_version_key
 
-CACHE_SECONDS = 86_400
+CACHE_SECONDS = VERSIONED_SECONDS
 WITHIN_SECONDS = 60  # what a search inside a transaction read
 # The kinds of their cache keys (memory.recall.caching.reach_key): named anew when their values took the memory version
 # along, so that a process of the code before, sharing Redis during an upgrade, reads none of them.
@@ -60,8 +69,10 @@ def reference_time(params: dict[str, Any]) -> datetime:
     """When the newest source in reach happened (now if there is none, or it claims to be from the future)."""
     now = timezone.now()
     key, version = reach_key(REFERENCE, params), memory_version_now(params["owner"])  # the version before the rows
-    newest = held_at([key], version).get(key)
-    if newest is None:
+    held = held_at([key], version)
+    if key in held:
+        newest = held[key]
+    else:
         with connection.cursor() as cursor:
             # One index probe per partition (source_owner_recent: owner, partition, occurred_at DESC).
             cursor.execute(
@@ -75,9 +86,9 @@ def reference_time(params: dict[str, Any]) -> datetime:
                 """,
                 params,
             )
-            newest = cursor.fetchone()[0] or now
+            newest = cursor.fetchone()[0]  # None: no source in reach, and "now" is whenever it is asked
         _kept({key: newest}, version, params)
-    return min(newest, now)
+    return min(newest or now, now)
 
 
 def speakers_named(params: dict[str, Any], terms: list[str]) -> frozenset[str]:
@@ -131,7 +142,7 @@ def _speakers_in_reach(params: dict[str, Any]) -> tuple[frozenset[str], bool]:
 
 def _words_spoken(params: dict[str, Any], words: list[str]) -> frozenset[str]:
     """Of `words`, those that are the first name of someone who spoke in reach, one lookup per word (cached)."""
-    keys = {word: f"{reach_key(SPEAKER, params)}:{word}" for word in words}
+    keys = {word: f"{reach_key(SPEAKER, params)}:{digest}" for word, digest in digests(words).items()}
     version = memory_version_now(params["owner"])
     cached = held_at(list(keys.values()), version)
     unknown = [word for word in words if keys[word] not in cached]

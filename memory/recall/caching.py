@@ -1,5 +1,6 @@
-"""Short-lived Redis caches of recall's lookups (word statistics, the reference time, the speakers named), keyed
-per owner and reach. Redis being away costs the lookups, never the search.
+"""Redis caches of recall's lookups (word statistics, the reference time, the speakers named), keyed per owner and
+reach, each kept from a minute to a day (what is read only at the memory version it was kept at, VERSIONED_SECONDS at
+most). Redis being away costs the lookups, never the search.
 
 A search knows every key it may read once it has the query's words: `read_ahead` reads them all in one round trip
 (one search read five times: the statistics of each corpus, the reference time, the speakers), and for the rest of
@@ -10,6 +11,7 @@ the block `cached_many` answers from what it read, and `keep_many` (or `noted`, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import secrets
@@ -17,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from redis.exceptions import RedisError
@@ -32,6 +35,21 @@ KEEPER = "vocabulary"
 KEEPER_QUEUED = 8
 # How long an erasure's mark outlives it: longer than any count a recall thread still has queued.
 DROPPED_SECONDS = 3600
+# The longest a value read from the owner's rows is kept at their memory version (`at_version`): read only while no
+# write has changed it, so that long; and a change of version lost to a Redis failure as it committed costs no more.
+VERSIONED_SECONDS = 3600
+
+
+@functools.cache
+def _digest_key() -> bytes:
+    # Unkeyed, the digest of a word would be a dictionary away from the word.
+    return hashlib.sha256(f"recall.word_statistics:{settings.SECRET_KEY}".encode()).digest()
+
+
+def digests(words: list[str]) -> dict[str, str]:
+    """Each word's digest in cache keys, keyed by this installation's secret, not the word ("" for "")."""
+    key = _digest_key()
+    return {word: hashlib.blake2b(word.encode(), digest_size=8, key=key).hexdigest() if word else "" for word in words}
 
 
 def reach_key(kind: str, params: dict[str, Any]) -> str:
@@ -65,9 +83,10 @@ def drop_cached_views(owner_id: int) -> None:
     try:
         cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
         client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-        recall = [owner_pattern(kind, owner_id) for kind in ("df:*", "speaker*", "reference")]
-        for pattern in [f"atlas:{owner_id}:*", *recall]:
-            keys = list(client.scan_iter(match=cache.make_key(pattern), count=500))
+        # Every recall key of the owner's but the erasure mark (`recall:dropped:<owner>`, no ":" after it); a SCAN
+        # walks the whole keyspace whatever it matches, so as few as can be, each of large steps.
+        for pattern in (f"atlas:{owner_id}:*", owner_pattern("*", owner_id)):
+            keys = list(client.scan_iter(match=cache.make_key(pattern), count=5000))
             if keys:
                 client.delete(*keys)
     except RedisError:
@@ -75,8 +94,17 @@ def drop_cached_views(owner_id: int) -> None:
 
 
 def views_dropped_on_commit(owner_id: int) -> None:
-    """An erasure of the owner's in the current transaction: once it commits, their cached views go."""
-    transaction.on_commit(lambda: drop_cached_views(owner_id))
+    """An erasure of the owner's in the current transaction: once it commits, their cached views go, once however
+    many erasures the transaction made (a source's erasure erases its claims too, a node's its claims)."""
+    connection = transaction.get_connection()
+    if any(getattr(func, "drops_views_of", None) == owner_id for _, func, _ in connection.run_on_commit):
+        return  # a rolled-back savepoint takes its own callbacks with it, never one registered outside it
+
+    def dropped() -> None:
+        drop_cached_views(owner_id)
+
+    dropped.drops_views_of = owner_id  # type: ignore[attr-defined]
+    transaction.on_commit(dropped)
 
 
 def erasure_mark(owner_id: int) -> Any:
@@ -97,17 +125,25 @@ def erasure_mark_now(owner_id: int) -> Any:
 # The keys read ahead in this context (one search) and what Redis held for them; _ABSENT: nothing was held.
 _read: ContextVar[dict[str, Any] | None] = ContextVar("recall_read_ahead", default=None)
 _ABSENT = object()
+# What this context's search has `kept_off_path` so far: (values, seconds, owner, erasure mark), handed on at its end.
+_Keep = tuple[dict[str, Any], int, int, Any]
+_keeps: ContextVar[list[_Keep] | None] = ContextVar("recall_keeps", default=None)
 
 
 @contextlib.contextmanager
 def read_ahead(keys: list[str]) -> Iterator[None]:
     """Reads `keys` in one round trip; within the block, lookups of those keys ask Redis nothing."""
+    keys = list(dict.fromkeys(keys))  # each once, though several lookups name it (the owner's memory version)
     found = cached_many(keys)
-    token = _read.set({key: found.get(key, _ABSENT) for key in keys})
+    token, keeps = _read.set({key: found.get(key, _ABSENT) for key in keys}), _keeps.set([])
     try:
         yield
     finally:
+        pending = _keeps.get() or []
+        _keeps.reset(keeps)
         _read.reset(token)
+        if pending:
+            _handed_on(pending)
 
 
 def cached_many(keys: list[str]) -> dict[str, Any]:
@@ -175,13 +211,29 @@ def kept_unless_erased(keep: Callable[[], None], keys: list[str], owner_id: int,
 
 
 def kept_off_path(values: dict[str, Any], seconds: int, owner_id: int) -> None:
-    """Within a search, `values` computed from the owner's rows: later lookups answer them at once, and the KEEPER
-    thread keeps them in Redis (here, where its queue is full), unless an erasure came between."""
+    """`values` computed from the owner's rows: later lookups within the search answer them at once, and the KEEPER
+    thread keeps them in Redis (here, where its queue is full), unless an erasure came between: at the end of the
+    `read_ahead` block, with everything else it kept so (one piece of work a search), or at once outside one."""
     noted(values)
-    mark = erasure_mark(owner_id)  # within a search: as read ahead, before the rows were read
+    kept = (values, seconds, owner_id, erasure_mark(owner_id))  # the mark: as read ahead, before the rows were read
+    pending = _keeps.get()
+    if pending is None:
+        _handed_on([kept])
+    else:
+        pending.append(kept)
 
-    def keep() -> None:
-        keep_many(values, seconds)
 
-    if not submitted(KEEPER, KEEPER_QUEUED, kept_unless_erased, keep, list(values), owner_id, mark):
-        kept_unless_erased(keep, list(values), owner_id, mark)
+def _handed_on(pending: list[_Keep]) -> None:
+    for owner_id, mark in dict.fromkeys((owner_id, mark) for _, _, owner_id, mark in pending):
+        mine = [(values, seconds) for values, seconds, owner, held in pending if (owner, held) == (owner_id, mark)]
+        by_seconds: dict[int, dict[str, Any]] = {}
+        for values, seconds in mine:
+            by_seconds.setdefault(seconds, {}).update(values)
+
+        def keep(by_seconds: dict[int, dict[str, Any]] = by_seconds) -> None:
+            for seconds, values in by_seconds.items():
+                keep_many(values, seconds)
+
+        keys = [key for values in by_seconds.values() for key in values]
+        if not submitted(KEEPER, KEEPER_QUEUED, kept_unless_erased, keep, keys, owner_id, mark):
+            kept_unless_erased(keep, keys, owner_id, mark)

@@ -11,7 +11,11 @@ nowhere, or one held only by its stem ("camped"), or one the parser cuts into se
 counted when it is asked; the search hands what it counted to that thread to keep, so its own answer waits for no
 Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a search). The vocabulary is counted
 once no search runs in the process; what a search counted is handed on to be kept at once, ahead of any count again
-it hands on.
+it hands on. A count made on a search's path is kept STATS_SECONDS; the vocabulary's are kept QUIET_SECONDS (an hour),
+its 0s too, with the owner's memory version they were counted at: they weigh words for that hour while nothing is
+written (a question an hour after the last counts nothing), and after a write only as `_weighed` says (its 0s
+never). The corpora holding a word in no row are kept as long, at their memory version (`_zero_keys`), so a word the
+memory does not hold is not counted again until a write.
 
 Where a corpus in reach holds more than VOCABULARY_ROWS rows the counts are dear (100,000 claims: a common word's
 df up to ~6 ms, N 3.7 ms from the reach's index alone, 62 ms where every row was read), and a count out of date only
@@ -20,7 +24,7 @@ per word (N's: "") is held STATS_SECONDS from its count in every corpus: a searc
 and its mark gone weighs it by the counts it has and hands the word to the thread to count again, once no search
 runs in the process (memory.recall.threads: the count does not share the cores with that search). Such a search
 counts on its path only what is not cached: a word new to the reach or not asked in a day, a count of 0 (below),
-and everything after an erasure. Elsewhere counting is cheap, and counts are kept STATS_SECONDS, unmarked.
+and everything after an erasure. Elsewhere counting is cheap, and counts are kept unmarked (above).
 
 Where a corpus in reach holds more than ESTIMATED_ROWS rows (N as cached, or counted first on a reach's first
 search: `_rows_in_reach_first`, unless the reach's size as last counted, kept a day, says it is smaller), and at
@@ -31,23 +35,21 @@ hands it to the thread to count once the search has ended; until then, a word th
 reach is weighed as if a few rows in reach held it. A word the planner does not know is rare or held nowhere, and
 counted on the path: cheap, and whether a corpus holds it at all decides whether the keyword leg looks for it there.
 
-A word no row of a corpus holds is kept for ABSENT_SECONDS only, and counted again on the search's path: until it
-is, the keyword leg does not look for it in that corpus at all, and the next turn may bring it. So is an N of 0 (an
-empty reach about to be written to). The cache keys carry a digest of the word keyed by this installation's secret,
-not the word.
+A count of 0 made on a search's path is kept for ABSENT_SECONDS only, and counted again on the search's path: until
+it is, the keyword leg does not look for it in that corpus at all, and the next turn may bring it (a 0 read at the
+memory version there still is, the vocabulary's or `_zero_keys`', is as good as counted). So is an N of 0 (an empty
+reach about to be written to). The cache keys carry a digest of the word keyed by this installation's secret
+(memory.recall.caching.digests), not the word.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
@@ -55,9 +57,11 @@ from redis.exceptions import RedisError
 from memory.recall.caching import (
     KEEPER,
     KEEPER_QUEUED,
+    VERSIONED_SECONDS,
     added_many,
     at_version,
     cached_many,
+    digests,
     dropped_key,
     erasure_mark,
     held_at,
@@ -90,9 +94,13 @@ RECOUNTS_QUEUED = VOCABULARY_QUEUED // 2  # a count again is handed to that thre
 # A small reach's vocabulary, counted at the memory version there still is (nothing written since), weighs words for
 # QUIET_SECONDS: a question an hour after the last in a quiet memory counts nothing (its counts held no longer than the
 # vocabulary's guard, it spent ~2 ms of its ~7 counting again; docs/benchmarks.md, issue 18, twenty-fourth pass).
-QUIET_SECONDS = 3_600
+QUIET_SECONDS = VERSIONED_SECONDS
+# In every count's key: changed when what a count key holds, or how it is read, changes, so that processes of the code
+# before and after, sharing Redis during an upgrade, read none of each other's (v2: a small reach's vocabulary kept an
+# hour, read at its memory version). Not a number alone: an owner's id in a key pattern must never match it.
+COUNTS_FORMAT = "v2"
 # The rows an owner holds in each corpus, in every partition and scope, counted up to OWNER_ROWS with a search's words
-# and kept a day with the memory version they were counted at (a minute, counted inside a transaction): a bound on
+# and kept an hour with the memory version they were counted at (a minute, counted inside a transaction): a bound on
 # the rows any index range of the owner's searches covers, whatever the reach (memory.recall.legs.searched_exactly),
 # read only while no write has changed the memory since.
 OWNER_ROWS = 5_000
@@ -102,23 +110,11 @@ OWNER_ROWS = 5_000
 ESTIMATED_ROWS = 50_000
 
 
-@functools.cache
-def _digest_key() -> bytes:
-    # Unkeyed, the digest of a word would be a dictionary away from the word.
-    return hashlib.sha256(f"recall.word_statistics:{settings.SECRET_KEY}".encode()).digest()
-
-
-def _digests(words: list[str]) -> dict[str, str]:
-    """Each word's digest in the cache keys ("" for N's word, "")."""
-    key = _digest_key()
-    return {word: hashlib.blake2b(word.encode(), digest_size=8, key=key).hexdigest() if word else "" for word in words}
-
-
 def _stats_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[tuple[str, str], str]:
     """The cache key of each (corpus, word): the reach's part made once per corpus, the word's digest once."""
-    digests = _digests(words)
-    prefixes = {corpus.name: reach_key(f"df:{corpus.name}", params) for corpus in corpora}
-    return {(name, word): f"{prefix}:{digest}" for name, prefix in prefixes.items() for word, digest in digests.items()}
+    found = digests(words)
+    prefixes = {corpus.name: f"{reach_key(f'df:{corpus.name}', params)}:{COUNTS_FORMAT}" for corpus in corpora}
+    return {(name, word): f"{prefix}:{digest}" for name, prefix in prefixes.items() for word, digest in found.items()}
 
 
 def _corpora_key(kind: str, corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
@@ -128,7 +124,7 @@ def _corpora_key(kind: str, corpora: tuple[Corpus, ...], params: dict[str, Any])
 def _fresh_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[str, str]:
     """The key of each word (N's: "") held STATS_SECONDS from its count in these corpora: its counts are fresh."""
     prefix = _corpora_key("df:fresh", corpora, params)
-    return {word: f"{prefix}:{digest}" for word, digest in _digests(words).items()}
+    return {word: f"{prefix}:{digest}" for word, digest in digests(words).items()}
 
 
 def _zero_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, Any]) -> dict[str, str]:
@@ -136,7 +132,7 @@ def _zero_keys(corpora: tuple[Corpus, ...], words: list[str], params: dict[str, 
     version it was counted at: a word the memory does not hold is not counted again while nothing is written (a 0 is
     otherwise kept ABSENT_SECONDS only, as the next turn may bring the word)."""
     prefix = _corpora_key("df:zero", corpora, params)
-    return {word: f"{prefix}:{digest}" for word, digest in _digests(words).items() if word}
+    return {word: f"{prefix}:{digest}" for word, digest in digests(words).items() if word}
 
 
 def _size_key(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> str:
@@ -206,7 +202,8 @@ def _fetched(scans: list[str], values: dict[str, Any]) -> list[tuple[str, str | 
 def _dear(totals: dict[str, int]) -> bool:
     """Whether a reach's counts are dear (N of each corpus as counted): some corpus holds more than VOCABULARY_ROWS
     rows in reach. There a count of rows held is kept KEPT_SECONDS, marked fresh per word; elsewhere counting is cheap
-    and counts are kept STATS_SECONDS, unmarked, as a small reach's whole vocabulary is."""
+    and counts are kept unmarked: STATS_SECONDS, or as long as its vocabulary where they were counted at its memory
+    version."""
     return max(totals.values(), default=0) > VOCABULARY_ROWS
 
 
@@ -227,7 +224,7 @@ class _Counted:
     seconds: int = STATS_SECONDS
     sized: dict[str, int] = field(default_factory=dict)
     counted: dict[str, Any] = field(default_factory=dict)
-    owned_seconds: int = KEPT_SECONDS
+    owned_seconds: int = VERSIONED_SECONDS
     quiet_at: tuple[str, Any] | None = None
     zeros: dict[str, Any] = field(default_factory=dict)
 
@@ -348,7 +345,7 @@ def statistics_counted(
         noted(counted | owned)  # the rest of this search reads them here; Redis gets them from the thread
         # Never kept long from inside a transaction: its own rows, not yet committed, may be among those counted.
         within = connection.in_atomic_block
-        owned_seconds = ABSENT_SECONDS if within else KEPT_SECONDS
+        owned_seconds = ABSENT_SECONDS if within else VERSIONED_SECONDS
         # With the corpora it was already known to be held in by no row, at this version.
         nowhere = {
             zero_keys[word]: tuple(sorted(names.union(zeros.get(zero_keys[word], ()))))
@@ -388,22 +385,22 @@ def statistics_counted(
 def _weighed(
     corpora: tuple[Corpus, ...], params: dict[str, Any], held: dict[str, dict[str, int]]
 ) -> dict[str, dict[str, int]]:
-    """Of the counts `held`, those that may weigh a search's words (the others are counted again on its path). A large
-    reach's all (they are counted again off the path). A small reach's (N held in every corpus, none past
-    VOCABULARY_ROWS) are kept STATS_SECONDS, a 0 ABSENT_SECONDS, but those of its vocabulary QUIET_SECONDS, its 0s too:
-    those weigh words while the reach is `_quiet` (nothing written since they were counted); after a write, the
-    counts other than 0 while its guard is held (counted within STATS_SECONDS, as the counts kept on a path are: a 0
-    says the keyword leg need not look for the word, and the write may have brought it), then none."""
-    totals = [found.get("") for found in held.values()]
-    if any(total is None or total > VOCABULARY_ROWS for total in totals):
-        return held
+    """Of the counts `held`, those that may weigh a search's words (the others are counted again on its path). A
+    count kept on a path lasts STATS_SECONDS at most (a 0 ABSENT_SECONDS), but a small reach's vocabulary's
+    QUIET_SECONDS, its 0s too: all weigh words while no vocabulary is held at another memory version (`_quiet`: none
+    counted, or nothing written since). After a write, a 0 no longer does (it says the keyword leg need not look for
+    the word, and the write may have brought it), whatever the reach has grown to; the other counts do in a large
+    reach (N past VOCABULARY_ROWS in some corpus, or not held: counted again off the path), and in a small one while
+    its vocabulary's guard is held (counted within STATS_SECONDS, as the counts kept on a path were), then none."""
     guard, counted = _vocabulary_guard(corpora, params), _counted_key(corpora, params)
     cached = cached_many([guard, counted])
-    if counted not in cached or _quiet(corpora, params):  # none kept past STATS_SECONDS, or nothing written since
+    if counted not in cached or _quiet(corpora, params):
         return held
-    if guard in cached:
-        return {name: {word: count for word, count in found.items() if count} for name, found in held.items()}
-    return {name: {} for name in held}
+    totals = [found.get("") for found in held.values()]
+    small = all(total is not None and total <= VOCABULARY_ROWS for total in totals)
+    if small and guard not in cached:
+        return {name: {} for name in held}
+    return {name: {word: count for word, count in found.items() if count} for name, found in held.items()}
 
 
 def _rows_in_reach_first(
@@ -566,8 +563,9 @@ def vocabulary_counted_soon(corpora: tuple[Corpus, ...], params: dict[str, Any],
     STATS_SECONDS and reach: only where no corpus holds more than VOCABULARY_ROWS rows (`totals`: N per corpus as
     cached; the thread counts them again first), never from inside a transaction, whose rows the thread's own
     connection would not see, not while the reach's guard is held (counted, or being counted, since its words
-    were last cached), nor while its count waits in this process (for the searches in flight). Whether it was
-    handed on; the thread takes the guard first, so of two processes that hand it on at once one counts."""
+    were last cached), nor while it is `_quiet` (its vocabulary counted at the memory version there still is), nor
+    while its count waits in this process (for the searches in flight). Whether it was handed on; the thread takes
+    the guard first, so of two processes that hand it on at once one counts."""
     if connection.in_atomic_block or max(totals.values(), default=0) > VOCABULARY_ROWS or _quiet(corpora, params):
         return False
     guard = _vocabulary_guard(corpora, params)

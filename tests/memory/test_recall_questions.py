@@ -3,6 +3,7 @@ words; times that mean what they say; and slots that each add something. Small s
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,10 +12,12 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from memory.access import access_for_user
 from memory.models import Chunk, Evidence, Node, Source, User
 from memory.pipeline.runner import run_operation
+from memory.recall.caching import reach_key
 from memory.recall.question import asked_window
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import _PLAIN, query_terms, words_as_parsed
@@ -242,6 +245,26 @@ def test_the_chunk_step_changes_the_owners_memory_version(
     assert operation.source is not None
     ChunkText().run(Job(operation=operation, source=operation.source))
     assert memory_version(alice.pk) == before + 1
+    ChunkText().run(Job(operation=operation, source=operation.source))  # again: no chunk made or removed
+    assert memory_version(alice.pk) == before + 1
+
+
+def test_the_reconcile_step_changes_the_owners_memory_version_for_the_nodes_it_writes_too(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    from memory.extraction.base import Extraction, NodeRef
+    from memory.models import Operation
+    from memory.pipeline.steps import Job, Reconcile
+    from memory.services.audit import memory_version
+
+    body = {"conversation": {"id": "talk", "messages": [{"id": "talk-0", "role": "user", "content": "Hello."}]}}
+    operation = Operation.objects.get(pk=api.post("/ingest/conversation", owner, body).json()["operationId"])
+    before = memory_version(alice.pk)
+    assert operation.source is not None
+    job = Job(operation=operation, source=operation.source, extraction=Extraction(people=[NodeRef("Person", "Dana")]))
+    Reconcile().run(job)  # a person named, no claim: nothing audited
+    assert Node.objects.filter(owner=alice, label="Dana").exists()
+    assert memory_version(alice.pk) == before + 1
 
 
 def test_who_spoke_is_forgotten_with_the_owner_s_other_cached_views(api: Api, owner: Persona, alice: User) -> None:
@@ -259,8 +282,23 @@ def test_who_spoke_is_forgotten_with_the_owner_s_other_cached_views(api: Api, ow
         assert not list(client.scan_iter(match=cache.make_key(f"recall:{kind}:{alice.pk}:*")))
 
 
+def test_a_reach_without_sources_keeps_no_reference_time_but_its_absence(transactional_db: None, alice: User) -> None:
+    from memory.recall import anchors
+    from tests.memory.test_recall_word_statistics import reach_of
+
+    ClaimFactory.create(owner=alice, statement="Melanie throws pots.")  # a claim, no source
+    search(access_for_user(user=alice), SearchRequest(query="What does Melanie throw?", use_vector=False))
+    drained("vocabulary")
+    params = reach_of(alice)
+    _, newest = cache.get(reach_key(anchors.REFERENCE, params))
+    assert newest is None  # "now" is whenever it is asked, not when this search asked
+    with CaptureQueriesContext(connection) as later:
+        assert anchors.reference_time(params) <= timezone.now()
+    assert not later.captured_queries
+
+
 def test_an_erasure_before_the_thread_keeps_a_search_s_anchors_leaves_none_behind(
-    api: Api, owner: Persona, alice: User
+    transactional_db: None, api: Api, owner: Persona, alice: User
 ) -> None:
     import threading
 
@@ -278,7 +316,8 @@ def test_an_erasure_before_the_thread_keeps_a_search_s_anchors_leaves_none_behin
     finally:
         busy.set()
     drained("vocabulary")
-    assert not list(client.scan_iter(match=cache.make_key(f"recall:*:{alice.pk}:*")))
+    for kind in ("speaker*", "reference"):  # read before it (counts the thread made after it are kept)
+        assert not list(client.scan_iter(match=cache.make_key(f"recall:{kind}:{alice.pk}:*")))
     search(access_for_user(user=alice), SearchRequest(query="What does Melanie do?", use_vector=False))
     drained("vocabulary")
     assert list(client.scan_iter(match=cache.make_key(f"recall:speakers-read:{alice.pk}:*")))  # read after it: kept
@@ -316,6 +355,29 @@ def test_an_erasure_drops_the_owner_s_cached_views_once_it_commits(
             node_erase(access=access, node=node)
         assert cached()  # not before it commits
     assert not cached()
+
+
+def test_a_transaction_s_erasures_drop_the_owner_s_cached_views_once_and_a_rolled_back_one_none(
+    transactional_db: None, alice: User, bob: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import transaction
+
+    from memory.recall import caching
+
+    dropped: list[int] = []
+    monkeypatch.setattr(caching, "drop_cached_views", dropped.append)
+    with transaction.atomic():
+        caching.views_dropped_on_commit(alice.pk)  # a source's erasure
+        caching.views_dropped_on_commit(alice.pk)  # the claims derived from it
+        caching.views_dropped_on_commit(bob.pk)
+        assert dropped == []  # not before it commits
+    assert dropped == [alice.pk, bob.pk]
+    with transaction.atomic():
+        with contextlib.suppress(RuntimeError), transaction.atomic():
+            caching.views_dropped_on_commit(alice.pk)
+            raise RuntimeError  # that erasure rolled back, with its callback
+        caching.views_dropped_on_commit(alice.pk)  # another, committed
+    assert dropped == [alice.pk, bob.pk, alice.pk]
 
 
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(

@@ -60,7 +60,7 @@ def cached_counts(user: User, *, every: bool = False) -> dict[str, int]:
 
 def ten_minutes_later(user: User) -> None:
     """As STATS_SECONDS later: every count and mark of `user`'s kept at most that long gone."""
-    expired = [key for key, ttl in cached_counts(user, every=True).items() if ttl <= word_statistics.STATS_SECONDS]
+    expired = [key for key, ttl in cached_counts(user, every=True).items() if 0 <= ttl <= word_statistics.STATS_SECONDS]
     cache._cache.get_client(write=True).delete(*expired)  # type: ignore[attr-defined]
 
 
@@ -202,6 +202,17 @@ def test_a_word_the_memory_does_not_hold_is_not_counted_again_until_a_write(
     assert on_path[3:] == [(name, ["", "zeppelin"]) for name in ("claim", "chunk", "node")]
 
 
+def test_counts_a_search_makes_after_a_write_are_kept_ten_minutes(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    written(alice, "The user tunes the cello.")
+    asked("Which paintings?", alice)  # counted at a version the vocabulary was not: it vouches for nothing
+    drained("vocabulary")
+    rows, ttl = held_counts(alice, "paintings")["chunk"]
+    assert rows > 0 and 0 < ttl <= word_statistics.STATS_SECONDS
+
+
 def written(user: User, statement: str) -> None:
     """A claim of `user`'s, committed with its memory version changed, as every write of the services does."""
     with transaction.atomic():
@@ -234,6 +245,18 @@ def test_after_a_write_a_small_reachs_vocabulary_weighs_words_no_longer(
     assert any("garage" in result.text and result.type == "claim" for result in found)  # its 0 was not weighed
     # Within ten minutes of the vocabulary's count its 0s are counted again, later every word.
     assert [words for name, words in on_path if name == "claim"] == [["", "garage"] if later else ["garage"]]
+
+
+def test_after_a_write_a_vocabularys_0s_weigh_no_word_in_a_reach_grown_large(
+    transactional_db: None, api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vocabulary_after_a_search(api, owner, alice)
+    written(alice, "The user keeps the bikes in the garage.")
+    monkeypatch.setattr(word_statistics, "VOCABULARY_ROWS", 2)  # its 4 turns are past it: a large reach now
+    on_path = counted_on_the_path(monkeypatch)
+    found = search(access_for_user(user=alice), SearchRequest(query="What is in the garage?", use_vector=False))
+    assert any("garage" in result.text and result.type == "claim" for result in found)
+    assert ("claim", ["garage"]) in on_path  # its 0 counted again, the counts other than 0 weighed as held
 
 
 def test_a_reach_grown_since_its_rows_were_counted_is_counted_word_by_word(

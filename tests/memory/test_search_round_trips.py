@@ -357,9 +357,10 @@ def counts_owner_rows(statements: list[dict[str, Any]]) -> bool:
     return any(f"LIMIT {word_statistics.OWNER_ROWS}" in query["sql"] for query in statements)
 
 
-def test_the_owners_rows_are_kept_a_day_and_counted_anew_after_any_write(transactional_db: None, alice: User) -> None:
+def test_the_owners_rows_are_kept_an_hour_and_counted_anew_after_any_write(transactional_db: None, alice: User) -> None:
     from django.db import transaction
 
+    from memory.recall.caching import VERSIONED_SECONDS
     from memory.services.audit import memory_changed
 
     remember(alice, "Marcel drinks green tea every morning.")
@@ -368,7 +369,7 @@ def test_the_owners_rows_are_kept_a_day_and_counted_anew_after_any_write(transac
     drained("vocabulary")
     redis = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
     keys = word_statistics._owner_keys(CORPORA, alice.pk)
-    assert all(600 < redis.ttl(cache.make_key(key)) <= word_statistics.KEPT_SECONDS for key in keys.values())
+    assert all(600 < redis.ttl(cache.make_key(key)) <= VERSIONED_SECONDS for key in keys.values())
     with CaptureQueriesContext(connection) as quiet:
         search(access, SearchRequest(query="What does Marcel drink in the morning?"))
     assert not counts_owner_rows(quiet.captured_queries)
