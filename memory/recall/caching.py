@@ -54,8 +54,13 @@ def digests(words: list[str]) -> dict[str, str]:
 
 def reach_key(kind: str, params: dict[str, Any]) -> str:
     """`recall:<kind>:<owner>:<digest of the partitions and scope read>`: one reach, one key space."""
-    reach = hashlib.sha256(f"{sorted(params['partitions'])}|{params['scope']}".encode()).hexdigest()[:16]
-    return f"recall:{kind}:{params['owner']}:{reach}"
+    return f"recall:{kind}:{params['owner']}:{_reach_digest(tuple(params['partitions']), params['scope'])}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _reach_digest(partitions: tuple[str, ...], scope: str) -> str:
+    # Made once per reach, not for each of a search's dozen keys.
+    return hashlib.sha256(f"{sorted(partitions)}|{scope}".encode()).hexdigest()[:16]
 
 
 def owner_key(kind: str, owner_id: int) -> str:
