@@ -232,20 +232,28 @@ def test_a_quiet_memory_reads_its_anchors_once_and_a_change_has_them_read_anew(
     assert chunk.candidate.boosts["recency"] == pytest.approx(0.1)  # the newest memory now
 
 
-def test_the_chunk_step_changes_the_owners_memory_version(
-    transactional_db: None, api: Api, owner: Persona, alice: User
-) -> None:
+def accepted_job(api: Api, owner: Persona) -> Any:
+    """The job of a conversation just accepted (not run), with the owner's memory version after the accept."""
     from memory.models import Operation
-    from memory.pipeline.steps import ChunkText, Job
+    from memory.pipeline.steps import Job
     from memory.services.audit import memory_version
 
     body = {"conversation": {"id": "talk", "messages": [{"id": "talk-0", "role": "user", "content": "Hello."}]}}
     operation = Operation.objects.get(pk=api.post("/ingest/conversation", owner, body).json()["operationId"])
-    before = memory_version(alice.pk)
     assert operation.source is not None
-    ChunkText().run(Job(operation=operation, source=operation.source))
+    return Job(operation=operation, source=operation.source), memory_version(operation.source.owner_id)
+
+
+def test_the_chunk_step_changes_the_owners_memory_version(
+    transactional_db: None, api: Api, owner: Persona, alice: User
+) -> None:
+    from memory.pipeline.steps import ChunkText
+    from memory.services.audit import memory_version
+
+    job, before = accepted_job(api, owner)
+    ChunkText().run(job)
     assert memory_version(alice.pk) == before + 1
-    ChunkText().run(Job(operation=operation, source=operation.source))  # again: no chunk made or removed
+    ChunkText().run(job)  # again: no chunk made or removed
     assert memory_version(alice.pk) == before + 1
 
 
@@ -253,15 +261,11 @@ def test_the_reconcile_step_changes_the_owners_memory_version_for_the_nodes_it_w
     transactional_db: None, api: Api, owner: Persona, alice: User
 ) -> None:
     from memory.extraction.base import Extraction, NodeRef
-    from memory.models import Operation
-    from memory.pipeline.steps import Job, Reconcile
+    from memory.pipeline.steps import Reconcile
     from memory.services.audit import memory_version
 
-    body = {"conversation": {"id": "talk", "messages": [{"id": "talk-0", "role": "user", "content": "Hello."}]}}
-    operation = Operation.objects.get(pk=api.post("/ingest/conversation", owner, body).json()["operationId"])
-    before = memory_version(alice.pk)
-    assert operation.source is not None
-    job = Job(operation=operation, source=operation.source, extraction=Extraction(people=[NodeRef("Person", "Dana")]))
+    job, before = accepted_job(api, owner)
+    job.extraction = Extraction(people=[NodeRef("Person", "Dana")])
     Reconcile().run(job)  # a person named, no claim: nothing audited
     assert Node.objects.filter(owner=alice, label="Dana").exists()
     assert memory_version(alice.pk) == before + 1
@@ -300,22 +304,13 @@ def test_a_reach_without_sources_keeps_no_reference_time_but_its_absence(transac
 def test_an_erasure_before_the_thread_keeps_a_search_s_anchors_leaves_none_behind(
     transactional_db: None, api: Api, owner: Persona, alice: User
 ) -> None:
-    import threading
 
-    from memory.recall.caching import drop_cached_views
-    from memory.recall.threads import process_pool
+    from tests.memory.test_recall_word_statistics import erased_before_the_thread_keeps
 
     chat(api, owner, "talk", ("Melanie", "Pottery on Tuesdays.", "2023-05-01T10:01:00Z"))
     cache.clear()
     client = cache._cache.get_client()  # type: ignore[attr-defined]
-    busy = threading.Event()
-    process_pool("vocabulary", 1).submit(busy.wait, 30)  # what the search read waits behind other work
-    try:
-        search(access_for_user(user=alice), SearchRequest(query="What does Melanie do?", use_vector=False))
-        drop_cached_views(alice.pk)  # the owner erased something: who spoke may predate it
-    finally:
-        busy.set()
-    drained("vocabulary")
+    erased_before_the_thread_keeps(alice, "What does Melanie do?")  # who spoke may predate the erasure
     for kind in ("speaker*", "reference"):  # read before it (counts the thread made after it are kept)
         assert not list(client.scan_iter(match=cache.make_key(f"recall:{kind}:{alice.pk}:*")))
     search(access_for_user(user=alice), SearchRequest(query="What does Melanie do?", use_vector=False))

@@ -387,18 +387,24 @@ def test_the_vocabulary_guard_is_taken_on_the_thread_and_once(
     assert cached_counts(alice)
 
 
-def test_an_erasure_before_the_thread_keeps_a_searchs_counts_leaves_none_behind(alice: User) -> None:
+def erased_before_the_thread_keeps(user: User, query: str) -> None:
+    """A search whose keeps wait behind other work on recall's thread, an erasure of the owner's meanwhile, and the
+    thread's work done."""
     from memory.recall.caching import drop_cached_views
 
-    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
     busy = threading.Event()
-    process_pool("vocabulary", 1).submit(busy.wait, 30)  # the search's counts wait behind other work
+    process_pool("vocabulary", 1).submit(busy.wait, 30)
     try:
-        search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
-        drop_cached_views(alice.pk)  # the owner erased something: these counts may predate it
+        search(access_for_user(user=user), SearchRequest(query=query, use_vector=False))
+        drop_cached_views(user.pk)  # the owner erased something: what the search counted or read may predate it
     finally:
         busy.set()
     drained("vocabulary")
+
+
+def test_an_erasure_before_the_thread_keeps_a_searchs_counts_leaves_none_behind(alice: User) -> None:
+    ClaimFactory.create(owner=alice, statement="The user is learning the cello.")
+    erased_before_the_thread_keeps(alice, "Which cello?")
     assert not cached_counts(alice)
     search(access_for_user(user=alice), SearchRequest(query="Which cello?", use_vector=False))
     drained("vocabulary")
