@@ -80,8 +80,8 @@ def dropped_key(owner_id: int) -> str:
 
 
 def drop_cached_views(owner_id: int) -> None:
-    """Caches of derived views hold text (the atlas and who spoke, for a day), counts of the owner's words and rows
-    (from a minute to a day), and when the newest source happened: after an erasure the owner's go at once rather
+    """Caches of derived views hold text (the atlas for a day, who spoke for an hour), counts of the owner's words and
+    rows (from a minute to a day), and when the newest source happened: after an erasure the owner's go at once rather
     than when they expire (or, read only at the memory version they were kept at, stay unread until then). The
     erasure mark is set first: what a thread keeps after the keys are deleted, read before, sees it changed and goes
     again (`kept_unless_erased`)."""
