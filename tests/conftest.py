@@ -56,6 +56,7 @@ def blob_dir(settings: Any, tmp_path: Path) -> Path:
 def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
     yield
     drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
+    drained("erased-views")  # nor does an erasure's deletion of cached views
     cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
 
 

@@ -24,7 +24,7 @@ from django.core.cache import cache
 from django.db import transaction
 from redis.exceptions import RedisError
 
-from memory.recall.threads import submitted
+from memory.recall.threads import process_pool, submitted
 from memory.services.audit import memory_version_key
 
 logger = logging.getLogger("memory.recall")
@@ -85,11 +85,25 @@ def drop_cached_views(owner_id: int) -> None:
     than when they expire (or, read only at the memory version they were kept at, stay unread until then). The
     erasure mark is set first: what a thread keeps after the keys are deleted, read before, sees it changed and goes
     again (`kept_unless_erased`)."""
+    if _erasure_marked(owner_id):
+        _views_deleted(owner_id)
+
+
+def _erasure_marked(owner_id: int) -> bool:
     try:
         cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
+    except RedisError:
+        logger.warning("erasure.cache_unavailable")
+        return False
+    return True
+
+
+def _views_deleted(owner_id: int) -> None:
+    try:
         client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-        # Every recall key of the owner's but the erasure mark (`recall:dropped:<owner>`, no ":" after it); a SCAN
-        # walks the whole keyspace whatever it matches, so as few as can be, each of large steps.
+        # Every recall key of the owner's but the erasure mark (`recall:dropped:<owner>`, no ":" after it). A SCAN
+        # walks the whole keyspace whatever it matches (an owner's 5,000 keys among a million: 1.25 s), so as few as
+        # can be, each of large steps.
         for pattern in (f"atlas:{owner_id}:*", owner_pattern("*", owner_id)):
             keys = list(client.scan_iter(match=cache.make_key(pattern), count=5000))
             if keys:
@@ -98,15 +112,25 @@ def drop_cached_views(owner_id: int) -> None:
         logger.warning("erasure.cache_unavailable")
 
 
+# The thread that deletes an erased owner's cached views after the erasure commits, off the request's path.
+ERASING = "erased-views"
+
+
 def views_dropped_on_commit(owner_id: int) -> None:
-    """An erasure of the owner's in the current transaction: once it commits, their cached views go, once however
+    """An erasure of the owner's in the current transaction: once it commits, their erasure mark is set, and their
+    cached views are deleted by the ERASING thread (where the interpreter is shutting down, at once); once however
     many erasures the transaction made (a source's erasure erases its claims too, a node's its claims)."""
     connection = transaction.get_connection()
     if any(getattr(func, "drops_views_of", None) == owner_id for _, func, _ in connection.run_on_commit):
         return  # a rolled-back savepoint takes its own callbacks with it, never one registered outside it
 
     def dropped() -> None:
-        drop_cached_views(owner_id)
+        if not _erasure_marked(owner_id):
+            return
+        try:
+            process_pool(ERASING, 1).submit(_views_deleted, owner_id)
+        except RuntimeError:  # the interpreter is shutting down
+            _views_deleted(owner_id)
 
     dropped.drops_views_of = owner_id  # type: ignore[attr-defined]
     transaction.on_commit(dropped)

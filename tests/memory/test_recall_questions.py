@@ -324,6 +324,7 @@ def test_an_erasure_drops_the_owner_s_cached_views_once_it_commits(
 ) -> None:
     from django.db import transaction
 
+    from memory.recall.caching import ERASING, dropped_key
     from memory.services.claims import claim_erase
     from memory.services.erasure import source_erase
     from memory.services.nodes import node_erase
@@ -349,6 +350,8 @@ def test_an_erasure_drops_the_owner_s_cached_views_once_it_commits(
         else:
             node_erase(access=access, node=node)
         assert cached()  # not before it commits
+    assert cache.get(dropped_key(alice.pk))  # the erasure mark at once: what a thread keeps from before goes again
+    drained(ERASING)  # the keys deleted off the request's path
     assert not cached()
 
 
@@ -360,18 +363,20 @@ def test_a_transaction_s_erasures_drop_the_owner_s_cached_views_once_and_a_rolle
     from memory.recall import caching
 
     dropped: list[int] = []
-    monkeypatch.setattr(caching, "drop_cached_views", dropped.append)
+    monkeypatch.setattr(caching, "_views_deleted", dropped.append)
     with transaction.atomic():
         caching.views_dropped_on_commit(alice.pk)  # a source's erasure
         caching.views_dropped_on_commit(alice.pk)  # the claims derived from it
         caching.views_dropped_on_commit(bob.pk)
         assert dropped == []  # not before it commits
+    drained(caching.ERASING)
     assert dropped == [alice.pk, bob.pk]
     with transaction.atomic():
         with contextlib.suppress(RuntimeError), transaction.atomic():
             caching.views_dropped_on_commit(alice.pk)
             raise RuntimeError  # that erasure rolled back, with its callback
         caching.views_dropped_on_commit(alice.pk)  # another, committed
+    drained(caching.ERASING)
     assert dropped == [alice.pk, bob.pk, alice.pk]
 
 
