@@ -51,7 +51,12 @@ def audit_record(
 
 
 def audit_erase_target(*, owner: User, target_type: str, target_id: str) -> int:
-    """Erasure: blank the content of every audit row about one object; the fact that it changed remains."""
+    """Erasure: blank the content of every audit row about one object; the fact that it changed remains. Every
+    erasure of an object passes here, so the owner's cached views of their memory (word counts, who spoke, the
+    atlas) go too, once the erasure commits, once a transaction (memory.recall.caching)."""
+    from memory.recall.caching import views_dropped_on_commit  # recall reads the memory version from this module
+
+    views_dropped_on_commit(owner.pk)
     return MemoryEvent.objects.filter(owner=owner, target_type=target_type, target_id=target_id).update(
         before=None, after=None, erased_at=timezone.now()
     )

@@ -15,7 +15,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import Claim, Evidence, Node, NodeType
-from memory.recall.caching import views_dropped_on_commit
 from memory.services.audit import audit_erase_target
 
 
@@ -118,7 +117,6 @@ def claims_erase(*, owner: Any, claim_ids: set[str]) -> int:
     doomed = set(Claim.objects.filter(owner=owner, pk__in=claim_ids).values_list("pk", flat=True))
     if not doomed:
         return 0
-    views_dropped_on_commit(owner.pk)  # the counts of the words they held
     tasks = set(Claim.objects.filter(pk__in=doomed, predicate="HAS_TASK_STATUS").values_list("subject_id", flat=True))
     for task in Node.objects.filter(pk__in=tasks).order_by("pk"):  # in one order, so two erasures cannot deadlock
         task_lock(task)  # a status change waits, then sees the chain as mended

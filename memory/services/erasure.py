@@ -11,7 +11,6 @@ from memory.access import Access
 from memory.errors import Conflict, NotFound
 from memory.models import ArtifactPlacement, Blob, Chunk, Claim, Operation, Scope, Source, SourceKind
 from memory.pipeline.chunking import CONTEXT_TURNS, message_context, turns_before
-from memory.recall.caching import views_dropped_on_commit
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.blobs import blob_delete_if_unreferenced
 from memory.services.claim_erasure import claims_erase_derived
@@ -105,7 +104,6 @@ def source_erase(*, access: Access, source_id: str, retire_identity: bool = Fals
     if source.kind == SourceKind.MESSAGE and source.parent_id:
         _turns_after_without(source)
     erased_blobs = sum(blob_delete_if_unreferenced(blob_id) for blob_id in blob_ids)
-    views_dropped_on_commit(access.user.pk)  # who spoke, when, and the counts of the words it erased
     audit_record(
         actor=access.actor,
         owner=access.user,

@@ -13,7 +13,6 @@ from memory.access import Access
 from memory.errors import Conflict, ValidationFailed
 from memory.models import Alias, Claim, ClaimStatus, Evidence, Node, Scope
 from memory.names import normalize_name
-from memory.recall.caching import views_dropped_on_commit
 from memory.selectors import node_for_access
 from memory.services.audit import audit_erase_target, audit_record
 from memory.services.claim_erasure import claim_lineage, claims_erase
@@ -113,7 +112,6 @@ def node_erase(*, access: Access, node: Node, action: str = "node.delete", why: 
         audit_erase_target(owner=access.user, target_type="node", target_id=pointer_id)
     Node.objects.filter(pk__in=pointers).delete()
     node.delete()
-    views_dropped_on_commit(access.user.pk)  # the counts of its label's and summary's words
     audit_record(
         actor=access.actor, owner=access.user, action=action, target_type="node", target_id=node_id,
         partition=node.partition, after={"claims": erased, **(why or {})},
