@@ -263,6 +263,13 @@ def _handed_on(pending: list[_Keep]) -> None:
             for seconds, values in by_seconds.items():
                 keep_many(values, seconds)
 
-        keys = [key for values in by_seconds.values() for key in values]
-        if not submitted(KEEPER, KEEPER_QUEUED, kept_unless_erased, keep, keys, owner_id, mark):
-            kept_unless_erased(keep, keys, owner_id, mark)
+        kept_by_keeper(keep, [key for values in by_seconds.values() for key in values], owner_id, mark)
+
+
+def kept_by_keeper(
+    keep: Callable[[], None], keys: list[str], owner_id: int, mark: Any, most: int = KEEPER_QUEUED
+) -> None:
+    """`keep()` handed to the KEEPER thread (here, where `most` pieces of work wait there already), its `keys`
+    deleted again if an erasure of the owner's came after `mark` (`kept_unless_erased`)."""
+    if not submitted(KEEPER, most, kept_unless_erased, keep, keys, owner_id, mark):
+        kept_unless_erased(keep, keys, owner_id, mark)

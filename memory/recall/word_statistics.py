@@ -66,6 +66,7 @@ from memory.recall.caching import (
     erasure_mark,
     held_at,
     keep_many,
+    kept_by_keeper,
     kept_unless_erased,
     memory_version_now,
     noted,
@@ -362,8 +363,7 @@ def statistics_counted(
             # handed on before the vocabulary's, and kept after it, would otherwise shorten theirs).
             quiet_at = None if dear or within else (_counted_key(corpora, params), version)
             kept = _Counted(counted, owned, sized=sized, owned_seconds=owned_seconds, quiet_at=quiet_at, zeros=zeroed)
-        if not submitted(VOCABULARY, VOCABULARY_QUEUED, _kept_unless_erased, kept, owner_id, mark):
-            _kept_unless_erased(kept, owner_id, mark)  # the thread's queue is full: kept here
+        kept_by_keeper(kept.kept, kept.keys, owner_id, mark, VOCABULARY_QUEUED)
     if dear:
         # A word held in some corpus and not marked: counted over STATS_SECONDS ago (or kept unmarked: from inside a
         # transaction, or while the reach was small). Where it was missing, a 0 had expired, and this search counted
