@@ -455,6 +455,20 @@ def test_two_pieces_of_one_turn_take_one_slot(api: Api, owner: Persona, alice: U
     assert message_ids(results).count("report-0") == 1
 
 
+def test_what_another_owner_s_search_kept_is_never_read_for_this_owner(
+    transactional_db: None, api: Api, owner: Persona, other: Persona, alice: User, bob: User
+) -> None:
+    chat(api, owner, "archive", ("Anna", "Started learning the cello.", "2023-10-10T10:00:00Z"))
+    chat(api, other, "bob", ("Melanie", "Cello lessons start again.", "2026-03-02T10:00:00Z"))
+    question = SearchRequest(query="What cello did Melanie start?", use_vector=False)
+    bobs = search(access_for_user(user=bob), question)  # his reference time and speakers, kept for an hour
+    drained("vocabulary")
+    assert bobs[0].candidate.boosts["speaker"] > 0
+    alices = search(access_for_user(user=alice), question)
+    assert [result.evidence[0]["messageId"] for result in alices if result.type == "chunk"] == ["archive-0"]
+    assert "speaker" not in alices[0].candidate.boosts and alices[0].candidate.boosts["recency"] == pytest.approx(0.1)
+
+
 def test_another_owner_or_a_partition_out_of_reach_moves_neither_time_nor_speakers(
     api: Api, owner: Persona, other: Persona, alice: User
 ) -> None:
