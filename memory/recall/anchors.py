@@ -6,14 +6,14 @@
   ("What does Melanie do to relax?"). Questions about a person are answered by that person's own turns far
   more often than by turns that only mention them (docs/benchmarks.md, issue 17).
 
-Both are cached per owner and reach for an hour (VERSIONED_SECONDS), with the owner's memory version they were read
-at (memory.services.audit.memory_version: it changes with every write, the pipeline's chunks included), and read
-only while the version is the same: a search after any change reads them anew, one in a quiet memory does not (a
-search ten minutes after the last spent ~2 ms of its ~9 reading them again, with a minute's cache; docs/benchmarks.md,
-issue 18, twenty-fourth pass). What a search read is kept in Redis by recall's thread, off its path, with whatever
-else it kept so. The speakers are read as the set of everyone who spoke in reach (a walk of each partition's first
-names in their index, one probe per name), so a question with new words asks nothing more; where more than
-SPEAKERS_READ people spoke in a partition, the words of the question are looked up one by one instead (each cached
+Both are cached per owner and reach for an hour (VERSIONED_SECONDS), with the owner's memory version they were read at
+(memory.services.audit.memory_version: it changes with every write search reads, the pipeline's chunks included), and
+read only while the version is the same: a search after any such change reads them anew, one in a quiet memory does not
+(a search ten minutes after the last spent ~2 ms of its ~9 reading them again, with a minute's cache;
+docs/benchmarks.md, issue 18, twenty-fourth pass). What a search read is kept in Redis by recall's thread, off its path,
+with whatever else it kept so. The speakers are read as the set of everyone who spoke in reach (a walk of each
+partition's first names in their index, one probe per name), so a question with new words asks nothing more; where more
+than SPEAKERS_READ people spoke in a partition, the words of the question are looked up one by one instead (each cached
 the same way, under a keyed digest of the word, as the word counts are).
 """
 

@@ -1,7 +1,7 @@
 """The atlas: stable personal context for the start of a session (seeds/000 `/query/atlas`), within a size
 budget. Pinned claims first, then what the user said about themselves (most important, then newest), then
 current working context. Cached per owner and partitions under the owner's memory version, which every
-committed change moves on (memory.services.audit), so a stale atlas is never served."""
+committed change to what it reads moves on (memory.services.audit), so a stale atlas is never served."""
 
 from __future__ import annotations
 

@@ -200,8 +200,8 @@ def keep_many(values: dict[str, Any], seconds: int) -> None:
 
 
 def memory_version_now(owner_id: int) -> Any:
-    """The owner's memory version now (memory.services.audit.memory_version: it changes with every write; within a
-    search, as read ahead; None where Redis holds none)."""
+    """The owner's memory version now (memory.services.audit.memory_version: it changes with every write search
+    reads; within a search, as read ahead; None where Redis holds none)."""
     key = memory_version_key(owner_id)
     return cached_many([key]).get(key)
 

@@ -13,6 +13,15 @@ from redis.exceptions import RedisError
 from memory.access import Actor
 from memory.models import MemoryEvent, Partition, User
 
+# Actions whose writes neither search nor the atlas reads (tokens, sessions, metrics, artifacts, an export, a job
+# queued again): they leave the memory version alone, so what a quiet memory's searches keep at it outlives them.
+# A write they bring about that search does read (a metric's review task, the job's chunks) says so itself. Any
+# other action, a new one too, moves the version on.
+OUTSIDE_RECALL = frozenset({
+    "token.issue", "token.revoke", "session.create", "artifact.put", "memory.export", "operation.retry",
+    "metric.create", "metric.observe", "metric.observe_bulk", "metric.keep", "metric.merge",
+})  # fmt: skip
+
 
 def audit_record(
     *,
@@ -34,7 +43,8 @@ def audit_record(
     if target is not None:
         target_type = target_type or target._meta.model_name or type(target).__name__.lower()
         target_id = target_id or str(target.pk)
-    memory_changed(owner.pk)
+    if action not in OUTSIDE_RECALL:
+        memory_changed(owner.pk)
     return MemoryEvent.objects.create(
         owner=owner,
         partition=partition,
@@ -86,6 +96,7 @@ def _bump_version(owner_id: int) -> None:
 
 
 def memory_version(owner_id: int) -> int:
-    """A number that changes after every committed change to this owner's memory (for caches of derived
-    views such as the atlas). Raises RedisError when the cache is down: such caches must then be skipped."""
+    """A number that changes after every committed change to what this owner's searches and atlas read (for caches
+    of derived views such as the atlas; OUTSIDE_RECALL). Raises RedisError when the cache is down: such caches must
+    then be skipped."""
     return int(cache.get_or_set(memory_version_key(owner_id), 1, timeout=None) or 1)
