@@ -10,7 +10,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from memory.models import Chunk, Claim, Source
 from memory.pipeline import progress
 from memory.pipeline.runner import run_operation
 from tests.conftest import Persona, error_code
+from tests.factories import ClaimFactory
 from tests.process import ROOT, child_env, free_port, service_env, stop, wait_for
 
 pytestmark = pytest.mark.server
@@ -178,3 +180,47 @@ def test_live_progress_with_redis_hung_waits_once_and_nothing_arrives_late(
     assert [(record.eventType, record.error) for record in failures] == [("source.processed", "TimeoutError")]  # type: ignore[attr-defined]
     assert late == []  # the send that timed out was cancelled, not delivered once Redis answered
     assert after == ["after"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_redis_missed_while_down_lands_once_it_answers(owner: Persona, own_redis: _Redis, tmp_path: Path) -> None:
+    """A write and an erasure committed while Redis was down: once it is back, the atlas kept before them is neither
+    served (the memory version moves on) nor left in Redis (the erasure's drop is done), not a day later."""
+    helix, zed = (
+        ClaimFactory.create(owner=owner.user, statement=statement, pinned=True)
+        for statement in ("Helix is the editor.", "Zed is the backup editor.")
+    )
+    server = Server(child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url()),
+                    tmp_path / "server.log")  # fmt: skip
+
+    def atlas() -> str:
+        response = server.post("/query/atlas", owner)
+        assert response.status_code == 200, response.text
+        return str(response.json()["atlas"])
+
+    def atlases_kept() -> list[bytes]:
+        client = own_redis._client()
+        return [client.get(key) or b"" for key in client.scan_iter(match=f"*atlas:{owner.user.pk}:*")]
+
+    def within(seconds: float, done: Callable[[], bool]) -> bool:
+        deadline = time.monotonic() + seconds
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return done()
+
+    try:
+        wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        assert "Zed" in atlas() and "Helix" in atlas()  # kept at the memory version
+        own_redis.stop()
+        assert server.post("/claim/retract", owner, {"claimId": zed.pk}).status_code == 200
+        own_redis.ensure_running()
+        assert within(30, lambda: "Zed" not in atlas()), atlas()
+        own_redis.stop()
+        assert server.post("/claim/delete", owner, {"claimId": helix.pk}).status_code == 200
+        own_redis.ensure_running()
+        assert within(30, lambda: not any(b"Helix" in kept for kept in atlases_kept()))
+        assert "Helix" not in atlas()
+        log = (tmp_path / "server.log").read_text()
+        assert "audit.version_unavailable" in log and "erasure.cache_unavailable" in log
+    finally:
+        server.stop()

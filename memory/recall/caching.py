@@ -24,6 +24,7 @@ from django.core.cache import cache
 from django.db import transaction
 from redis.exceptions import RedisError
 
+from config.redis_retry import retried
 from memory.recall.threads import process_pool, submitted
 from memory.services.audit import memory_version_key
 
@@ -84,32 +85,43 @@ def drop_cached_views(owner_id: int) -> None:
     rows (from a minute to a day), and when the newest source happened: after an erasure the owner's go at once rather
     than when they expire (or, read only at the memory version they were kept at, stay unread until then). The
     erasure mark is set first: what a thread keeps after the keys are deleted, read before, sees it changed and goes
-    again (`kept_unless_erased`)."""
-    if _erasure_marked(owner_id):
-        _views_deleted(owner_id)
-
-
-def _erasure_marked(owner_id: int) -> bool:
+    again (`kept_unless_erased`). With Redis away, both are done once it answers (config.redis_retry)."""
     try:
-        cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
+        _views_dropped(owner_id)
     except RedisError:
-        logger.warning("erasure.cache_unavailable")
-        return False
-    return True
+        _dropped_when_redis_answers(owner_id)
+
+
+def _views_dropped(owner_id: int) -> None:
+    _erasure_marked(owner_id)
+    _views_deleted(owner_id)
+
+
+def _dropped_when_redis_answers(owner_id: int) -> None:
+    logger.warning("erasure.cache_unavailable")
+    retried(("erased-views", owner_id), functools.partial(_views_dropped, owner_id))
+
+
+def _erasure_marked(owner_id: int) -> None:
+    cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
 
 
 def _views_deleted(owner_id: int) -> None:
+    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    # Every recall key of the owner's but the erasure mark (`recall:dropped:<owner>`, no ":" after it). A SCAN walks
+    # the whole keyspace whatever it matches (an owner's 5,000 keys among a million: 1.25 s), so as few as can be,
+    # each of large steps.
+    for pattern in (f"atlas:{owner_id}:*", owner_pattern("*", owner_id)):
+        keys = list(client.scan_iter(match=cache.make_key(pattern), count=5000))
+        if keys:
+            client.delete(*keys)
+
+
+def _views_deleted_off_path(owner_id: int) -> None:
     try:
-        client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
-        # Every recall key of the owner's but the erasure mark (`recall:dropped:<owner>`, no ":" after it). A SCAN
-        # walks the whole keyspace whatever it matches (an owner's 5,000 keys among a million: 1.25 s), so as few as
-        # can be, each of large steps.
-        for pattern in (f"atlas:{owner_id}:*", owner_pattern("*", owner_id)):
-            keys = list(client.scan_iter(match=cache.make_key(pattern), count=5000))
-            if keys:
-                client.delete(*keys)
+        _views_deleted(owner_id)
     except RedisError:
-        logger.warning("erasure.cache_unavailable")
+        _dropped_when_redis_answers(owner_id)
 
 
 # The thread that deletes an erased owner's cached views after the erasure commits, off the request's path.
@@ -118,19 +130,23 @@ ERASING = "erased-views"
 
 def views_dropped_on_commit(owner_id: int) -> None:
     """An erasure of the owner's in the current transaction: once it commits, their erasure mark is set, and their
-    cached views are deleted by the ERASING thread (where the interpreter is shutting down, at once); once however
-    many erasures the transaction made (a source's erasure erases its claims too, a node's its claims)."""
+    cached views are deleted by the ERASING thread (where the interpreter is shutting down, at once; with Redis away,
+    both once it answers); once however many erasures the transaction made (a source's erasure erases its claims too,
+    a node's its claims)."""
     connection = transaction.get_connection()
     if any(getattr(func, "drops_views_of", None) == owner_id for _, func, _ in connection.run_on_commit):
         return  # a rolled-back savepoint takes its own callbacks with it, never one registered outside it
 
     def dropped() -> None:
-        if not _erasure_marked(owner_id):
+        try:
+            _erasure_marked(owner_id)
+        except RedisError:
+            _dropped_when_redis_answers(owner_id)
             return
         try:
-            process_pool(ERASING, 1).submit(_views_deleted, owner_id)
+            process_pool(ERASING, 1).submit(_views_deleted_off_path, owner_id)
         except RuntimeError:  # the interpreter is shutting down
-            _views_deleted(owner_id)
+            _views_deleted_off_path(owner_id)
 
     dropped.drops_views_of = owner_id  # type: ignore[attr-defined]
     transaction.on_commit(dropped)

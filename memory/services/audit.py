@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -10,6 +11,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from config.redis_retry import retried
 from memory.access import Actor
 from memory.models import MemoryEvent, Partition, User
 
@@ -88,11 +90,19 @@ def memory_version_key(owner_id: int) -> str:
 
 def _bump_version(owner_id: int) -> None:
     try:
+        _version_moved_on(owner_id)
+    except RedisError:
+        # Redis away as the write commits: moved on once it answers (what was kept at the version before the write
+        # is read meanwhile, as nothing is while it is away).
+        logger.warning("audit.version_unavailable")
+        retried(("memory-version", owner_id), functools.partial(_version_moved_on, owner_id))
+
+
+def _version_moved_on(owner_id: int) -> None:
+    try:
         cache.incr(memory_version_key(owner_id))
     except ValueError:
         cache.add(memory_version_key(owner_id), 1, timeout=None)
-    except RedisError:
-        logger.warning("audit.version_unavailable")
 
 
 def memory_version(owner_id: int) -> int:

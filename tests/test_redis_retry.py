@@ -1,0 +1,97 @@
+"""Writes to Redis tried again until Redis answers (config.redis_retry). The outage itself, over a server's real
+HTTP and a Redis stopped and started again, is in tests/test_outages.py."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from config import redis_retry
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 0.01)
+    monkeypatch.setattr(redis_retry, "LONGEST_WAIT", 0.05)
+
+
+def failing(times: int, calls: list[str], name: str) -> Callable[[], None]:
+    """Work that raises as Redis away would, `times` times, then succeeds; each call noted in `calls`."""
+
+    def work() -> None:
+        calls.append(name)
+        if calls.count(name) <= times:
+            raise RedisConnectionError("Connection refused.")
+
+    return work
+
+
+def settled(timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while redis_retry.owed() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert redis_retry.owed() == 0
+
+
+def test_work_is_tried_again_until_it_succeeds(caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[str] = []
+    with caplog.at_level(logging.INFO, logger="config.redis_retry"):
+        redis_retry.retried(("memory-version", 1), failing(3, calls, "bump"))
+        settled()
+    assert calls == ["bump"] * 4
+    assert [record.getMessage() for record in caplog.records] == ["redis_retry.done"]
+
+
+def test_a_later_piece_of_work_for_the_same_key_replaces_the_one_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 0.2)
+    calls: list[str] = []
+    redis_retry.retried(("erased-views", 2), failing(99, calls, "older"))
+    redis_retry.retried(("erased-views", 2), failing(0, calls, "newer"))
+    redis_retry.retried(("erased-views", 3), failing(0, calls, "another owner's"))
+    settled()
+    assert sorted(calls) == ["another owner's", "newer"]
+
+
+def test_work_still_failing_after_retried_seconds_is_given_up(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(redis_retry, "RETRIED_SECONDS", 0.2)
+    calls: list[str] = []
+    with caplog.at_level(logging.ERROR, logger="config.redis_retry"):
+        redis_retry.retried(("memory-version", 4), failing(10_000, calls, "bump"))
+        settled()
+    assert 2 <= len(calls) < 100
+    assert [record.getMessage() for record in caplog.records] == ["redis_retry.given_up"]
+
+
+def test_what_still_waits_at_exit_is_tried_once_more_and_logged_if_it_fails(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)  # the thread would not try them before the exit does
+    calls: list[str] = []
+    redis_retry.retried(("memory-version", 5), failing(0, calls, "answered"))
+    redis_retry.retried(("memory-version", 6), failing(1, calls, "still away"))
+    with caplog.at_level(logging.ERROR, logger="config.redis_retry"):
+        redis_retry._at_exit()
+    assert (sorted(calls), redis_retry.owed()) == (["answered", "still away"], 0)
+    assert [record.getMessage() for record in caplog.records] == ["redis_retry.lost"]
+
+
+def test_an_error_other_than_redis_s_is_logged_and_not_tried_again(caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[str] = []
+
+    def broken() -> None:
+        calls.append(threading.current_thread().name)
+        raise ValueError("a bug, not an outage")
+
+    with caplog.at_level(logging.ERROR, logger="config.redis_retry"):
+        redis_retry.retried(("memory-version", 7), broken)
+        settled()
+        time.sleep(0.1)  # time for a second try, were there one
+    assert calls == ["redis-retry"]
+    assert [record.getMessage() for record in caplog.records] == ["redis_retry.failed"]
