@@ -25,7 +25,7 @@ from django.db import transaction
 from redis.exceptions import RedisError
 
 from config.redis_retry import retried
-from memory.recall.threads import process_pool, submitted
+from memory.recall.threads import claimed, process_pool, released, submitted
 from memory.services.audit import memory_version_key
 
 logger = logging.getLogger("memory.recall")
@@ -118,6 +118,7 @@ def _views_deleted(owner_id: int) -> None:
 
 
 def _views_deleted_off_path(owner_id: int) -> None:
+    released(ERASING, {str(owner_id)})  # an erasure committed from now on sets its mark after this starts: its own
     try:
         _views_deleted(owner_id)
     except RedisError:
@@ -132,7 +133,8 @@ def views_dropped_on_commit(owner_id: int) -> None:
     """An erasure of the owner's in the current transaction: once it commits, their erasure mark is set, and their
     cached views are deleted by the ERASING thread (where the interpreter is shutting down, at once; with Redis away,
     both once it answers); once however many erasures the transaction made (a source's erasure erases its claims too,
-    a node's its claims)."""
+    a node's its claims), and once for the erasures that commit while a deletion of theirs waits there (a SCAN walks
+    the whole keyspace: one erasure after another would queue one each)."""
     connection = transaction.get_connection()
     if any(getattr(func, "drops_views_of", None) == owner_id for _, func, _ in connection.run_on_commit):
         return  # a rolled-back savepoint takes its own callbacks with it, never one registered outside it
@@ -143,6 +145,8 @@ def views_dropped_on_commit(owner_id: int) -> None:
         except RedisError:
             _dropped_when_redis_answers(owner_id)
             return
+        if not claimed(ERASING, {str(owner_id)}):
+            return  # a deletion of theirs waits on the thread, to start after this mark: it does for both
         try:
             process_pool(ERASING, 1).submit(_views_deleted_off_path, owner_id)
         except RuntimeError:  # the interpreter is shutting down

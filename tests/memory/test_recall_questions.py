@@ -380,6 +380,32 @@ def test_a_transaction_s_erasures_drop_the_owner_s_cached_views_once_and_a_rolle
     assert dropped == [alice.pk, bob.pk, alice.pk]
 
 
+def test_erasures_committed_while_the_owner_s_deletion_waits_share_it(
+    transactional_db: None, alice: User, bob: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from django.db import transaction
+
+    from memory.recall import caching
+    from memory.recall.threads import process_pool
+
+    dropped: list[int] = []
+    monkeypatch.setattr(caching, "_views_deleted", dropped.append)
+    busy = threading.Event()
+    process_pool(caching.ERASING, 1).submit(busy.wait, 10)  # the thread busy with another owner's keys
+    for owner in (alice, alice, bob, alice):  # erasures one request each
+        with transaction.atomic():
+            caching.views_dropped_on_commit(owner.pk)
+    busy.set()
+    drained(caching.ERASING)
+    assert dropped == [alice.pk, bob.pk]  # each deletion started after every mark set before it
+    with transaction.atomic():
+        caching.views_dropped_on_commit(alice.pk)  # after the deletion started: one of its own
+    drained(caching.ERASING)
+    assert dropped == [alice.pk, bob.pk, alice.pk]
+
+
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(
     api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
