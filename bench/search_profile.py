@@ -1,7 +1,7 @@
 """Where one search of a small memory spends its time: LoCoMo conv-26 (419 turns) searched in-process and over HTTP.
 
-    .venv/bin/python bench/search_profile.py ../shared/bench/locomo-dev.json [--rounds 3] [--later] [--profile]
-        [--dump FILE]
+    .venv/bin/python bench/search_profile.py ../shared/bench/locomo-dev.json [--rounds 3] [--later] [--logging]
+        [--profile] [--dump FILE]
 
 On bench/locomo.py's data directory (MEMORY_DATA_DIR, default var/bench-locomo): the conversation's memory is
 ingested through the real pipeline in this process on first use (bench/locomo.py's `ingest_all`), reused after.
@@ -13,6 +13,8 @@ Every question of categories 1-4 is asked with `limit: 10`, as bench/peers.py as
 - with `--later`, in-process `search()` of each question as ten minutes after the last (someone who asks now and
   then): every key this process's Redis would hold ten minutes more at most is dropped first, and the recall thread's
   work of the question before is done;
+- with `--logging`, in-process `search()` of each question right after the assistant logged a metric reading (an
+  assistant that logs as it asks: a write no search reads);
 - `POST /query/search` to a real uvicorn (bench/serving.py) on the same data, one request at a time, and the same
   with `includeFormattedResult: false`: the HTTP round trip minus the in-process search is the request path,
   the render and the JSON. `--compare PATH` adds a second uvicorn serving the code at PATH (e.g. main's, from
@@ -97,11 +99,23 @@ def ten_minutes_passed() -> None:
     pipeline.execute()
 
 
+def metric_logged(access: Any) -> Callable[[], None]:
+    """Before each question, the assistant logs a reading (a write search never reads, committed)."""
+    from django.utils import timezone
+
+    from metrics.services import observation_record
+
+    def logged() -> None:
+        observation_record(access, slug="bench_steps", value=4200.0, occurred_at=timezone.now())
+
+    return logged
+
+
 def in_process(
-    access: Any, questions: list[str], rounds: int, later: bool = False
+    access: Any, questions: list[str], rounds: int, before: Callable[[], None] | None = None
 ) -> tuple[list[float], dict[str, list[float]]]:
-    """Each round's p50 of search(), and per step the time of every call of the last round (`later`: each question
-    asked as ten minutes after the last, `ten_minutes_passed`)."""
+    """Each round's p50 of search(), and per step the time of every call of the last round (`before`: done before
+    each question, e.g. `ten_minutes_passed`)."""
     from django.db import connection
 
     from bench.search_latency import timed_parts
@@ -124,8 +138,8 @@ def in_process(
                     waited.append((time.perf_counter() - began) * 1000)
 
             last = number == rounds - 1
-            if later:
-                ten_minutes_passed()
+            if before is not None:
+                before()
             with timed_parts(parts if last else {}), connection.execute_wrapper(sql_timer), redis_round_trips(commands):
                 began = time.perf_counter()
                 search(access, SearchRequest(query=question, limit=LIMIT))
@@ -247,6 +261,7 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, help="write each question's results (type, id) here as JSON")
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--later", action="store_true", help="also each question as ten minutes after the last")
+    parser.add_argument("--logging", action="store_true", help="also each question after a metric logged")
     parser.add_argument("--compare", type=Path, help="a checkout whose code a second uvicorn serves, interleaved")
     parser.add_argument(
         "--compare-env",
@@ -287,8 +302,13 @@ def main() -> None:
     print(f"the query's embedding alone, p50: {embed:.1f} ms")
     print_steps(per_step)
     if options.later:
-        medians, per_step = in_process(access, questions, options.rounds, later=True)
+        medians, per_step = in_process(access, questions, options.rounds, before=ten_minutes_passed)
         print(f"\nin-process search() ten minutes after the last, p50 per round (ms): "
+              f"{', '.join(f'{value:.1f}' for value in medians)}")  # fmt: skip
+        print_steps(per_step)
+    if options.logging:
+        medians, per_step = in_process(access, questions, options.rounds, before=metric_logged(access))
+        print(f"\nin-process search() each after a metric logged, p50 per round (ms): "
               f"{', '.join(f'{value:.1f}' for value in medians)}")  # fmt: skip
         print_steps(per_step)
     if not options.no_http:
