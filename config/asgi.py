@@ -184,6 +184,13 @@ async def flush_tool_events() -> None:
     await asyncio.to_thread(tool_events_flush)
 
 
+async def try_redis_writes_once_more() -> None:
+    # A memory version's change or an erasure's cache drop still waiting for Redis (config.redis_retry).
+    from config.redis_retry import tried_once_more
+
+    await asyncio.to_thread(tried_once_more)
+
+
 async def release_embedded_runtime() -> None:
     # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never runs in this process: give up the
     # lease here, while shutdown is still orderly (the last user stops the embedded servers).
@@ -208,4 +215,5 @@ application.on_startup.append(query_embedder.start)
 application.on_shutdown.append(mcp_transports.stop)
 application.on_shutdown.append(query_embedder.stop)
 application.on_shutdown.append(flush_tool_events)
+application.on_shutdown.append(try_redis_writes_once_more)
 application.on_shutdown.append(release_embedded_runtime)

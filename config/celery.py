@@ -6,7 +6,15 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, celeryd_after_setup, celeryd_init, task_postrun, task_prerun, worker_process_init
+from celery.signals import (
+    beat_init,
+    celeryd_after_setup,
+    celeryd_init,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_process_shutdown,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -41,6 +49,14 @@ def start_a_pool_process(**_: Any) -> None:
     """A new pool process first yields the cores to requests, then loads its embedding model."""
     yield_the_cpu_to_requests()
     preload_the_embedder()
+
+
+@worker_process_shutdown.connect
+def try_redis_writes_once_more(**_: Any) -> None:
+    """A pool process exits without running atexit: what it still owes Redis (config.redis_retry) is tried here."""
+    from config.redis_retry import tried_once_more
+
+    tried_once_more()
 
 
 def yield_the_cpu_to_requests() -> None:

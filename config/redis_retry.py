@@ -7,7 +7,8 @@ corrected claim's old wording, an erased claim's text in the atlas, for as long 
 then twice as long each time (LONGEST_WAIT at most), until it returns, or until RETRIED_SECONDS after the first
 failure, when nothing kept before it is still read. One piece of work per key: a later one replaces one waiting
 (moving a version on once, or dropping an owner's views once, does for every failure before it). When the process
-exits, what still waits is tried once more, then logged as lost; a process killed outright loses it silently.
+exits, what still waits is tried once more, then logged as lost (`tried_once_more`); a process killed outright loses
+it silently.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def _tried(key: Hashable, owed: _Owed) -> None:
         logger.info("redis_retry.done", extra={"key": repr(key), "seconds": round(time.monotonic() - owed.since, 1)})
 
 
-@atexit.register
-def _at_exit() -> None:
+def tried_once_more() -> None:
+    """As the process ends: what still waits is tried once more, then logged as lost (atexit; uvicorn's lifespan
+    shutdown, as it re-raises SIGTERM before atexit runs; a Celery pool process's shutdown, whose exit skips it)."""
     with _changed:
         left = list(_owed.items())
         _owed.clear()
@@ -118,3 +120,6 @@ def _at_exit() -> None:
             work.work()
         except Exception as error:
             logger.error("redis_retry.lost", extra={"key": repr(key), "error": type(error).__name__})
+
+
+atexit.register(tried_once_more)

@@ -224,3 +224,19 @@ def test_what_redis_missed_while_down_lands_once_it_answers(owner: Persona, own_
         assert "audit.version_unavailable" in log and "erasure.cache_unavailable" in log
     finally:
         server.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_stopped_before_redis_is_back_tries_once_more_and_logs_what_it_lost(
+    owner: Persona, own_redis: _Redis, tmp_path: Path
+) -> None:
+    claim = ClaimFactory.create(owner=owner.user, statement="Helix is the editor.", pinned=True)
+    log = tmp_path / "server.log"
+    server = Server(child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url()), log)
+    try:
+        wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        own_redis.stop()
+        assert server.post("/claim/unpin", owner, {"claimId": claim.pk}).status_code == 200
+    finally:
+        server.stop()  # SIGTERM: uvicorn's lifespan shutdown, then it re-raises the signal before atexit runs
+    assert '"redis_retry.lost"' in log.read_text()

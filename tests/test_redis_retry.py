@@ -77,7 +77,7 @@ def test_what_still_waits_at_exit_is_tried_once_more_and_logged_if_it_fails(
     redis_retry.retried(("memory-version", 5), failing(0, calls, "answered"))
     redis_retry.retried(("memory-version", 6), failing(1, calls, "still away"))
     with caplog.at_level(logging.ERROR, logger="config.redis_retry"):
-        redis_retry._at_exit()
+        redis_retry.tried_once_more()
     assert (sorted(calls), redis_retry.owed()) == (["answered", "still away"], 0)
     assert [record.getMessage() for record in caplog.records] == ["redis_retry.lost"]
 
@@ -95,3 +95,15 @@ def test_an_error_other_than_redis_s_is_logged_and_not_tried_again(caplog: pytes
         time.sleep(0.1)  # time for a second try, were there one
     assert calls == ["redis-retry"]
     assert [record.getMessage() for record in caplog.records] == ["redis_retry.failed"]
+
+
+def test_a_celery_pool_process_tries_once_more_as_it_shuts_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    from celery.signals import worker_process_shutdown
+
+    import config.celery  # noqa: F401  (connects the worker's handlers)
+
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)
+    calls: list[str] = []
+    redis_retry.retried(("memory-version", 8), failing(0, calls, "answered"))
+    worker_process_shutdown.send(sender=None, pid=0, exitcode=0)  # as billiard sends it in a pool process
+    assert (calls, redis_retry.owed()) == (["answered"], 0)
