@@ -7,8 +7,8 @@ corrected claim's old wording, an erased claim's text in the atlas, for as long 
 then twice as long each time (LONGEST_WAIT at most), until it returns, or until RETRIED_SECONDS after the first
 failure, when nothing kept before it is still read. One piece of work per key: a later one replaces one waiting
 (moving a version on once, or dropping an owner's views once, does for every failure before it). When the process
-exits, what still waits is tried once more, then logged as lost (`tried_once_more`); a process killed outright loses
-it silently.
+exits, what still waits is tried once more, and what fails is logged as lost (`tried_once_more`); a process killed
+outright loses it silently.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from redis.exceptions import RedisError
 
 FIRST_WAIT = 0.5  # seconds
 LONGEST_WAIT = 30.0
 RETRIED_SECONDS = 24 * 3600  # the longest a cache read at a version or an erased owner's views live
+IN_FLIGHT_WAIT = 5.0  # seconds the process's end waits for the piece being tried
 
 logger = logging.getLogger("config.redis_retry")
 
@@ -40,31 +41,42 @@ class _Owed:
 
 _owed: dict[Hashable, _Owed] = {}
 _trying = 0  # pieces of work taken from _owed and being tried
+_closing = False  # the process is ending (`tried_once_more`)
 _changed = threading.Condition()
 _thread: threading.Thread | None = None
 
 
 def _forked() -> None:
     """A forked child owes nothing (its parent does) and has no thread; the lock is made anew."""
-    global _changed, _thread, _trying
+    global _changed, _thread, _trying, _closing
     _changed = threading.Condition()
     _owed.clear()
-    _thread, _trying = None, 0
+    _thread, _trying, _closing = None, 0, False
 
 
 os.register_at_fork(after_in_child=_forked)
 
 
 def retried(key: Hashable, work: Callable[[], object]) -> None:
-    """`work` failed with Redis away: call it again on this process's `redis-retry` thread until it succeeds."""
+    """`work` failed with Redis away: call it again on this process's `redis-retry` thread until it succeeds. Work
+    that replaces a piece waiting keeps its place and its wait (an owner writing on through an outage is tried no
+    more often for it)."""
     global _thread
     now = time.monotonic()
     with _changed:
+        if _closing:
+            _lost(key, RedisError.__name__)
+            return
         held = _owed.get(key)
-        _owed[key] = _Owed(work, held.since if held else now, now + FIRST_WAIT, FIRST_WAIT)
+        _owed[key] = _Owed(work, now, now + FIRST_WAIT, FIRST_WAIT) if held is None else replace(held, work=work)
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_retrying, name="redis-retry", daemon=True)
-            _thread.start()
+            try:
+                _thread.start()
+            except RuntimeError:  # the interpreter is shutting down: no thread now, and nothing tries it at exit
+                del _owed[key]
+                _lost(key, RedisError.__name__)
+                return
         _changed.notify()
 
 
@@ -90,6 +102,7 @@ def _retrying() -> None:
         finally:
             with _changed:
                 _trying -= 1
+                _changed.notify_all()  # `tried_once_more` may wait for it
 
 
 def _tried(key: Hashable, owed: _Owed) -> None:
@@ -102,24 +115,41 @@ def _tried(key: Hashable, owed: _Owed) -> None:
             return
         wait = min(owed.wait * 2, LONGEST_WAIT)
         with _changed:
-            _owed.setdefault(key, _Owed(owed.work, owed.since, now + wait, wait))  # unless replaced meanwhile
+            if _closing:
+                _lost(key, type(error).__name__)
+            else:
+                _owed.setdefault(key, _Owed(owed.work, owed.since, now + wait, wait))  # unless replaced meanwhile
     except Exception:
         logger.exception("redis_retry.failed", extra={"key": repr(key)})
     else:
         logger.info("redis_retry.done", extra={"key": repr(key), "seconds": round(time.monotonic() - owed.since, 1)})
 
 
+def _lost(key: Hashable, error: str) -> None:
+    logger.error("redis_retry.lost", extra={"key": repr(key), "error": error})
+
+
 def tried_once_more() -> None:
-    """As the process ends: what still waits is tried once more, then logged as lost (atexit; uvicorn's lifespan
-    shutdown, as it re-raises SIGTERM before atexit runs; a Celery pool process's shutdown, whose exit skips it)."""
+    """As the process ends (atexit; uvicorn's lifespan shutdown, as it re-raises SIGTERM before atexit runs; a Celery
+    pool process's shutdown, whose exit skips it): the piece being tried ends (IN_FLIGHT_WAIT at most), what waits is
+    tried once more, and once one fails, Redis is taken as away and the rest logged as lost without a try (each
+    would wait out a connection's timeout). Nothing is owed after: work failing from now on is logged as lost."""
+    global _closing
     with _changed:
+        _closing = True
+        _changed.wait_for(lambda: not _trying, timeout=IN_FLIGHT_WAIT)
         left = list(_owed.items())
         _owed.clear()
-    for key, work in left:
+    away = ""
+    for key, owed_ in left:
+        if away:
+            _lost(key, away)
+            continue
         try:
-            work.work()
+            owed_.work()
         except Exception as error:
-            logger.error("redis_retry.lost", extra={"key": repr(key), "error": type(error).__name__})
+            away = type(error).__name__
+            _lost(key, away)
 
 
 atexit.register(tried_once_more)

@@ -26,7 +26,7 @@ from memory.access import Access, Actor
 from memory.errors import Conflict, ValidationFailed
 from memory.models import Claim, ClaimOrigin, Node, NodeType, Partition, Scope, Source, User
 from memory.moments import is_plausible
-from memory.services.audit import audit_record
+from memory.services.audit import audit_record, memory_changed
 from metrics.models import Aggregation, MetricDefinition, Observation
 
 logger = logging.getLogger("memory.metrics")
@@ -246,11 +246,13 @@ def reading_record(
     resolved = definition_resolve(
         owner=source.owner, partition=source.partition, slug=metric, actor=actor, unit=unit, embed=embed
     )
-    event, _ = Node.objects.get_or_create(
+    event, made = Node.objects.get_or_create(
         owner=source.owner, partition=source.partition, type=NodeType.EVENT,
         label=f"{resolved.definition.label} {value:g} {unit} on {occurred_at:%Y-%m-%d}".replace("  ", " "),
         defaults={"scope": source.scope},
     )  # fmt: skip
+    if made:
+        memory_changed(source.owner_id)  # a node card search reads; "metric.observe" leaves the version alone
     observation, created = Observation.objects.get_or_create(
         definition=resolved.definition, source=source, occurred_at=occurred_at, value=value,
         defaults={"owner": source.owner, "event": event, "claim": claim, "note": claim.statement[:500]},

@@ -21,7 +21,7 @@ from channels.layers import get_channel_layer
 from django.db import connection
 
 from config.embedded import Runtime, _Redis
-from memory.models import Chunk, Claim, Source
+from memory.models import Chunk, Claim, Source, User
 from memory.pipeline import progress
 from memory.pipeline.runner import run_operation
 from tests.conftest import Persona, error_code
@@ -183,11 +183,13 @@ def test_live_progress_with_redis_hung_waits_once_and_nothing_arrives_late(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_what_redis_missed_while_down_lands_once_it_answers(owner: Persona, own_redis: _Redis, tmp_path: Path) -> None:
+def test_what_redis_missed_while_down_lands_once_it_answers(
+    owner: Persona, alice: User, own_redis: _Redis, tmp_path: Path
+) -> None:
     """A write and an erasure committed while Redis was down: once it is back, the atlas kept before them is neither
     served (the memory version moves on) nor left in Redis (the erasure's drop is done), not a day later."""
     helix, zed = (
-        ClaimFactory.create(owner=owner.user, statement=statement, pinned=True)
+        ClaimFactory.create(owner=alice, statement=statement, pinned=True)
         for statement in ("Helix is the editor.", "Zed is the backup editor.")
     )
     server = Server(child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url()),
@@ -200,7 +202,7 @@ def test_what_redis_missed_while_down_lands_once_it_answers(owner: Persona, own_
 
     def atlases_kept() -> list[bytes]:
         client = own_redis._client()
-        return [client.get(key) or b"" for key in client.scan_iter(match=f"*atlas:{owner.user.pk}:*")]
+        return [client.get(key) or b"" for key in client.scan_iter(match=f"*atlas:{alice.pk}:*")]
 
     def within(seconds: float, done: Callable[[], bool]) -> bool:
         deadline = time.monotonic() + seconds
@@ -228,9 +230,9 @@ def test_what_redis_missed_while_down_lands_once_it_answers(owner: Persona, own_
 
 @pytest.mark.django_db(transaction=True)
 def test_a_server_stopped_before_redis_is_back_tries_once_more_and_logs_what_it_lost(
-    owner: Persona, own_redis: _Redis, tmp_path: Path
+    owner: Persona, alice: User, own_redis: _Redis, tmp_path: Path
 ) -> None:
-    claim = ClaimFactory.create(owner=owner.user, statement="Helix is the editor.", pinned=True)
+    claim = ClaimFactory.create(owner=alice, statement="Helix is the editor.", pinned=True)
     log = tmp_path / "server.log"
     server = Server(child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url()), log)
     try:

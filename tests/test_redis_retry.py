@@ -3,6 +3,7 @@ HTTP and a Redis stopped and started again, is in tests/test_outages.py."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from config import redis_retry
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(redis_retry, "FIRST_WAIT", 0.01)
     monkeypatch.setattr(redis_retry, "LONGEST_WAIT", 0.05)
+    monkeypatch.setattr(redis_retry, "_closing", False)  # a test of the process's end ends it
 
 
 def failing(times: int, calls: list[str], name: str) -> Callable[[], None]:
@@ -48,7 +50,7 @@ def test_work_is_tried_again_until_it_succeeds(caplog: pytest.LogCaptureFixture)
 
 
 def test_a_later_piece_of_work_for_the_same_key_replaces_the_one_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 0.2)
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 1.0)
     calls: list[str] = []
     redis_retry.retried(("erased-views", 2), failing(99, calls, "older"))
     redis_retry.retried(("erased-views", 2), failing(0, calls, "newer"))
@@ -107,3 +109,76 @@ def test_a_celery_pool_process_tries_once_more_as_it_shuts_down(monkeypatch: pyt
     redis_retry.retried(("memory-version", 8), failing(0, calls, "answered"))
     worker_process_shutdown.send(sender=None, pid=0, exitcode=0)  # as billiard sends it in a pool process
     assert (calls, redis_retry.owed()) == (["answered"], 0)
+
+
+def test_waits_double_up_to_the_longest_and_a_replacement_keeps_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 0.02)
+    monkeypatch.setattr(redis_retry, "LONGEST_WAIT", 0.08)
+    calls: list[float] = []
+
+    def failing_for_a_while() -> None:
+        calls.append(time.monotonic())
+        if len(calls) < 6:
+            raise RedisConnectionError("Connection refused.")
+
+    redis_retry.retried(("memory-version", 9), failing_for_a_while)
+    with redis_retry._changed:
+        waiting = redis_retry._owed[("memory-version", 9)]
+    redis_retry.retried(("memory-version", 9), failing_for_a_while)  # a later write's, same owner
+    with redis_retry._changed:
+        assert redis_retry._owed.get(("memory-version", 9), waiting) == waiting  # neither sooner nor later
+    settled()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(calls)]
+    assert len(calls) == 6
+    # Doubled, then capped: never under the wait, however slow the machine.
+    assert [gap >= wait for gap, wait in zip(gaps, [0.04, 0.08, 0.08, 0.08, 0.08], strict=False)] == [True] * 5
+
+
+def test_work_being_tried_as_the_process_ends_is_waited_for_and_logged_as_lost_if_it_fails(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    started, go_on = threading.Event(), threading.Event()
+
+    def slow() -> None:
+        started.set()
+        go_on.wait(10)
+        raise RedisConnectionError("Connection refused.")
+
+    redis_retry.retried(("erased-views", 10), slow)
+    assert started.wait(10)
+    with caplog.at_level(logging.ERROR, logger="config.redis_retry"):
+        ending = threading.Thread(target=redis_retry.tried_once_more)
+        ending.start()
+        time.sleep(0.05)
+        go_on.set()
+        ending.join(10)
+        redis_retry.retried(("memory-version", 11), slow)  # after the end began: lost at once, no thread to try it
+    assert redis_retry.owed() == 0
+    assert [(record.getMessage(), record.key) for record in caplog.records] == [  # type: ignore[attr-defined]
+        ("redis_retry.lost", "('erased-views', 10)"),
+        ("redis_retry.lost", "('memory-version', 11)"),
+    ]
+
+
+def test_after_a_fork_the_child_owes_nothing_and_retries_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)
+    redis_retry.retried(("memory-version", 12), lambda: None)  # the parent's, waiting
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child
+        owed_at_fork = redis_retry.owed()
+        redis_retry.FIRST_WAIT = 0.01
+        done: list[int] = []
+        redis_retry.retried(("memory-version", 13), lambda: done.append(1))
+        deadline = time.monotonic() + 10
+        while not done and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.write(write, f"{owed_at_fork} {len(done)}".encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    assert os.read(read, 100).decode() == "0 1"
+    assert redis_retry.owed() == 1  # the parent's still waits here
+    redis_retry.tried_once_more()

@@ -26,7 +26,7 @@ from redis.exceptions import RedisError
 
 from config.redis_retry import retried
 from memory.recall.threads import claimed, process_pool, released, submitted
-from memory.services.audit import memory_version_key
+from memory.services.audit import memory_version_key, memory_version_moved_on_if_kept
 
 logger = logging.getLogger("memory.recall")
 
@@ -99,7 +99,14 @@ def _views_dropped(owner_id: int) -> None:
 
 def _dropped_when_redis_answers(owner_id: int) -> None:
     logger.warning("erasure.cache_unavailable")
-    retried(("erased-views", owner_id), functools.partial(_views_dropped, owner_id))
+    retried(("erased-views", owner_id), functools.partial(_views_dropped_late, owner_id))
+
+
+def _views_dropped_late(owner_id: int) -> None:
+    # The version first: a view built before the erasure and kept as it is built (the atlas), after this drop, is then
+    # not read at the version the erasure's own change of it, owed too, has not moved on yet.
+    memory_version_moved_on_if_kept(owner_id)
+    _views_dropped(owner_id)
 
 
 def _erasure_marked(owner_id: int) -> None:

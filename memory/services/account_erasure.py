@@ -8,6 +8,7 @@ files go from disk once nothing of the owner uses them. Blobs are content-addres
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from config.redis_retry import retried
 from memory.access import Access
 from memory.credentials import credentials_changed
 from memory.errors import NotFound
@@ -277,6 +279,8 @@ def _forget_owner(owner_id: int) -> None:
         cache.delete(memory_version_key(owner_id))
     except RedisError:
         logger.warning("account.erase.cache_unavailable")
+        # Under the key of a change of their version owed (memory.services.audit), which it replaces.
+        retried(("memory-version", owner_id), functools.partial(cache.delete, memory_version_key(owner_id)))
     drop_cached_views(owner_id)
 
 

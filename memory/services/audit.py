@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from typing import Any
@@ -17,8 +18,9 @@ from memory.models import MemoryEvent, Partition, User
 
 # Actions whose writes neither search nor the atlas reads (tokens, sessions, metrics, artifacts, an export, a job
 # queued again): they leave the memory version alone, so what a quiet memory's searches keep at it outlives them.
-# A write they bring about that search does read (a metric's review task, the job's chunks) says so itself. Any
-# other action, a new one too, moves the version on.
+# A write on their path that search does read says so itself (a metric's review task is audited as a task, the
+# Event node of a reading calls `memory_changed`, the job's chunks too). Any other action, a new one too, moves the
+# version on.
 OUTSIDE_RECALL = frozenset({
     "token.issue", "token.revoke", "session.create", "artifact.put", "memory.export", "operation.retry",
     "metric.create", "metric.observe", "metric.observe_bulk", "metric.keep", "metric.merge",
@@ -95,7 +97,7 @@ def _bump_version(owner_id: int) -> None:
         # Redis away as the write commits: moved on once it answers (what was kept at the version before the write
         # is read meanwhile, as nothing is while it is away).
         logger.warning("audit.version_unavailable")
-        retried(("memory-version", owner_id), functools.partial(_version_moved_on, owner_id))
+        retried(("memory-version", owner_id), functools.partial(memory_version_moved_on_if_kept, owner_id))
 
 
 def _version_moved_on(owner_id: int) -> None:
@@ -103,6 +105,13 @@ def _version_moved_on(owner_id: int) -> None:
         cache.incr(memory_version_key(owner_id))
     except ValueError:
         cache.add(memory_version_key(owner_id), 1, timeout=None)
+
+
+def memory_version_moved_on_if_kept(owner_id: int) -> None:
+    """The owner's memory version moved on, late (Redis was away): where Redis holds no counter of theirs (the
+    account erased since, or no version read yet, so nothing kept at one), none is made."""
+    with contextlib.suppress(ValueError):
+        cache.incr(memory_version_key(owner_id))
 
 
 def memory_version(owner_id: int) -> int:

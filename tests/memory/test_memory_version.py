@@ -14,6 +14,7 @@ from memory.access import Actor
 from memory.models import Chunk, Claim, Node, Partition, Source, User
 from memory.services.audit import audit_record, memory_version
 from memory.services.tokens import token_issue, token_revoke
+from metrics.models import MetricDefinition
 from tests.conftest import Api, Persona
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the version moves on once a write commits
@@ -63,3 +64,40 @@ def test_writes_search_never_reads_leave_the_version_and_what_it_reads_alone(
     assert exported.status_code == 200 and b"".join(exported.streaming_content)
     token_revoke(actor=Actor.system(), token=token_issue(actor=Actor.system(), owner=alice, label="Laptop").token)
     assert (memory_version(alice.pk), what_recall_reads(alice)) == (before, rows)
+
+
+def test_a_metric_s_review_task_moves_the_version_on_and_deciding_it_only_by_the_task_s_status(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    from metrics.services import metric_keep, metric_merge
+    from tests.metrics.test_metric_review import access, flagged
+
+    before = memory_version(alice.pk)
+    _, duplicate = flagged(api, owner)  # a "Review metric" task: a node search reads
+    assert Node.objects.filter(pk=duplicate.review_task_id).exists()
+    assert memory_version(alice.pk) > before
+    before = memory_version(alice.pk)
+    metric_keep(access(owner), metric_id=duplicate.pk)
+    assert memory_version(alice.pk) == before + 1  # the task's status claim; "metric.keep" none
+    reading = {"slug": "kg_weight", "value": 80.1, "label": "Weight kg", "unit": "kg", "occurredAt": "2026-03-04"}
+    again = api.post("/metrics/observations", owner, reading)
+    assert again.status_code == 201, again.content
+    other = MetricDefinition.objects.get(slug="kg_weight")
+    assert other.needs_review and other.review_task_id
+    before = memory_version(alice.pk)
+    metric_merge(access(owner), metric_id=other.pk)
+    assert not MetricDefinition.objects.filter(pk=other.pk).exists()
+    assert memory_version(alice.pk) == before + 1
+
+
+def test_a_change_of_version_made_late_makes_no_counter_for_an_owner_redis_holds_none_of(alice: User) -> None:
+    from django.core.cache import cache
+
+    from memory.services.audit import memory_version_key, memory_version_moved_on_if_kept
+
+    before = memory_version(alice.pk)
+    memory_version_moved_on_if_kept(alice.pk)  # Redis was away as a write committed; it is back
+    assert memory_version(alice.pk) == before + 1
+    cache.delete(memory_version_key(alice.pk))  # their account erased meanwhile
+    memory_version_moved_on_if_kept(alice.pk)
+    assert cache.get(memory_version_key(alice.pk)) is None

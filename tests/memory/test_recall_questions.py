@@ -390,20 +390,30 @@ def test_erasures_committed_while_the_owner_s_deletion_waits_share_it(
     from memory.recall import caching
     from memory.recall.threads import process_pool
 
-    dropped: list[int] = []
-    monkeypatch.setattr(caching, "_views_deleted", dropped.append)
-    busy = threading.Event()
-    process_pool(caching.ERASING, 1).submit(busy.wait, 10)  # the thread busy with another owner's keys
-    for owner in (alice, alice, bob, alice):  # erasures one request each
+    seen: list[tuple[int, str]] = []  # each deletion: whose, and the erasure mark as it started
+    deleting, go_on = threading.Event(), threading.Event()
+
+    def deleted(owner_id: int) -> None:
+        seen.append((owner_id, cache.get(caching.dropped_key(owner_id))))
+        deleting.set()
+        go_on.wait(10)
+
+    def erased(owner: User) -> str:
         with transaction.atomic():
             caching.views_dropped_on_commit(owner.pk)
+        return str(cache.get(caching.dropped_key(owner.pk)))
+
+    monkeypatch.setattr(caching, "_views_deleted", deleted)
+    busy = threading.Event()
+    process_pool(caching.ERASING, 1).submit(busy.wait, 10)  # the thread busy with another owner's keys
+    marks = [erased(owner) for owner in (alice, alice, bob, alice)]  # erasures one request each
     busy.set()
+    assert deleting.wait(10)
+    later = erased(alice)  # while alice's deletion runs: it may have passed keys this erasure's views are in
+    go_on.set()
     drained(caching.ERASING)
-    assert dropped == [alice.pk, bob.pk]  # each deletion started after every mark set before it
-    with transaction.atomic():
-        caching.views_dropped_on_commit(alice.pk)  # after the deletion started: one of its own
-    drained(caching.ERASING)
-    assert dropped == [alice.pk, bob.pk, alice.pk]
+    # One deletion per owner for the erasures while it waited, started after the last of their marks; one more after.
+    assert seen == [(alice.pk, marks[3]), (bob.pk, marks[2]), (alice.pk, later)]
 
 
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(
