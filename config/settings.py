@@ -137,11 +137,19 @@ if DB_POOL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": DB_POOL_MAX_SIZE, "timeout": 3}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Every Redis client gives up on a Redis that takes a connection and never answers (a hung server, a failover, a
+# half-open connection) after this many seconds, and the caller carries on without it, as with Redis down. kombu's
+# publish and the result backend waited for ever, and with them the request that sent a job (redis-py's own
+# default, 5 s, held the cache's calls).
+REDIS_TIMEOUT_S = env_int("REDIS_TIMEOUT_S", 3)
+_REDIS_TIMEOUTS = {"socket_timeout": REDIS_TIMEOUT_S, "socket_connect_timeout": REDIS_TIMEOUT_S}
+
 CACHES = {
     "default": {
         "BACKEND": "config.cache.SharedClientRedisCache",  # one Redis client per process (config.cache)
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "memory-cache",
+        "OPTIONS": _REDIS_TIMEOUTS,
     }
 }
 
@@ -171,6 +179,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # that wrote the data answers, and the beat sweeps send the job later. Workers reconnect on their own loop.
     "max_retries": 1,
     "interval_start": 0,
+    **_REDIS_TIMEOUTS,  # above BRPOP's 1 s, so a worker waiting for jobs is not cut off
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = (
     4  # keeps the pool busy between short jobs; unstarted jobs of a lost worker are redelivered
@@ -366,6 +375,8 @@ CELERY_RESULT_BACKEND = CELERY_BROKER_URL
 CELERY_RESULT_EXPIRES = 24 * 3600
 # With Redis down, sending a job must fail at once (the receipt stays queued and is sent again by beat), not
 # after the backend's 20 reconnect attempts.
+CELERY_REDIS_SOCKET_TIMEOUT = REDIS_TIMEOUT_S  # Celery's default: 120 s
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = REDIS_TIMEOUT_S
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 }

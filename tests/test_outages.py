@@ -242,3 +242,29 @@ def test_a_server_stopped_before_redis_is_back_tries_once_more_and_logs_what_it_
     finally:
         server.stop()  # SIGTERM: uvicorn's lifespan shutdown, then it re-raises the signal before atexit runs
     assert '"redis_retry.lost"' in log.read_text()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_that_sends_a_job_answers_while_redis_hangs(
+    owner: Persona, alice: User, own_redis: _Redis, tmp_path: Path
+) -> None:
+    """A Redis that takes connections and never answers (stopped with SIGSTOP), as a failover or a half-open
+    connection leaves it: the cache, the queue and the result backend give up on it (REDIS_TIMEOUT_S), so a saved
+    memory, whose vector is sent as a job, is acknowledged and kept. Before, the job's send waited for ever, and with
+    it the request (the client here gives up after 60 s: a hang, not a slow answer)."""
+    log = tmp_path / "server.log"
+    server = Server(child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url()), log)
+    pid = int((own_redis.runtime.redis_dir / "redis.pid").read_text())
+    try:
+        wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        assert server.post("/memory/save", owner, {"key": "editor", "value": "helix"}).status_code == 200
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            saved = server.post("/memory/save", owner, {"key": "editor", "value": "zed"})
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert saved.status_code == 200, saved.text
+        assert Claim.objects.get(owner=alice, key="editor", status="active").value == "zed"
+        assert "embeddings.dispatch_failed" in log.read_text()  # sent later by the sweep
+    finally:
+        server.stop()
