@@ -19,11 +19,15 @@ waited for it (docs/benchmarks.md, issue 18, twenty-first pass).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
+import redis
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from django.utils.functional import cached_property
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 SCRIPT_ABOVE_KEYS = 64  # a set_many of more keys than this, with an expiry, is sent by _SET_EACH
 KEYS_PER_SCRIPT_CALL = 250  # a script call holds Redis for its whole batch: ~0.5 ms each here, not one long pause
@@ -34,9 +38,63 @@ end
 """
 
 
+# A Redis that did not answer (a call timed out, or could not connect) is not asked again by this process for this
+# long: each call would wait its socket timeout (REDIS_TIMEOUT_S) for the same answer, and a write makes several.
+AWAY_SECONDS = 5.0
+_away_until = 0.0
+
+
+class RedisAway(RedisConnectionError):
+    """A call not made: a call of this process's found Redis not answering within the last AWAY_SECONDS."""
+
+
+def redis_away() -> bool:
+    """Whether a Redis call of this process timed out or could not connect within the last AWAY_SECONDS (the
+    cache's calls fail at once meanwhile, as RedisAway; a job is not sent)."""
+    return time.monotonic() < _away_until
+
+
+def noted_away() -> None:
+    global _away_until
+    _away_until = time.monotonic() + AWAY_SECONDS
+
+
+def _not_while_away() -> None:
+    if redis_away():
+        raise RedisAway("Redis did not answer a moment ago; not asked again yet.")
+
+
+class _GuardedRedis(redis.Redis):
+    """The cache's client: no call while Redis is away; a call that times out or cannot connect says it is."""
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:  # commands, scripts (EVALSHA), SCAN steps
+        _not_while_away()
+        try:
+            return super().execute_command(*args, **options)
+        except (RedisConnectionError, RedisTimeoutError):
+            noted_away()
+            raise
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        pipeline = super().pipeline(*args, **kwargs)
+        execute = pipeline.execute
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            _not_while_away()
+            try:
+                return execute(*args, **kwargs)
+            except (RedisConnectionError, RedisTimeoutError):
+                noted_away()
+                raise
+
+        pipeline.execute = guarded  # type: ignore[method-assign]  # this pipeline's alone
+        return pipeline
+
+
 class SharedRedisCacheClient(RedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._client = _GuardedRedis  # Django's: redis.Redis
         self._redis: dict[int, Any] = {}  # id of a connection pool -> the one redis.Redis on it
         self._redis_lock = threading.Lock()
 
@@ -45,7 +103,7 @@ class SharedRedisCacheClient(RedisCacheClient):
         client = self._redis.get(id(pool))
         if client is None:
             with self._redis_lock:
-                made = self._client(connection_pool=pool)  # type: ignore[attr-defined]  # the redis.Redis class
+                made = self._client(connection_pool=pool)
                 client = self._redis.setdefault(id(pool), made)
         return client
 

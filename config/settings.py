@@ -138,9 +138,9 @@ if DB_POOL:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Every Redis client gives up on a Redis that takes a connection and never answers (a hung server, a failover, a
-# half-open connection) after this many seconds, and the caller carries on without it, as with Redis down. kombu's
-# publish and the result backend waited for ever, and with them the request that sent a job (redis-py's own
-# default, 5 s, held the cache's calls).
+# half-open connection) after this many seconds, and the caller carries on without it, as with Redis down; the process
+# then leaves Redis alone for a few seconds (config.cache.redis_away). kombu's publish and the result backend waited
+# for ever, and with them the request that sent a job (redis-py's own default, 5 s, held the cache's calls).
 REDIS_TIMEOUT_S = env_int("REDIS_TIMEOUT_S", 3)
 _REDIS_TIMEOUTS = {"socket_timeout": REDIS_TIMEOUT_S, "socket_connect_timeout": REDIS_TIMEOUT_S}
 

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.test import Client
 
+from config import cache as shared_cache
 from config.embedded import Runtime, ensure_started
 from memory.access import Actor
 from memory.connectivity import outage_noted, probe
@@ -55,6 +56,7 @@ def blob_dir(settings: Any, tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
     yield
+    shared_cache._away_until = 0.0  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
     drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
     drained("erased-views")  # nor does an erasure's deletion of cached views
     cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)

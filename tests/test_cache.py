@@ -1,11 +1,18 @@
 """The cache backend (config.cache) on the real embedded Redis: one redis.Redis per connection pool for every call,
-and `set_many` writing each key with its expiry as Django's own client does, in one pipeline without MULTI/EXEC."""
+and `set_many` writing each key with its expiry as Django's own client does, in one pipeline without MULTI/EXEC; a
+Redis that never answers is not asked again for a while."""
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from django.core.cache import cache
 
@@ -116,3 +123,58 @@ def test_a_large_set_many_without_a_timeout_keeps_the_keys() -> None:
     cache.set_many(values, timeout=None)
     assert cache.get_many(list(values)) == values
     assert client().get_client().ttl(cache.make_and_validate_key("kept:0")) == -1  # no expiry
+
+
+@pytest.fixture
+def paused_redis(tmp_path: Path) -> Iterator[tuple[Any, int]]:
+    """A Redis of this test's own and a cache on it; the pid to pause it with (SIGSTOP: it takes connections and never
+    answers)."""
+    from config.cache import SharedClientRedisCache
+    from config.embedded import Runtime, _Redis
+
+    redis_server = _Redis(Runtime(tmp_path / "redis", postgres=False, redis=True))
+    redis_server.ensure_running()
+    pid = int((redis_server.runtime.redis_dir / "redis.pid").read_text())
+    try:
+        yield SharedClientRedisCache(redis_server.runtime.redis_url(), {"OPTIONS": {"socket_timeout": 0.3}}), pid
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        redis_server.stop()
+
+
+def test_after_a_call_redis_never_answers_the_process_s_calls_fail_at_once_for_a_while(
+    paused_redis: tuple[Any, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    from config import cache as shared
+
+    paused, pid = paused_redis
+    monkeypatch.setattr(shared, "_away_until", 0.0)
+    paused.set("word", 1)
+    os.kill(pid, signal.SIGSTOP)
+    with pytest.raises(RedisTimeoutError):
+        paused.get("word")  # waited its socket timeout
+    assert shared.redis_away()
+    for call in (lambda: paused.get("word"), lambda: paused.get_many(["word"]), lambda: paused.set_many({"a": 1}, 60)):
+        with pytest.raises(shared.RedisAway):  # not tried: no wait
+            call()
+    os.kill(pid, signal.SIGCONT)
+    monkeypatch.setattr(shared, "_away_until", 0.0)  # AWAY_SECONDS later
+    assert paused.get("word") == 1
+    assert not shared.redis_away()
+
+
+def test_a_job_is_not_sent_while_redis_is_away_and_the_send_is_logged_as_failed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from config import cache as shared
+    from memory.services.embeddings import send_chunk_vectors_job
+
+    monkeypatch.setattr(shared, "_away_until", 0.0)
+    shared.noted_away()
+    with caplog.at_level(logging.WARNING, logger="memory.embeddings"):
+        send_chunk_vectors_job(["chk_x"])
+    assert [(record.getMessage(), record.exc_info and record.exc_info[0]) for record in caplog.records] == [
+        ("embeddings.dispatch_failed", shared.RedisAway)
+    ]

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.queue import job_sent
 from memory.access import Access
 from memory.errors import Conflict, ServiceError
 from memory.models import Operation, OperationStatus, Scope, Source
@@ -49,11 +50,9 @@ def operation_dispatch(operation_id: str) -> None:
 
     task_id = str(uuid.uuid4())
     try:
-        # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED.
-        # No publish retries: with the broker down the receipt stays queued and the requeue sweep sends it later.
-        process_operation.apply_async(
-            args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S, retry=False
-        )
+        # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED. With the broker
+        # down or away the receipt stays queued and the requeue sweep sends it later.
+        job_sent(process_operation, args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
     except Exception:
         logger.exception("operation.dispatch_failed", extra={"operationId": operation_id})
         return
