@@ -59,6 +59,28 @@ def noted_away() -> None:
     _away_until = time.monotonic() + AWAY_SECONDS
 
 
+def away_for() -> float:
+    """Seconds until this process asks Redis again (0: it does now)."""
+    return max(0.0, _away_until - time.monotonic())
+
+
+def redis_answers() -> bool:
+    """A PING on the cache's pool whatever `redis_away` says (a probe: /healthz, a process's last tries as it ends):
+    an answer ends the wait at once, no answer starts it."""
+    from django.core.cache import cache
+
+    global _away_until
+    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # private: not in django-stubs
+    try:
+        answered = bool(redis.Redis.execute_command(client, "PING"))  # not _GuardedRedis's
+    except (RedisConnectionError, RedisTimeoutError):
+        noted_away()
+        return False
+    if answered:
+        _away_until = 0.0
+    return answered
+
+
 def _not_while_away() -> None:
     if redis_away():
         raise RedisAway("Redis did not answer a moment ago; not asked again yet.")

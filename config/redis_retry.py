@@ -23,10 +23,13 @@ from dataclasses import dataclass, replace
 
 from redis.exceptions import RedisError
 
+from config.cache import RedisAway, away_for, redis_answers
+
 FIRST_WAIT = 0.5  # seconds
 LONGEST_WAIT = 30.0
 RETRIED_SECONDS = 24 * 3600  # the longest a cache read at a version or an erased owner's views live
 IN_FLIGHT_WAIT = 5.0  # seconds the process's end waits for the piece being tried
+AFTER_AWAY = 0.05  # seconds after the process asks Redis again (config.cache.redis_away) a piece not tried is
 
 logger = logging.getLogger("config.redis_retry")
 
@@ -114,11 +117,14 @@ def _tried(key: Hashable, owed: _Owed) -> None:
             logger.error("redis_retry.given_up", extra={"key": repr(key), "error": type(error).__name__})
             return
         wait = min(owed.wait * 2, LONGEST_WAIT)
+        due = now + wait
+        if isinstance(error, RedisAway):  # not tried: tried as soon as the process asks Redis again
+            wait, due = owed.wait, now + away_for() + AFTER_AWAY
         with _changed:
             if _closing:
                 _lost(key, type(error).__name__)
             else:
-                _owed.setdefault(key, _Owed(owed.work, owed.since, now + wait, wait))  # unless replaced meanwhile
+                _owed.setdefault(key, _Owed(owed.work, owed.since, due, wait))  # unless replaced meanwhile
     except Exception:
         logger.exception("redis_retry.failed", extra={"key": repr(key)})
     else:
@@ -140,7 +146,7 @@ def tried_once_more() -> None:
         _changed.wait_for(lambda: not _trying, timeout=IN_FLIGHT_WAIT)
         left = list(_owed.items())
         _owed.clear()
-    away = ""
+    away = "" if not left or redis_answers() else "TimeoutError"  # asked again, were it left alone a moment ago
     for key, owed_ in left:
         if away:
             _lost(key, away)

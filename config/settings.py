@@ -179,7 +179,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # that wrote the data answers, and the beat sweeps send the job later. Workers reconnect on their own loop.
     "max_retries": 1,
     "interval_start": 0,
-    **_REDIS_TIMEOUTS,  # above BRPOP's 1 s, so a worker waiting for jobs is not cut off
+    **_REDIS_TIMEOUTS,  # a publish's and a command's wait (a worker's BRPOP is read once Redis has answered)
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = (
     4  # keeps the pool busy between short jobs; unstarted jobs of a lost worker are redelivered
@@ -380,7 +380,9 @@ CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = REDIS_TIMEOUT_S
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {
     "retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 }
-CELERY_TASK_TRACK_STARTED = True
+# No STARTED state: nothing reads it (a receipt's own row says processing), and a Redis that stalls as a job starts
+# made Celery's save of it fail outside the job, which then never ran.
+CELERY_TASK_TRACK_STARTED = False
 PIPELINE_TIME_LIMIT_S = env_int("PIPELINE_TIME_LIMIT_S", 900)
 # A worker running one job at a time embeds the next queued job's chunk texts while a job runs
 # (memory.pipeline.ahead).

@@ -10,7 +10,9 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from memory.credentials import connect_signals
+        from memory.web.sign_in_limits import sign_in_limits_fail_open
 
         # Tokens, users and partitions are cached per process under a generation in Redis; every ORM change of
         # those rows (services, admin forms, erasure) must replace it, wherever it is made.
         connect_signals()
+        sign_in_limits_fail_open()  # a sign-in while Redis is away is not a 500

@@ -182,3 +182,68 @@ def test_after_a_fork_the_child_owes_nothing_and_retries_its_own(monkeypatch: py
     assert os.read(read, 100).decode() == "0 1"
     assert redis_retry.owed() == 1  # the parent's still waits here
     redis_retry.tried_once_more()
+
+
+@pytest.fixture
+def briefly_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process leaves Redis alone for 0.3 s from now (config.cache.redis_away), as after a call it did not
+    answer; Redis itself answers."""
+    from config import cache as shared
+
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 0.3)
+    shared.noted_away()
+
+
+def test_work_refused_while_redis_is_away_is_tried_as_soon_as_it_is_asked_again(briefly_away: None) -> None:
+    from django.core.cache import cache
+
+    calls: list[str] = []
+
+    def bump() -> None:
+        calls.append("tried")
+        cache.set("retry-test", 1)
+
+    redis_retry.retried(("memory-version", 14), bump)
+    settled()
+    assert calls == ["tried", "tried"]  # refused once, done once: not refused over and over, its wait doubling
+    assert cache.get("retry-test") == 1
+
+
+def test_the_process_s_end_asks_redis_again_even_while_it_was_leaving_it_alone(
+    briefly_away: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from django.core.cache import cache
+
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)
+    redis_retry.retried(("erased-views", 15), lambda: cache.set("retry-test", 2))
+    with caplog.at_level(logging.ERROR, logger="config.redis_retry"):
+        redis_retry.tried_once_more()
+    assert (cache.get("retry-test"), caplog.records) == (2, [])
+
+
+@pytest.mark.django_db
+def test_a_credentials_change_refused_while_redis_is_away_reaches_the_other_processes_once_it_is_asked_again(
+    briefly_away: None,
+) -> None:
+    import redis
+    from django.conf import settings
+
+    from memory import credentials
+
+    other_process = redis.Redis.from_url(settings.REDIS_URL)  # reads the generation as another process would
+    before = other_process.get(credentials.GENERATION_KEY)
+    credentials._bump()  # a token revoked: refused, this process leaves Redis alone
+    settled()
+    assert other_process.get(credentials.GENERATION_KEY) != before
+
+
+@pytest.mark.django_db
+def test_healthz_asks_redis_even_while_the_process_leaves_it_alone_and_ends_the_wait(
+    briefly_away: None, client: object
+) -> None:
+    from config import cache as shared
+
+    assert shared.redis_away()
+    answer = client.get("/healthz").json()  # type: ignore[attr-defined]
+    assert answer["redis"] == "ok"
+    assert not shared.redis_away()

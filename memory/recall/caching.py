@@ -169,13 +169,16 @@ def erasure_mark(owner_id: int) -> Any:
     return cached_many([dropped_key(owner_id)]).get(dropped_key(owner_id))
 
 
+MARK_UNKNOWN = object()  # Redis did not say
+
+
 def erasure_mark_now(owner_id: int) -> Any:
-    """The owner's erasure mark as Redis holds it now, whatever this search read ahead (None: none, or Redis is
-    away): to compare with `erasure_mark` after keeping what was counted since."""
+    """The owner's erasure mark as Redis holds it now, whatever this search read ahead (None: none; MARK_UNKNOWN:
+    Redis did not answer): to compare with `erasure_mark` after keeping what was counted since."""
     try:
         return cache.get(dropped_key(owner_id))
     except RedisError:
-        return None
+        return MARK_UNKNOWN
 
 
 # The keys read ahead in this context (one search) and what Redis held for them; _ABSENT: nothing was held.
@@ -260,10 +263,17 @@ def kept_unless_erased(keep: Callable[[], None], keys: list[str], owner_id: int,
     deletes its `keys` again if an erasure dropped the owner's cached views since: they may hold what it erased."""
     try:
         keep()
-        if erasure_mark_now(owner_id) != mark:
-            cache.delete_many(keys)
-    except Exception:  # kept in the background: the next search computes it again
+    except RedisError:  # not kept (Redis away): the next search computes it again
+        return
+    except Exception:
         logger.exception("recall.not_kept")
+        return
+    if erasure_mark_now(owner_id) == mark:  # MARK_UNKNOWN never is: kept, maybe, without knowing what came between
+        return
+    try:
+        cache.delete_many(keys)
+    except RedisError:
+        _dropped_when_redis_answers(owner_id)  # all of the owner's, once Redis answers
 
 
 def kept_off_path(values: dict[str, Any], seconds: int, owner_id: int) -> None:

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Model, Q
 
+from config.cache import RedisAway
 from config.queue import job_sent
 from memory.embeddings import Embedder, EmbedderUnavailable
 from memory.models import Chunk, Claim, Node
@@ -237,8 +238,8 @@ def _send_job(task: Task, *args: Any, about: dict[str, Any]) -> None:
     try:
         # No publish retries: with the broker down the answer must not wait; the sweep covers it.
         job_sent(task, args=args)
-    except Exception:  # the broker is unreachable: the committed write must not turn into an error
-        logger.warning("embeddings.dispatch_failed", extra=about, exc_info=True)
+    except Exception as error:  # the broker is unreachable: the committed write must not turn into an error
+        logger.warning("embeddings.dispatch_failed", extra=about, exc_info=not isinstance(error, RedisAway))
 
 
 def stale_vectors(model_id: str) -> Q:

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.cache import RedisAway, redis_away
 from config.queue import job_sent
 from memory.access import Access
 from memory.errors import Conflict, ServiceError
@@ -53,6 +54,9 @@ def operation_dispatch(operation_id: str) -> None:
         # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED. With the broker
         # down or away the receipt stays queued and the requeue sweep sends it later.
         job_sent(process_operation, args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
+    except RedisAway:  # not sent: one log line, no traceback (a sweep may meet a thousand receipts so)
+        logger.warning("operation.dispatch_failed", extra={"operationId": operation_id, "error": "RedisAway"})
+        return
     except Exception:
         logger.exception("operation.dispatch_failed", extra={"operationId": operation_id})
         return
@@ -106,6 +110,8 @@ def _job_state(task_id: str) -> str:
     from config.celery import app
 
     try:
+        if redis_away():  # not asked again yet: each read would wait out REDIS_TIMEOUT_S
+            raise RedisAway("Redis did not answer a moment ago.")
         return str(AsyncResult(task_id, app=app).state)
     except Exception as exc:  # a Redis outage is an error, never a failed operation
         raise ServiceError("The processing queue cannot be inspected right now.", code="SERVICE_UNAVAILABLE") from exc

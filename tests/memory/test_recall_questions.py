@@ -416,6 +416,29 @@ def test_erasures_committed_while_the_owner_s_deletion_waits_share_it(
     assert seen == [(alice.pk, marks[3]), (bob.pk, marks[2]), (alice.pk, later)]
 
 
+def test_what_was_kept_when_redis_could_not_say_whether_an_erasure_came_between_goes_again(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from config import cache as shared
+    from config import redis_retry
+    from memory.recall import caching
+
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 0.3)
+    key = caching.owner_key("df", alice.pk)
+
+    def keep() -> None:
+        cache.set(key, 7)
+        shared.noted_away()  # kept; then the process leaves Redis alone: the mark cannot be read
+
+    caching.kept_unless_erased(keep, [key], alice.pk, None)  # no erasure known when the rows were read
+    deadline = time.monotonic() + 10
+    while redis_retry.owed() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert cache.get(key) is None  # dropped once Redis was asked again, not trusted
+
+
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(
     api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
