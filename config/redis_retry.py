@@ -1,7 +1,9 @@
 """Writes to Redis that must land even when Redis is away as they are made: an owner's memory version moved on after
 a write committed (memory.services.audit), an erasure's mark and the deletion of the cached views it drops
-(memory.recall.caching). Left undone, what was kept at the old version would be read again once Redis answers: a
-corrected claim's old wording, an erased claim's text in the atlas, for as long as those caches live (up to a day).
+(memory.recall.caching), the credentials' generation after a token, user or partition changed (memory.credentials).
+Left undone, what was kept at the old version would be read again once Redis answers: a corrected claim's old
+wording, an erased claim's text in the atlas, for as long as those caches live (up to a day); a revoked token, for
+up to CACHE_MAX_AGE_S in the other processes.
 
 `retried(key, work)`: `work` raised RedisError; this process's `redis-retry` thread calls it again FIRST_WAIT later,
 then twice as long each time (LONGEST_WAIT at most), until it returns, or until RETRIED_SECONDS after the first
@@ -29,7 +31,7 @@ FIRST_WAIT = 0.5  # seconds
 LONGEST_WAIT = 30.0
 RETRIED_SECONDS = 24 * 3600  # the longest a cache read at a version or an erased owner's views live
 IN_FLIGHT_WAIT = 5.0  # seconds the process's end waits for the piece being tried
-AFTER_AWAY = 0.05  # seconds after the process asks Redis again (config.cache.redis_away) a piece not tried is
+AFTER_AWAY = 0.05  # a piece refused while the process left Redis alone is tried this long after it asks again
 
 logger = logging.getLogger("config.redis_retry")
 
