@@ -24,6 +24,7 @@ from django.core.cache import cache
 from django.db import transaction
 from redis.exceptions import RedisError
 
+from config.cache import RedisAway
 from config.redis_retry import retried
 from memory.recall.threads import claimed, process_pool, released, submitted
 from memory.services.audit import memory_version_key, memory_version_moved_on_if_kept
@@ -263,8 +264,10 @@ def kept_unless_erased(keep: Callable[[], None], keys: list[str], owner_id: int,
     deletes its `keys` again if an erasure dropped the owner's cached views since: they may hold what it erased."""
     try:
         keep()
-    except RedisError:  # not kept (Redis away): the next search computes it again
+    except RedisAway:  # not tried: nothing kept, the next search computes it again
         return
+    except RedisError:
+        pass  # kept, maybe (a reply lost): as if kept
     except Exception:
         logger.exception("recall.not_kept")
         return
