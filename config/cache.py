@@ -18,9 +18,10 @@ waited for it (docs/benchmarks.md, issue 18, twenty-first pass).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import redis
@@ -81,35 +82,31 @@ def redis_answers() -> bool:
     return answered
 
 
-def _not_while_away() -> None:
+_NOT_ANSWERING = (RedisConnectionError, RedisTimeoutError)
+
+
+def asked_of_redis(call: Callable[..., Any], *args: Any, failures: tuple[type[Exception], ...] = _NOT_ANSWERING,
+                   **kwargs: Any) -> Any:  # fmt: skip
+    """`call(*args, **kwargs)`, a call to Redis: RedisAway, not made, while `redis_away`; one that fails with one of
+    `failures` (Redis not answering, as the caller's client reports it) starts the wait."""
     if redis_away():
         raise RedisAway("Redis did not answer a moment ago; not asked again yet.")
+    try:
+        return call(*args, **kwargs)
+    except failures:
+        noted_away()
+        raise
 
 
 class _GuardedRedis(redis.Redis):
     """The cache's client: no call while Redis is away; a call that times out or cannot connect says it is."""
 
     def execute_command(self, *args: Any, **options: Any) -> Any:  # commands, scripts (EVALSHA), SCAN steps
-        _not_while_away()
-        try:
-            return super().execute_command(*args, **options)
-        except (RedisConnectionError, RedisTimeoutError):
-            noted_away()
-            raise
+        return asked_of_redis(super().execute_command, *args, **options)
 
     def pipeline(self, *args: Any, **kwargs: Any) -> Any:
         pipeline = super().pipeline(*args, **kwargs)
-        execute = pipeline.execute
-
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            _not_while_away()
-            try:
-                return execute(*args, **kwargs)
-            except (RedisConnectionError, RedisTimeoutError):
-                noted_away()
-                raise
-
-        pipeline.execute = guarded  # type: ignore[method-assign]  # this pipeline's alone
+        pipeline.execute = functools.partial(asked_of_redis, pipeline.execute)  # type: ignore[method-assign]
         return pipeline
 
 

@@ -11,15 +11,11 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from config.cache import RedisAway, noted_away, redis_away
+from config.cache import asked_of_redis
 
 
 def job_sent(task: Any, **options: Any) -> None:
     """`task.apply_async(**options)` without retries; RedisAway, unsent, where Redis is away."""
-    if redis_away():
-        raise RedisAway("Redis did not answer a moment ago; the job is not sent.")
-    try:
-        task.apply_async(retry=False, **options)
-    except (OperationalError, RedisConnectionError, RedisTimeoutError):
-        noted_away()
-        raise
+    asked_of_redis(
+        task.apply_async, retry=False, failures=(OperationalError, RedisConnectionError, RedisTimeoutError), **options
+    )

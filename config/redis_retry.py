@@ -85,6 +85,17 @@ def retried(key: Hashable, work: Callable[[], object]) -> None:
         _changed.notify()
 
 
+def done_or_retried(key: Hashable, work: Callable[[], object], later: Callable[[], object] | None = None) -> bool:
+    """`work()` now; where it fails with RedisError, `later` (or `work`) `retried` under `key`. Whether it was done
+    now (the caller logs that it was not)."""
+    try:
+        work()
+    except RedisError:
+        retried(key, later or work)
+        return False
+    return True
+
+
 def owed() -> int:
     """How many pieces of work wait to be tried again in this process, or are being tried."""
     with _changed:

@@ -33,7 +33,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from redis.exceptions import RedisError
 
-from config.redis_retry import retried
+from config.redis_retry import done_or_retried
 from memory.models import AccessToken, Partition, User
 
 logger = logging.getLogger("memory.credentials")
@@ -126,13 +126,10 @@ def credentials_changed() -> None:
 
 def _bump() -> None:
     _forget_all()
-    try:
-        _generation_moved_on()
-    except RedisError:
-        # Other processes keep what they read (a revoked token) until they read the rows again (CACHE_MAX_AGE_S at
-        # most): moved on once Redis answers instead (config.redis_retry), within seconds of a short outage.
+    # Other processes keep what they read (a revoked token) until they read the rows again (CACHE_MAX_AGE_S at most):
+    # moved on once Redis answers instead (config.redis_retry), within seconds of a short outage.
+    if not done_or_retried(("credentials-generation",), _generation_moved_on):
         logger.error("credentials.generation_not_bumped")
-        retried(("credentials-generation",), _generation_moved_on)
 
 
 def _generation_moved_on() -> None:

@@ -25,7 +25,7 @@ from django.db import transaction
 from redis.exceptions import RedisError
 
 from config.cache import RedisAway
-from config.redis_retry import retried
+from config.redis_retry import done_or_retried, retried
 from memory.recall.threads import claimed, process_pool, released, submitted
 from memory.services.audit import memory_version_key, memory_version_moved_on_if_kept
 
@@ -87,10 +87,9 @@ def drop_cached_views(owner_id: int) -> None:
     than when they expire (or, read only at the memory version they were kept at, stay unread until then). The
     erasure mark is set first: what a thread keeps after the keys are deleted, read before, sees it changed and goes
     again (`kept_unless_erased`). With Redis away, both are done once it answers (config.redis_retry)."""
-    try:
-        _views_dropped(owner_id)
-    except RedisError:
-        _dropped_when_redis_answers(owner_id)
+    later = functools.partial(_views_dropped_late, owner_id)
+    if not done_or_retried(("erased-views", owner_id), functools.partial(_views_dropped, owner_id), later):
+        logger.warning("erasure.cache_unavailable")
 
 
 def _views_dropped(owner_id: int) -> None:

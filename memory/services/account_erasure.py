@@ -22,9 +22,8 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from redis.exceptions import RedisError
 
-from config.redis_retry import retried
+from config.redis_retry import done_or_retried
 from memory.access import Access
 from memory.credentials import credentials_changed
 from memory.errors import NotFound
@@ -275,12 +274,9 @@ def _forget_owner(owner_id: int) -> None:
         root = ""
     if root:
         shutil.rmtree(root, ignore_errors=True)
-    try:
-        cache.delete(memory_version_key(owner_id))
-    except RedisError:
+    # Under the key of a change of their version owed (memory.services.audit), which it replaces.
+    if not done_or_retried(("memory-version", owner_id), functools.partial(cache.delete, memory_version_key(owner_id))):
         logger.warning("account.erase.cache_unavailable")
-        # Under the key of a change of their version owed (memory.services.audit), which it replaces.
-        retried(("memory-version", owner_id), functools.partial(cache.delete, memory_version_key(owner_id)))
     drop_cached_views(owner_id)
 
 

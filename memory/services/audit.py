@@ -10,9 +10,8 @@ from typing import Any
 from django.core.cache import cache
 from django.db import models, transaction
 from django.utils import timezone
-from redis.exceptions import RedisError
 
-from config.redis_retry import retried
+from config.redis_retry import done_or_retried
 from memory.access import Actor
 from memory.models import MemoryEvent, Partition, User
 
@@ -91,13 +90,14 @@ def memory_version_key(owner_id: int) -> str:
 
 
 def _bump_version(owner_id: int) -> None:
-    try:
-        _version_moved_on(owner_id)
-    except RedisError:
-        # Redis away as the write commits: moved on once it answers (what was kept at the version before the write
-        # is read meanwhile, as nothing is while it is away).
+    # Redis away as the write commits: moved on once it answers (what was kept at the version before the write is read
+    # meanwhile, as nothing is while it is away).
+    now, later = (
+        functools.partial(_version_moved_on, owner_id),
+        functools.partial(memory_version_moved_on_if_kept, owner_id),
+    )
+    if not done_or_retried(("memory-version", owner_id), now, later):
         logger.warning("audit.version_unavailable")
-        retried(("memory-version", owner_id), functools.partial(memory_version_moved_on_if_kept, owner_id))
 
 
 def _version_moved_on(owner_id: int) -> None:
