@@ -38,14 +38,17 @@ def env_choice(name: str, default: str, words: dict[str, str]) -> str:
     raise ImproperlyConfigured(f"{name} must be one of {', '.join(sorted(set(words.values())))}, got {raw!r}")
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {raw!r}")
+    return value
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -141,7 +141,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # half-open connection) after this many seconds, and the caller carries on without it, as with Redis down; the process
 # then leaves Redis alone for a few seconds (config.cache.redis_away). kombu's publish and the result backend waited
 # for ever, and with them the request that sent a job (redis-py's own default, 5 s, held the cache's calls).
-REDIS_TIMEOUT_S = env_int("REDIS_TIMEOUT_S", 3)
+REDIS_TIMEOUT_S = env_int("REDIS_TIMEOUT_S", 3, minimum=1)  # 0 would make every socket non-blocking: no Redis at all
 _REDIS_TIMEOUTS = {"socket_timeout": REDIS_TIMEOUT_S, "socket_connect_timeout": REDIS_TIMEOUT_S}
 
 CACHES = {
