@@ -65,15 +65,20 @@ def away_for() -> float:
     return max(0.0, _away_until - time.monotonic())
 
 
+def redis_client() -> Any:
+    """The process's one Redis client on the cache's pool, for keys of its own (no cache prefix, no serializer): its
+    calls honour `redis_away` and time out after REDIS_TIMEOUT_S."""
+    from django.core.cache import cache
+
+    return cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # private: not in django-stubs
+
+
 def redis_answers() -> bool:
     """A PING on the cache's pool whatever `redis_away` says (a probe: /healthz, a process's last tries as it ends):
     an answer ends the wait at once, no answer starts it."""
-    from django.core.cache import cache
-
     global _away_until
-    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # private: not in django-stubs
     try:
-        answered = bool(redis.Redis.execute_command(client, "PING"))  # not _GuardedRedis's
+        answered = bool(redis.Redis.execute_command(redis_client(), "PING"))  # not _GuardedRedis's
     except (RedisConnectionError, RedisTimeoutError):
         noted_away()
         return False
@@ -82,19 +87,23 @@ def redis_answers() -> bool:
     return answered
 
 
-_NOT_ANSWERING = (RedisConnectionError, RedisTimeoutError)
+def not_answering(error: BaseException) -> bool:
+    """Whether a failed call to Redis found it not answering (a timeout, no connection) rather than answering with an
+    error (a full memory, a read-only replica, a refused command): only the first starts the wait."""
+    return isinstance(error, (RedisConnectionError, RedisTimeoutError))
 
 
-def asked_of_redis(call: Callable[..., Any], *args: Any, failures: tuple[type[Exception], ...] = _NOT_ANSWERING,
-                   **kwargs: Any) -> Any:  # fmt: skip
-    """`call(*args, **kwargs)`, a call to Redis: RedisAway, not made, while `redis_away`; one that fails with one of
-    `failures` (Redis not answering, as the caller's client reports it) starts the wait."""
+def asked_of_redis(call: Callable[..., Any], *args: Any,
+                   found_away: Callable[[BaseException], bool] = not_answering, **kwargs: Any) -> Any:  # fmt: skip
+    """`call(*args, **kwargs)`, a call to Redis: RedisAway, not made, while `redis_away`; one whose failure
+    `found_away` says is Redis not answering (as the caller's client reports it) starts the wait."""
     if redis_away():
         raise RedisAway("Redis did not answer a moment ago; not asked again yet.")
     try:
         return call(*args, **kwargs)
-    except failures:
-        noted_away()
+    except Exception as error:
+        if found_away(error):
+            noted_away()
         raise
 
 

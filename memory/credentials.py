@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from redis.exceptions import RedisError
 
+from config.cache import redis_client
 from config.redis_retry import done_or_retried
 from memory.models import AccessToken, Partition, User
 
@@ -76,7 +76,7 @@ class Gate:
 
 
 def _redis() -> Any:
-    return cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    return redis_client()
 
 
 _script: Any = None

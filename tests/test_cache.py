@@ -126,20 +126,28 @@ def test_a_large_set_many_without_a_timeout_keeps_the_keys() -> None:
 
 
 @pytest.fixture
-def paused_redis(tmp_path: Path) -> Iterator[tuple[Any, int]]:
-    """A Redis of this test's own and a cache on it; the pid to pause it with (SIGSTOP: it takes connections and never
+def own_redis(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A Redis of this test's own: its URL, and its pid to pause it with (SIGSTOP: it takes connections and never
     answers)."""
-    from config.cache import SharedClientRedisCache
     from config.embedded import Runtime, _Redis
 
     redis_server = _Redis(Runtime(tmp_path / "redis", postgres=False, redis=True))
     redis_server.ensure_running()
     pid = int((redis_server.runtime.redis_dir / "redis.pid").read_text())
     try:
-        yield SharedClientRedisCache(redis_server.runtime.redis_url(), {"OPTIONS": {"socket_timeout": 0.3}}), pid
+        yield redis_server.runtime.redis_url(), pid
     finally:
         os.kill(pid, signal.SIGCONT)
         redis_server.stop()
+
+
+@pytest.fixture
+def paused_redis(own_redis: tuple[str, int]) -> tuple[Any, int]:
+    """A cache on a Redis of this test's own; the pid to pause it with."""
+    from config.cache import SharedClientRedisCache
+
+    url, pid = own_redis
+    return SharedClientRedisCache(url, {"OPTIONS": {"socket_timeout": 0.3}}), pid
 
 
 def test_after_a_call_redis_never_answers_the_process_s_calls_fail_at_once_for_a_while(
@@ -181,3 +189,30 @@ def test_a_job_is_not_sent_while_redis_is_away_and_the_send_is_logged_as_failed(
         send_chunk_vectors_job(["chk_x"])
     assert [record.getMessage() for record in caplog.records] == ["embeddings.dispatch_failed"]
     assert broker.llen("celery") == queued  # not sent (Redis answers: it would have been)
+
+
+def test_a_publish_redis_refuses_leaves_it_asked_and_one_it_cannot_reach_starts_the_wait(
+    own_redis: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kombu raises both as OperationalError: a Redis out of memory answers (with an error), so the process keeps
+    asking it; a Redis that cannot be reached does not."""
+    from kombu import Connection
+    from kombu.exceptions import OperationalError
+
+    from config import cache as shared
+    from config.queue import job_sent
+    from memory.tasks import embed_chunks
+
+    url, _ = own_redis
+    full = redis.Redis.from_url(url)
+    broker_url = url.replace("unix://", "redis+socket://", 1)  # kombu's spelling (config.settings)
+    full.config_set("maxmemory-policy", "noeviction")
+    full.config_set("maxmemory", 1)  # every write refused (OOM)
+    monkeypatch.setattr(shared, "_away_until", 0.0)
+    with Connection(broker_url) as broker, pytest.raises(OperationalError, match="maxmemory"):
+        job_sent(embed_chunks, args=(["chk_x"],), connection=broker)
+    assert not shared.redis_away()
+
+    with Connection(broker_url + ".gone") as broker, pytest.raises(OperationalError):  # no such socket: nothing answers
+        job_sent(embed_chunks, args=(["chk_x"],), connection=broker)
+    assert shared.redis_away()

@@ -2,21 +2,20 @@
 round trip, sent from a thread of this process so the answer does not wait for it); beat flushes the hash into
 `access_count` / `last_accessed_at` with one UPDATE. A flush first waits for what its own process queued.
 
-Failing open: if Redis is down, a search still answers and those accesses are simply not counted. Counts are
-applied at least once: a flush whose UPDATE fails leaves them for the next one, and if Redis fails between a
-committed UPDATE and dropping the hash, the next flush applies them again.
+Failing open: if Redis is down or away (config.cache.redis_away), a search still answers and those accesses are
+simply not counted. Counts are applied at least once: a flush whose UPDATE fails leaves them for the next one, and
+if Redis fails between a committed UPDATE and dropping the hash, the next flush applies them again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from functools import cache
 
 import redis
-from django.conf import settings
 from django.db import connection
 
+from config.cache import RedisAway, redis_client
 from memory.recall.threads import drained, submitted
 
 logger = logging.getLogger("memory.recall")
@@ -26,9 +25,11 @@ FLUSH_LOCK = "recall:access:flush-lock"
 FLUSH_LOCK_SECONDS = 300  # longer than any flush; a crashed flusher's lock lapses
 
 
-@cache
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+    # The process's client (config.cache.redis_client): while Redis is away a count is dropped at once, and a send
+    # that finds it not answering starts the wait for the rest of the process.
+    client: redis.Redis = redis_client()
+    return client
 
 
 # One sender thread per process (memory.recall.threads), in order. Counts beyond MAX_QUEUED (Redis slow or away) are
@@ -49,8 +50,10 @@ def _send(claim_ids: list[str]) -> None:
         for claim_id in claim_ids:
             pipe.hincrby(PENDING, claim_id, 1)
         pipe.execute()
+    except RedisAway:
+        logger.info("recall.bookkeeping_unavailable", extra={"claims": len(claim_ids), "error": "RedisAway"})
     except redis.RedisError:
-        logger.warning("recall.bookkeeping_unavailable")
+        logger.warning("recall.bookkeeping_unavailable", extra={"claims": len(claim_ids)})
 
 
 def _apply(client: redis.Redis) -> int:

@@ -24,7 +24,7 @@ from django.core.cache import cache
 from django.db import transaction
 from redis.exceptions import RedisError
 
-from config.cache import RedisAway
+from config.cache import RedisAway, redis_client
 from config.redis_retry import done_or_retried, retried
 from memory.recall.threads import claimed, process_pool, released, submitted
 from memory.services.audit import memory_version_key, memory_version_moved_on_if_kept
@@ -114,7 +114,7 @@ def _erasure_marked(owner_id: int) -> None:
 
 
 def _views_deleted(owner_id: int) -> None:
-    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    client = redis_client()
     # Every recall key of the owner's but the erasure mark (`recall:dropped:<owner>`, no ":" after it). A SCAN walks
     # the whole keyspace whatever it matches (an owner's 5,000 keys among a million: 1.25 s), so as few as can be,
     # each of large steps.

@@ -3,6 +3,7 @@ flushed again next time instead of being overwritten by the next batch."""
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -67,3 +68,23 @@ def test_a_flush_while_another_runs_does_nothing(alice) -> None:
     assert flush_access() == 1
     claim.refresh_from_db()
     assert claim.access_count == 1
+
+
+def test_while_redis_is_away_an_access_is_dropped_at_once_not_sent(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The sender uses the process's client (config.cache.redis_client): a Redis that did not answer a moment ago is
+    not asked for an access count (it would hold the sender its socket timeout, count after count)."""
+    from config import cache as shared
+    from memory.recall.bookkeeping import SENDER
+    from memory.recall.threads import drained
+
+    _client().delete(PENDING)
+    monkeypatch.setattr(shared, "_away_until", 0.0)
+    shared.noted_away()
+    with caplog.at_level(logging.INFO, logger="memory.recall"):
+        note_access(["clm_away"])
+        drained(SENDER)
+    monkeypatch.setattr(shared, "_away_until", 0.0)
+    assert [record.getMessage() for record in caplog.records] == ["recall.bookkeeping_unavailable"]
+    assert not _client().exists(PENDING)  # Redis answers: the old client would have counted it
