@@ -59,6 +59,7 @@ def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
     shared_cache._away_until = 0.0  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
     drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
     drained("erased-views")  # nor does an erasure's deletion of cached views
+    drained("access-bookkeeping")  # nor a search's access count (Redis's command statistics are the server's)
     cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
 
 

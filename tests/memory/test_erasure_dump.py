@@ -21,6 +21,8 @@ from django.db import connection
 
 from memory.models import Blob, Claim, Partition, Scratchpad, Source, User
 from memory.pipeline.runner import run_operation
+from memory.recall.caching import ERASING
+from memory.recall.threads import drained
 from tests.conftest import Api, Persona, issue
 
 # Words with digits: every text search configuration keeps them whole, so a copy in a tsvector is found too.
@@ -154,6 +156,7 @@ def test_erasing_a_partition_leaves_no_marker_in_the_database_dump_and_no_file(
     ).json()
     assert erased["keptEmpty"] is True and erased["erasedBlobs"] == 2
     assert remaining(pg_dump()) == []
+    drained(ERASING)  # the cached views go on the erasure's own thread
     assert remaining(cached()) == []
     assert files_under(blob_dir) == []
     personal = Partition.objects.get(owner=alice, key="memory:personal")  # kept, empty, usable

@@ -43,6 +43,7 @@ def chat(api: Api, persona: Persona, conversation: str, *turns: tuple[str, str, 
 def found(
     api: Api, persona: Persona, query: str, headers: dict[str, str] | None = None, **options: Any
 ) -> list[dict[str, Any]]:
+    drained("vocabulary")  # what the last search handed to recall's thread is kept before the clear, not after it
     cache.clear()  # the reference time and speakers are cached (the test's writes never commit); asked afresh
     response = api.post("/query/search", persona, {"query": query, **options}, headers=headers)
     assert response.status_code == 200, response.content
