@@ -19,6 +19,8 @@ waited for it (docs/benchmarks.md, issue 18, twenty-first pass).
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -39,30 +41,104 @@ end
 """
 
 
-# A Redis that did not answer (a call timed out, or could not connect) is not asked again by this process for this
-# long: each call would wait its socket timeout (REDIS_TIMEOUT_S) for the same answer, and a write makes several.
+# A Redis that did not answer (a call timed out, or could not connect) is not asked again by this process until a
+# watcher thread of its own hears it answer a PING (every WATCH_EVERY seconds): each call would wait its socket timeout
+# (REDIS_TIMEOUT_S) for the same answer, and a write makes several. Without a watcher (a call that found it so made
+# none: a test's), for AWAY_SECONDS. When the watcher hears an answer the wait ends and each of `_on_answer` is called
+# (config.redis_retry: what this process owes Redis is tried at once).
 AWAY_SECONDS = 5.0
+WATCH_EVERY = 1.0
 _away_until = 0.0
+_watcher: threading.Thread | None = None  # while one runs, Redis is away
+_watch_lock = threading.Lock()
+_on_answer: list[Callable[[], object]] = []
+
+logger = logging.getLogger("config.cache")
 
 
 class RedisAway(RedisConnectionError):
-    """A call not made: a call of this process's found Redis not answering within the last AWAY_SECONDS."""
+    """A call not made: a call of this process's found Redis not answering, and it has not answered since."""
 
 
 def redis_away() -> bool:
-    """Whether a Redis call of this process timed out or could not connect within the last AWAY_SECONDS (the
-    cache's calls fail at once meanwhile, as RedisAway; a job is not sent)."""
-    return time.monotonic() < _away_until
+    """Whether this process leaves Redis alone: a call of its timed out or could not connect, and Redis has not
+    answered since (the cache's calls fail at once meanwhile, as RedisAway; a job is not sent)."""
+    return _watcher is not None or time.monotonic() < _away_until
 
 
-def noted_away() -> None:
-    global _away_until
+def noted_away(probe: Callable[[], object] | None = None) -> None:
+    """Redis did not answer a call: left alone AWAY_SECONDS, and with a `probe` (a PING on the client that found it
+    so) until a watcher thread hears it answer."""
+    global _away_until, _watcher
     _away_until = time.monotonic() + AWAY_SECONDS
+    if probe is None:
+        return
+    with _watch_lock:
+        if _watcher is not None:
+            return
+        logger.warning("redis.away")  # once an outage: then the watcher's PINGs, and `redis.answers`
+        watcher = threading.Thread(target=_watched, args=(probe,), name="redis-watch", daemon=True)
+        _watcher = watcher
+        try:
+            watcher.start()
+        except RuntimeError:  # the interpreter is ending: the deadline alone
+            _watcher = None
+
+
+def _watched(probe: Callable[[], object]) -> None:
+    global _watcher
+    me = threading.current_thread()
+    while _watcher is me:
+        time.sleep(WATCH_EVERY)
+        try:
+            answered = bool(probe())
+        except (RedisConnectionError, RedisTimeoutError):
+            continue
+        except Exception:
+            logger.exception("redis.watch_failed")  # the deadline alone from now
+            answered = False
+        with _watch_lock:
+            if _watcher is not me:
+                return  # ended meanwhile (`redis_heard`)
+            if not answered:
+                _watcher = None
+                return
+        redis_heard()
+
+
+def redis_heard() -> None:
+    """Redis answered: the wait ends (a watcher stops), and what waited for an answer is told (`_on_answer`)."""
+    global _away_until, _watcher
+    with _watch_lock:
+        was_away = redis_away()
+        _away_until, _watcher = 0.0, None
+    if was_away:
+        logger.warning("redis.answers")  # the end of an outage, beside its `redis.away`
+        for told in list(_on_answer):
+            try:
+                told()
+            except Exception:
+                logger.exception("redis.answer_not_told")
+
+
+def when_redis_answers(told: Callable[[], object]) -> None:
+    """`told()` each time Redis answers again after it was away (on the thread that heard it)."""
+    _on_answer.append(told)
 
 
 def away_for() -> float:
-    """Seconds until this process asks Redis again (0: it does now)."""
-    return max(0.0, _away_until - time.monotonic())
+    """Seconds until this process asks Redis again (0: it does now); while a watcher waits for an answer, WATCH_EVERY
+    at least (an answer tells `when_redis_answers`)."""
+    left = max(0.0, _away_until - time.monotonic())
+    return max(left, WATCH_EVERY) if _watcher is not None else left
+
+
+def _forked() -> None:
+    global _watcher, _watch_lock
+    _watcher, _watch_lock = None, threading.Lock()  # a child has no watcher: the deadline alone
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def redis_client() -> Any:
@@ -73,17 +149,20 @@ def redis_client() -> Any:
     return cache._cache.get_client(write=True)  # type: ignore[attr-defined]  # private: not in django-stubs
 
 
+def _pinged(client: redis.Redis | None = None) -> bool:
+    return bool(redis.Redis.execute_command(client or redis_client(), "PING"))  # not _GuardedRedis's: asked regardless
+
+
 def redis_answers() -> bool:
-    """A PING on the cache's pool whatever `redis_away` says (a probe: /healthz, a process's last tries as it ends):
-    an answer ends the wait at once, no answer starts it."""
-    global _away_until
+    """A PING on the cache's pool whatever `redis_away` says (a process's last tries as it ends): an answer ends the
+    wait at once, no answer starts it."""
     try:
-        answered = bool(redis.Redis.execute_command(redis_client(), "PING"))  # not _GuardedRedis's
+        answered = _pinged()
     except (RedisConnectionError, RedisTimeoutError):
-        noted_away()
+        noted_away(_pinged)
         return False
     if answered:
-        _away_until = 0.0
+        redis_heard()
     return answered
 
 
@@ -93,17 +172,18 @@ def not_answering(error: BaseException) -> bool:
     return isinstance(error, (RedisConnectionError, RedisTimeoutError))
 
 
-def asked_of_redis(call: Callable[..., Any], *args: Any,
-                   found_away: Callable[[BaseException], bool] = not_answering, **kwargs: Any) -> Any:  # fmt: skip
+def asked_of_redis(call: Callable[..., Any], *args: Any, found_away: Callable[[BaseException], bool] = not_answering,
+                   probe: Callable[[], object] = _pinged, **kwargs: Any) -> Any:  # fmt: skip
     """`call(*args, **kwargs)`, a call to Redis: RedisAway, not made, while `redis_away`; one whose failure
-    `found_away` says is Redis not answering (as the caller's client reports it) starts the wait."""
+    `found_away` says is Redis not answering (as the caller's client reports it) starts the wait, until `probe` (a
+    PING of the process's Redis) hears it answer."""
     if redis_away():
-        raise RedisAway("Redis did not answer a moment ago; not asked again yet.")
+        raise RedisAway("Redis did not answer a moment ago; not asked again until it does.")
     try:
         return call(*args, **kwargs)
     except Exception as error:
         if found_away(error):
-            noted_away()
+            noted_away(probe)
         raise
 
 
@@ -111,12 +191,16 @@ class _GuardedRedis(redis.Redis):
     """The cache's client: no call while Redis is away; a call that times out or cannot connect says it is."""
 
     def execute_command(self, *args: Any, **options: Any) -> Any:  # commands, scripts (EVALSHA), SCAN steps
-        return asked_of_redis(super().execute_command, *args, **options)
+        return asked_of_redis(super().execute_command, *args, probe=self._probe, **options)
 
     def pipeline(self, *args: Any, **kwargs: Any) -> Any:
         pipeline = super().pipeline(*args, **kwargs)
-        pipeline.execute = functools.partial(asked_of_redis, pipeline.execute)  # type: ignore[method-assign]
+        pipeline.execute = functools.partial(asked_of_redis, pipeline.execute, probe=self._probe)  # type: ignore[method-assign]
         return pipeline
+
+    @cached_property
+    def _probe(self) -> Callable[[], object]:
+        return functools.partial(_pinged, self)  # the Redis of this client's pool
 
 
 class SharedRedisCacheClient(RedisCacheClient):

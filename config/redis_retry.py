@@ -6,11 +6,12 @@ wording, an erased claim's text in the atlas, for as long as those caches live (
 up to CACHE_MAX_AGE_S in the other processes.
 
 `retried(key, work)`: `work` raised RedisError; this process's `redis-retry` thread calls it again FIRST_WAIT later,
-then twice as long each time (LONGEST_WAIT at most), until it returns, or until RETRIED_SECONDS after the first
-failure, when nothing kept before it is still read. One piece of work per key: a later one replaces one waiting
-(moving a version on once, or dropping an owner's views once, does for every failure before it). When the process
-exits, what still waits is tried once more, and what fails is logged as lost (`tried_once_more`); a process killed
-outright loses it silently.
+then twice as long each time (LONGEST_WAIT at most), and at once when Redis answers again (config.cache's watcher
+heard it), until it returns, or until RETRIED_SECONDS after the first failure, when nothing kept before it is still
+read. Jobs not sent are owed so too (config.queue.sent_or_owed). One piece of work per key: a later one replaces
+one waiting (moving a version on once, or dropping an owner's views once, does for every failure before it). When the
+process exits, what still waits is tried once more, and what fails is logged as lost (`tried_once_more`); a process
+killed outright loses it silently.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from redis.exceptions import RedisError
 
-from config.cache import RedisAway, away_for, redis_answers
+from config.cache import RedisAway, away_for, redis_answers, when_redis_answers
 
 FIRST_WAIT = 0.5  # seconds
 LONGEST_WAIT = 30.0
@@ -62,17 +63,19 @@ def _forked() -> None:
 os.register_at_fork(after_in_child=_forked)
 
 
-def retried(key: Hashable, work: Callable[[], object]) -> None:
+def retried(key: Hashable, work: Callable[[], object], most: int | None = None) -> bool:
     """`work` failed with Redis away: call it again on this process's `redis-retry` thread until it succeeds. Work
     that replaces a piece waiting keeps its place and its wait (an owner writing on through an outage is tried no
-    more often for it)."""
+    more often for it). With `most`, not taken (False) where that many pieces are owed already."""
     global _thread
     now = time.monotonic()
     with _changed:
         if _closing:
             _lost(key, RedisError.__name__)
-            return
+            return False
         held = _owed.get(key)
+        if held is None and most is not None and len(_owed) >= most:
+            return False
         _owed[key] = _Owed(work, now, now + FIRST_WAIT, FIRST_WAIT) if held is None else replace(held, work=work)
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_retrying, name="redis-retry", daemon=True)
@@ -81,19 +84,34 @@ def retried(key: Hashable, work: Callable[[], object]) -> None:
             except RuntimeError:  # the interpreter is shutting down: no thread now, and nothing tries it at exit
                 del _owed[key]
                 _lost(key, RedisError.__name__)
-                return
+                return False
         _changed.notify()
+    return True
 
 
-def done_or_retried(key: Hashable, work: Callable[[], object], later: Callable[[], object] | None = None) -> bool:
-    """`work()` now; where it fails with RedisError, `later` (or `work`) `retried` under `key`. Whether it was done
-    now (the caller logs that it was not)."""
+def done_or_retried(
+    key: Hashable, work: Callable[[], object], later: Callable[[], object] | None = None, most: int | None = None
+) -> bool:
+    """`work()` now; where it fails with RedisError, `later` (or `work`) `retried` under `key` (unless `most` pieces
+    are owed already). Whether it was done now (the caller logs that it was not)."""
     try:
         work()
     except RedisError:
-        retried(key, later or work)
+        retried(key, later or work, most)
         return False
     return True
+
+
+def _tried_now() -> None:
+    """Redis answers again (config.cache.when_redis_answers): every piece owed is tried at once, from its first wait."""
+    now = time.monotonic()
+    with _changed:
+        for key, owed_ in _owed.items():
+            _owed[key] = replace(owed_, due=now, wait=FIRST_WAIT)
+        _changed.notify()
+
+
+when_redis_answers(_tried_now)
 
 
 def owed() -> int:

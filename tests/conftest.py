@@ -56,7 +56,7 @@ def blob_dir(settings: Any, tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
     yield
-    shared_cache._away_until = 0.0  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
+    shared_cache.redis_heard()  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
     drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
     drained("erased-views")  # nor does an erasure's deletion of cached views
     drained("access-bookkeeping")  # nor a search's access count (Redis's command statistics are the server's)

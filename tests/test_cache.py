@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,27 +151,33 @@ def paused_redis(own_redis: tuple[str, int]) -> tuple[Any, int]:
     return SharedClientRedisCache(url, {"OPTIONS": {"socket_timeout": 0.3}}), pid
 
 
-def test_after_a_call_redis_never_answers_the_process_s_calls_fail_at_once_for_a_while(
+def test_after_a_call_redis_never_answers_the_process_s_calls_fail_at_once_until_it_answers_again(
     paused_redis: tuple[Any, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The wait lasts as long as the outage (a watcher thread PINGs every WATCH_EVERY), not AWAY_SECONDS: no later call
+    waits out a timeout. Once Redis answers, the wait ends without a call of the process's having to try."""
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
     from config import cache as shared
 
     paused, pid = paused_redis
-    monkeypatch.setattr(shared, "_away_until", 0.0)
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 0.2)
+    monkeypatch.setattr(shared, "WATCH_EVERY", 0.1)
     paused.set("word", 1)
     os.kill(pid, signal.SIGSTOP)
     with pytest.raises(RedisTimeoutError):
         paused.get("word")  # waited its socket timeout
+    time.sleep(1.0)  # five times AWAY_SECONDS: the watcher's PINGs time out meanwhile
     assert shared.redis_away()
     for call in (lambda: paused.get("word"), lambda: paused.get_many(["word"]), lambda: paused.set_many({"a": 1}, 60)):
         with pytest.raises(shared.RedisAway):  # not tried: no wait
             call()
     os.kill(pid, signal.SIGCONT)
-    monkeypatch.setattr(shared, "_away_until", 0.0)  # AWAY_SECONDS later
+    deadline = time.monotonic() + 5
+    while shared.redis_away() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not shared.redis_away()  # heard by the watcher: no call of ours asked
     assert paused.get("word") == 1
-    assert not shared.redis_away()
 
 
 def test_a_job_is_not_sent_while_redis_is_away_and_the_send_is_logged_as_failed(
@@ -200,7 +207,7 @@ def test_a_publish_redis_refuses_leaves_it_asked_and_one_it_cannot_reach_starts_
     from kombu.exceptions import OperationalError
 
     from config import cache as shared
-    from config.queue import job_sent
+    from config.queue import QueueNotAnswering, job_sent
     from memory.tasks import embed_chunks
 
     url, _ = own_redis
@@ -213,6 +220,27 @@ def test_a_publish_redis_refuses_leaves_it_asked_and_one_it_cannot_reach_starts_
         job_sent(embed_chunks, args=(["chk_x"],), connection=broker)
     assert not shared.redis_away()
 
-    with Connection(broker_url + ".gone") as broker, pytest.raises(OperationalError):  # no such socket: nothing answers
+    with Connection(broker_url + ".gone") as broker, pytest.raises(QueueNotAnswering):  # no such socket: no answer
         job_sent(embed_chunks, args=(["chk_x"],), connection=broker)
     assert shared.redis_away()
+
+
+def test_a_job_not_sent_while_redis_is_away_is_sent_once_it_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.conf import settings
+
+    from config import cache as shared
+    from config import redis_retry
+    from memory.services.embeddings import send_chunk_vectors_job
+
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    queued = broker.llen("celery")
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
+    shared.noted_away()
+    send_chunk_vectors_job(["chk_owed"])
+    assert broker.llen("celery") == queued and redis_retry.owed() == 1
+    shared.redis_heard()
+    deadline = time.monotonic() + 10
+    while redis_retry.owed() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert broker.llen("celery") == queued + 1  # sent by this process, not left to the sweep
+    broker.lpop("celery")  # no worker here: the job would wait for the next test's

@@ -245,6 +245,46 @@ def test_a_server_stopped_before_redis_is_back_tries_once_more_and_logs_what_it_
 
 
 @pytest.mark.django_db(transaction=True)
+def test_while_redis_hangs_one_write_meets_it_and_the_jobs_not_sent_are_sent_once_it_answers(
+    owner: Persona, alice: User, own_redis: _Redis, tmp_path: Path
+) -> None:
+    """A pause longer than AWAY_SECONDS: the first write that meets it waits out REDIS_TIMEOUT_S and starts the wait;
+    the server's watcher keeps it until Redis answers (it used to end after AWAY_SECONDS, and the next write met the
+    pause again). Once Redis answers, the server sends the receipts' jobs itself (beat's sweep used to, a minute or
+    two later): each receipt has its job id."""
+    from memory.models import Operation
+
+    log = tmp_path / "server.log"
+    env = child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url(), REDIS_TIMEOUT_S="1")
+    server = Server(env, log)
+    pid = int((own_redis.runtime.redis_dir / "redis.pid").read_text())
+    receipts: list[str] = []
+    try:
+        wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            while time.monotonic() - started < 7:  # past AWAY_SECONDS (5)
+                turn = {"id": f"m{len(receipts)}", "role": "user", "content": "Oskar pruned the quince tree."}
+                ingested = server.post(
+                    "/ingest/conversation", owner, {"conversation": {"id": f"c{len(receipts)}", "messages": [turn]}}
+                )
+                assert ingested.status_code == 202, ingested.text
+                receipts.append(ingested.json()["operationId"])
+                time.sleep(0.5)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while Operation.objects.filter(pk__in=receipts, task_id="").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Operation.objects.filter(pk__in=receipts, task_id="").exists()
+    finally:
+        server.stop()
+    written = log.read_text()
+    assert written.count('"redis.away"') == 1 and written.count('"redis.answers"') == 1, written
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_write_that_sends_a_job_answers_while_redis_hangs(
     owner: Persona, alice: User, own_redis: _Redis, tmp_path: Path
 ) -> None:

@@ -247,3 +247,19 @@ def test_healthz_asks_redis_even_while_the_process_leaves_it_alone_and_ends_the_
     answer = client.get("/healthz").json()  # type: ignore[attr-defined]
     assert answer["redis"] == "ok"
     assert not shared.redis_away()
+
+
+def test_when_redis_answers_again_what_is_owed_is_tried_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not at its next wait's end (30 s at most, once an outage lasted a minute): config.cache's watcher heard Redis."""
+    from config import cache as shared
+
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)
+    calls: list[str] = []
+    redis_retry.retried(("memory-version", 16), failing(0, calls, "bump"))
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
+    shared.noted_away()
+    time.sleep(0.1)
+    assert calls == []  # waiting its first wait (60 s)
+    shared.redis_heard()
+    settled()
+    assert calls == ["bump"]

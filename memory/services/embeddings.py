@@ -14,8 +14,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Model, Q
 
-from config.cache import RedisAway
-from config.queue import job_sent
+from config.queue import job_sent, sent_or_owed
 from memory.embeddings import Embedder, EmbedderUnavailable
 from memory.models import Chunk, Claim, Node
 from memory.models.copy_rows import vector_text
@@ -236,10 +235,12 @@ def _send_embed_job(owner_id: int) -> None:
 
 def _send_job(task: Task, *args: Any, about: dict[str, Any]) -> None:
     try:
-        # No publish retries: with the broker down the answer must not wait; the sweep covers it.
-        job_sent(task, args=args)
-    except Exception as error:  # the broker is unreachable: the committed write must not turn into an error
-        logger.warning("embeddings.dispatch_failed", extra=about, exc_info=not isinstance(error, RedisAway))
+        # No publish retries: with the broker down the answer must not wait. Sent once Redis answers again, or by the
+        # sweep (rows without a vector).
+        if not sent_or_owed(("job", task.name, repr(args)), partial(job_sent, task, args=args)):
+            logger.warning("embeddings.dispatch_failed", extra={**about, "error": "Redis not answering"})
+    except Exception:  # the broker failed otherwise: the committed write must not turn into an error
+        logger.warning("embeddings.dispatch_failed", extra=about, exc_info=True)
 
 
 def stale_vectors(model_id: str) -> Q:

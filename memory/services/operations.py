@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from config.cache import RedisAway, redis_away
-from config.queue import job_sent
+from config.queue import job_sent, sent_or_owed
 from memory.access import Access
 from memory.errors import Conflict, ServiceError
 from memory.models import Operation, OperationStatus, Scope, Source
@@ -45,23 +47,34 @@ def operation_enqueue(*, source: Source, request_hash: str = "", counts: dict[st
 def operation_dispatch(operation_id: str) -> None:
     """Send the job, then record its id: a receipt without one was never sent as far as anyone knows, and the beat
     sweep (operations_requeue_unsent) sends it. That covers a broker that is down and a sender that dies between
-    the two (a job id recorded first would have marked a job the queue never got as sent, for good). A job sent
-    twice is harmless: the second delivery finds the receipt no longer queued."""
-    from memory.tasks import process_operation
-
-    task_id = str(uuid.uuid4())
+    the two (a job id recorded first would have marked a job the queue never got as sent, for good). With Redis not
+    answering, the job is sent (and its id recorded) by this process once Redis answers (config.queue.sent_or_owed),
+    or by the sweep, whichever comes first. A job sent twice is harmless: the second delivery finds the receipt no
+    longer queued."""
+    send = functools.partial(_dispatched, operation_id, str(uuid.uuid4()))
     try:
-        # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED. With the broker
-        # down or away the receipt stays queued and the requeue sweep sends it later.
-        job_sent(process_operation, args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
-    except RedisAway:  # not sent: one log line, no traceback (a sweep may meet a thousand receipts so)
-        logger.warning("operation.dispatch_failed", extra={"operationId": operation_id, "error": "RedisAway"})
-        return
+        if not sent_or_owed(("operation", operation_id), send, functools.partial(_dispatched_later, send)):
+            # one log line, no traceback (a sweep may meet a thousand receipts so)
+            unsent = {"operationId": operation_id, "error": "Redis not answering"}
+            logger.warning("operation.dispatch_failed", extra=unsent)
     except Exception:
         logger.exception("operation.dispatch_failed", extra={"operationId": operation_id})
-        return
+
+
+def _dispatched(operation_id: str, task_id: str) -> None:
+    from memory.tasks import process_operation
+
+    # The hard limit travels with the job; a job killed by it reads as PROCESSING_INTERRUPTED.
+    job_sent(process_operation, args=(operation_id,), task_id=task_id, time_limit=settings.PIPELINE_TIME_LIMIT_S)
     # A worker quick enough to have taken the job already recorded its id itself.
     Operation.objects.filter(pk=operation_id, task_id="").update(task_id=task_id)
+
+
+def _dispatched_later(send: Callable[[], None]) -> None:
+    try:
+        send()
+    finally:
+        connection.close()  # on the redis-retry thread: no connection left open for the life of the process
 
 
 def operations_requeue_unsent(*, older_than_s: int = 60) -> int:
