@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from redis.exceptions import RedisError
 
-from config.cache import redis_client
+from config.cache import RedisAway, redis_client
 from config.redis_retry import done_or_retried
 from memory.models import AccessToken, Partition, User
 
@@ -96,8 +96,9 @@ def gate(*, window: str = "", limit: int = 0) -> Gate | None:
         keys = [GENERATION_KEY, window] if window else [GENERATION_KEY]
         now = time.time()
         answer = _script(keys=keys, args=[secrets.token_hex(16), now, WINDOW_S, limit, f"{now}:{secrets.token_hex(4)}"])
-    except RedisError:
-        logger.warning("credentials.redis_unavailable")
+    except RedisError as error:
+        if not isinstance(error, RedisAway):  # the outage itself is logged once (config.cache: redis.away)
+            logger.warning("credentials.redis_unavailable", extra={"error": type(error).__name__})
         _forget_all()
         _unreachable_until = time.monotonic() + RETRY_REDIS_AFTER_S
         return None

@@ -223,10 +223,25 @@ def noted(values: dict[str, Any]) -> None:
 
 
 def keep_many(values: dict[str, Any], seconds: int) -> None:
+    """`values` kept `seconds`; a failure is passed over (kept, maybe), but RedisAway raised: nothing was written."""
     if values:
         noted(values)
-        with contextlib.suppress(RedisError):
+        with _failure_passed_over():
             cache.set_many(values, seconds)
+
+
+# Whether a write of this `kept_unless_erased` failed in a way that may have kept it (a timeout: the reply was lost).
+_maybe_kept: ContextVar[bool] = ContextVar("recall_maybe_kept", default=False)
+
+
+@contextlib.contextmanager
+def _failure_passed_over() -> Iterator[None]:
+    try:
+        yield
+    except RedisAway:
+        raise  # not asked: not kept (`kept_unless_erased` drops nothing for it)
+    except RedisError:
+        _maybe_kept.set(True)
 
 
 def memory_version_now(owner_id: int) -> Any:
@@ -254,22 +269,26 @@ def added_many(values: dict[str, Any], seconds: int) -> None:
     """`values` kept where Redis holds nothing for their keys (what another kept meanwhile stays, as it was kept)."""
     if values:
         noted(values)
-        with contextlib.suppress(RedisError):
+        with _failure_passed_over():
             cache.add_many(values, seconds)  # type: ignore[attr-defined]  # config.cache.SharedClientRedisCache
 
 
 def kept_unless_erased(keep: Callable[[], None], keys: list[str], owner_id: int, mark: Any) -> None:
     """`keep()`s what was computed from the owner's rows after their erasure `mark` (`erasure_mark`) was read, and
     deletes its `keys` again if an erasure dropped the owner's cached views since: they may hold what it erased."""
+    maybe = _maybe_kept.set(False)
     try:
         keep()
-    except RedisAway:  # not tried: nothing kept, the next search computes it again
-        return
+    except RedisAway:  # not tried: nothing kept since, the next search computes it again
+        if not _maybe_kept.get():
+            return  # nor before (a write that timed out may have been)
     except RedisError:
         pass  # kept, maybe (a reply lost): as if kept
     except Exception:
         logger.exception("recall.not_kept")
         return
+    finally:
+        _maybe_kept.reset(maybe)
     if erasure_mark_now(owner_id) == mark:  # MARK_UNKNOWN never is: kept, maybe, without knowing what came between
         return
     try:

@@ -119,3 +119,20 @@ def test_secret_is_stored_only_as_a_hash(owner: Persona) -> None:
     token = AccessToken.objects.get(pk=owner.token.pk)  # type: ignore[union-attr]
     assert owner.secret not in {token.secret_hash, token.prefix, token.label}
     assert len(token.secret_hash) == 64
+
+
+def test_while_redis_is_away_a_call_is_not_limited_nor_logged_once_a_call(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The outage is logged once (config.cache: redis.away); the credentials' gate used to add a warning a second."""
+    import logging
+
+    from config import cache as shared
+    from memory import credentials
+
+    monkeypatch.setattr(credentials, "_unreachable_until", 0.0)
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
+    shared.noted_away()
+    with caplog.at_level(logging.WARNING, logger="memory.credentials"):
+        assert credentials.gate(window="memory:throttle:ip:test", limit=1) is None  # nothing cached trusted, no limit
+    assert caplog.records == []

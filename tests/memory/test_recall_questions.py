@@ -440,6 +440,67 @@ def test_what_was_kept_when_redis_could_not_say_whether_an_erasure_came_between_
     assert cache.get(key) is None  # dropped once Redis was asked again, not trusted
 
 
+def test_what_a_search_keeps_while_redis_is_away_is_not_taken_for_kept_nor_dropped_later(
+    alice: User, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing was written (every call refused at once): no drop of the owner's cached views is owed for it. Each
+    search during an outage used to log `erasure.cache_unavailable` and owe one (every key of the owner's deleted once
+    Redis answered)."""
+    import logging
+
+    from config import cache as shared
+    from config import redis_retry
+    from memory.recall import caching
+
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
+    shared.noted_away()
+    key = caching.owner_key("df", alice.pk)
+    with caplog.at_level(logging.WARNING, logger="memory.recall"):
+        caching.kept_unless_erased(lambda: caching.keep_many({key: 7}, 60), [key], alice.pk, None)
+    assert redis_retry.owed() == 0 and caplog.records == []
+
+
+def test_a_keep_that_timed_out_before_redis_was_left_alone_is_dropped_once_it_answers(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first write's reply was lost (it may have landed), the next one was not tried: the keys go again."""
+    import time
+
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    from config import cache as shared
+    from config import redis_retry
+    from memory.recall import caching
+
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
+    key = caching.owner_key("df", alice.pk)
+    cache.set(key, 7)  # as if the lost write had landed
+
+    sent = cache.set_many
+    calls: list[int] = []
+
+    def timed_out_first(values: dict[str, object], seconds: int) -> None:
+        calls.append(len(values))
+        if len(calls) == 1:
+            shared.noted_away()
+            raise RedisTimeoutError("Timeout reading from socket")
+        sent(values, seconds)  # RedisAway
+
+    def keep() -> None:
+        caching.keep_many({key: 7}, 60)
+        caching.keep_many({caching.owner_key("df:size", alice.pk): 1}, 60)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(cache, "set_many", timed_out_first)
+        caching.kept_unless_erased(keep, [key], alice.pk, None)
+    assert len(calls) == 2 and redis_retry.owed() == 1  # the owner's views, once Redis answers
+    shared.redis_heard()
+    deadline = time.monotonic() + 10
+    while redis_retry.owed() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert cache.get(key) is None
+
+
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(
     api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
