@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import threading
 import time
@@ -50,6 +51,7 @@ AWAY_SECONDS = 5.0
 WATCH_EVERY = 1.0
 _away_until = 0.0
 _watcher: threading.Thread | None = None  # while one runs, Redis is away
+_heard = 0  # how many times Redis was heard again (`redis_heard`)
 _watch_lock = threading.Lock()
 _on_answer: list[Callable[[], object]] = []
 
@@ -108,10 +110,11 @@ def _watched(probe: Callable[[], object]) -> None:
 
 def redis_heard() -> None:
     """Redis answered: the wait ends (a watcher stops), and what waited for an answer is told (`_on_answer`)."""
-    global _away_until, _watcher
+    global _away_until, _watcher, _heard
     with _watch_lock:
         was_away = redis_away()
         _away_until, _watcher = 0.0, None
+        _heard += 1
     if was_away:
         logger.warning("redis.answers")  # the end of an outage, beside its `redis.away`
         for told in list(_on_answer):
@@ -127,10 +130,9 @@ def when_redis_answers(told: Callable[[], object]) -> None:
 
 
 def away_for() -> float:
-    """Seconds until this process asks Redis again (0: it does now); while a watcher waits for an answer, WATCH_EVERY
-    at least (an answer tells `when_redis_answers`)."""
-    left = max(0.0, _away_until - time.monotonic())
-    return max(left, WATCH_EVERY) if _watcher is not None else left
+    """Seconds until this process asks Redis again (0: it does now; infinity while a watcher waits for an answer,
+    which tells `when_redis_answers`)."""
+    return math.inf if _watcher is not None else max(0.0, _away_until - time.monotonic())
 
 
 def _forked() -> None:
@@ -154,8 +156,8 @@ def _pinged(client: redis.Redis | None = None) -> bool:
 
 
 def redis_answers() -> bool:
-    """A PING on the cache's pool whatever `redis_away` says (a process's last tries as it ends): an answer ends the
-    wait at once, no answer starts it."""
+    """A PING on the cache's pool whatever `redis_away` says (/healthz, a process's last tries as it ends): an answer
+    ends the wait at once, no answer starts it."""
     try:
         answered = _pinged()
     except (RedisConnectionError, RedisTimeoutError):
@@ -179,10 +181,11 @@ def asked_of_redis(call: Callable[..., Any], *args: Any, found_away: Callable[[B
     PING of the process's Redis) hears it answer."""
     if redis_away():
         raise RedisAway("Redis did not answer a moment ago; not asked again until it does.")
+    heard = _heard
     try:
         return call(*args, **kwargs)
     except Exception as error:
-        if found_away(error):
+        if found_away(error) and heard == _heard:  # not a call of the outage that ended meanwhile
             noted_away(probe)
         raise
 
@@ -245,7 +248,12 @@ class SharedRedisCacheClient(RedisCacheClient):
         items = list(data.items())
         for start in range(0, len(items), KEYS_PER_SCRIPT_CALL):
             batch = items[start : start + KEYS_PER_SCRIPT_CALL]
-            script(keys=[key for key, _ in batch], args=[timeout, *(serializer.dumps(value) for _, value in batch)])
+            try:
+                script(keys=[key for key, _ in batch], args=[timeout, *(serializer.dumps(value) for _, value in batch)])
+            except RedisAway as error:
+                if start:  # the batches before were written: not "nothing asked"
+                    raise RedisConnectionError("Redis went away part way through a set_many.") from error
+                raise
 
 
 _clients: dict[str, SharedRedisCacheClient] = {}

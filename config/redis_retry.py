@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import os
 import threading
 import time
@@ -26,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from redis.exceptions import RedisError
 
-from config.cache import RedisAway, away_for, redis_answers, when_redis_answers
+from config.cache import RedisAway, away_for, not_answering, redis_answers, when_redis_answers
 
 FIRST_WAIT = 0.5  # seconds
 LONGEST_WAIT = 30.0
@@ -149,8 +150,10 @@ def _tried(key: Hashable, owed: _Owed) -> None:
             return
         wait = min(owed.wait * 2, LONGEST_WAIT)
         due = now + wait
-        if isinstance(error, RedisAway):  # not tried: tried as soon as the process asks Redis again
-            wait, due = owed.wait, now + away_for() + AFTER_AWAY
+        if isinstance(error, RedisAway):  # not tried: tried as soon as the process asks Redis again; while its
+            # watcher waits for Redis, when it hears it (`_tried_now`), or LONGEST_WAIT later should that never come
+            left = away_for()
+            wait, due = owed.wait, now + (LONGEST_WAIT if math.isinf(left) else left + AFTER_AWAY)
         with _changed:
             if _closing:
                 _lost(key, type(error).__name__)
@@ -185,8 +188,9 @@ def tried_once_more() -> None:
         try:
             owed_.work()
         except Exception as error:
-            away = type(error).__name__
-            _lost(key, away)
+            _lost(key, type(error).__name__)
+            if not_answering(error):  # the rest would each wait out a timeout; another failure is this piece's own
+                away = type(error).__name__
 
 
 atexit.register(tried_once_more)

@@ -139,8 +139,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Every Redis client gives up on a Redis that takes a connection and never answers (a hung server, a failover, a
 # half-open connection) after this many seconds, and the caller carries on without it, as with Redis down; the process
-# then leaves Redis alone for a few seconds (config.cache.redis_away). kombu's publish and the result backend waited
-# for ever, and with them the request that sent a job (redis-py's own default, 5 s, held the cache's calls).
+# then leaves Redis alone until it answers a PING again (config.cache.redis_away). kombu's publish and the result
+# backend waited for ever, and with them the request that sent a job (redis-py's own default, 5 s, held the cache's
+# calls).
 REDIS_TIMEOUT_S = env_int("REDIS_TIMEOUT_S", 3, minimum=1)  # 0 would make every socket non-blocking: no Redis at all
 _REDIS_TIMEOUTS = {"socket_timeout": REDIS_TIMEOUT_S, "socket_connect_timeout": REDIS_TIMEOUT_S}
 
@@ -176,7 +177,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": 10,
     "unacked_restore_throttle": 1,
     # Publishing with the broker down fails at once instead of after kombu's retries (about 6 s): the request
-    # that wrote the data answers, and the beat sweeps send the job later. Workers reconnect on their own loop.
+    # that wrote the data answers, and the job is sent once Redis answers (config.queue.sent_or_owed), or by the beat
+    # sweeps. Workers reconnect on their own loop.
     "max_retries": 1,
     "interval_start": 0,
     **_REDIS_TIMEOUTS,  # a publish's and a command's wait (a worker's BRPOP is read once Redis has answered)

@@ -8,6 +8,7 @@ Personas: `owner` (alice, every scope), `other` (bob, a second user with his own
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,13 +54,23 @@ def blob_dir(settings: Any, tmp_path: Path) -> Path:
     return directory
 
 
+def owed_settled(timeout: float = 5.0) -> None:
+    """Until nothing is owed to Redis by this process (config.redis_retry), `timeout` at most."""
+    from config import redis_retry
+
+    deadline = time.monotonic() + timeout
+    while redis_retry.owed() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @pytest.fixture(autouse=True)
 def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
     yield
-    shared_cache.redis_heard()  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
     drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
     drained("erased-views")  # nor does an erasure's deletion of cached views
     drained("access-bookkeeping")  # nor a search's access count (Redis's command statistics are the server's)
+    shared_cache.redis_heard()  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
+    owed_settled()  # nor what it owes Redis (tried at once now: the suite's Redis answers)
     cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
 
 

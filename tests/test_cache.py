@@ -220,6 +220,7 @@ def test_a_publish_redis_refuses_leaves_it_asked_and_one_it_cannot_reach_starts_
         job_sent(embed_chunks, args=(["chk_x"],), connection=broker)
     assert not shared.redis_away()
 
+    monkeypatch.setattr(shared, "WATCH_EVERY", 60)  # the watcher PINGs the suite's Redis, which answers: not yet
     with Connection(broker_url + ".gone") as broker, pytest.raises(QueueNotAnswering):  # no such socket: no answer
         job_sent(embed_chunks, args=(["chk_x"],), connection=broker)
     assert shared.redis_away()
@@ -244,3 +245,36 @@ def test_a_job_not_sent_while_redis_is_away_is_sent_once_it_answers(monkeypatch:
         time.sleep(0.01)
     assert broker.llen("celery") == queued + 1  # sent by this process, not left to the sweep
     broker.lpop("celery")  # no worker here: the job would wait for the next test's
+
+
+def test_a_large_set_many_refused_part_way_says_so_not_that_nothing_was_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its script calls go in batches: Redis left alone after the first, RedisAway would tell `kept_unless_erased`
+    that nothing was kept (memory.recall.caching), and an erasure's check would be skipped."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from config import cache as shared
+
+    monkeypatch.setattr(shared, "KEYS_PER_SCRIPT_CALL", SCRIPT_ABOVE_KEYS + 1)
+    cache.set_many({f"loaded:{n}": n for n in range(SCRIPT_ABOVE_KEYS + 1)}, timeout=60)  # Redis has the script
+    asked = iter([False, True])  # the first batch asked, the second refused
+    monkeypatch.setattr(shared, "redis_away", lambda: next(asked))
+    values = {f"batched:{n}": n for n in range(2 * (SCRIPT_ABOVE_KEYS + 1))}
+    with pytest.raises(RedisConnectionError) as refused:
+        cache.set_many(values, timeout=60)
+    assert not isinstance(refused.value, shared.RedisAway)
+    monkeypatch.undo()
+    assert cache.get("batched:0") == 0 and cache.get(f"batched:{SCRIPT_ABOVE_KEYS + 1}") is None
+
+
+def test_a_call_of_an_outage_that_ended_meanwhile_does_not_start_another_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    from config import cache as shared
+
+    def timed_out_as_redis_came_back() -> None:
+        shared.redis_heard()  # another thread heard Redis while this call waited out its timeout
+        raise RedisTimeoutError("Timeout reading from socket")
+
+    with pytest.raises(RedisTimeoutError):
+        shared.asked_of_redis(timed_out_as_redis_came_back)
+    assert not shared.redis_away()

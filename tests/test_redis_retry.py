@@ -263,3 +263,50 @@ def test_when_redis_answers_again_what_is_owed_is_tried_at_once(monkeypatch: pyt
     shared.redis_heard()
     settled()
     assert calls == ["bump"]
+
+
+def test_while_a_watcher_waits_for_redis_work_refused_waits_for_its_answer_not_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Owed work refused while Redis is away is not tried again every second of the outage (a thousand owed jobs
+    would be); the watcher hearing Redis brings it on."""
+    from config import cache as shared
+
+    monkeypatch.setattr(redis_retry, "LONGEST_WAIT", 60)
+    monkeypatch.setattr(shared, "WATCH_EVERY", 0.05)
+
+    def unanswered() -> bool:
+        raise RedisConnectionError("Connection refused.")
+
+    shared.noted_away(unanswered)
+    calls: list[str] = []
+
+    def refused_while_away() -> None:
+        calls.append("tried")
+        shared.asked_of_redis(lambda: None)  # RedisAway while the watcher waits
+
+    redis_retry.retried(("memory-version", 17), refused_while_away)
+    time.sleep(1.5)
+    assert calls == ["tried"]
+    shared.redis_heard()
+    settled()
+    assert calls == ["tried", "tried"]
+
+
+def test_at_the_process_s_end_a_piece_failing_otherwise_than_redis_leaves_the_rest_tried(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)
+    calls: list[str] = []
+
+    def broken() -> None:
+        raise ValueError("a database error, say")
+
+    redis_retry.retried(("operation", "op_1"), broken)
+    redis_retry.retried(("memory-version", 18), failing(0, calls, "answered"))
+    with caplog.at_level(logging.ERROR, logger="config.redis_retry"):
+        redis_retry.tried_once_more()
+    assert calls == ["answered"]
+    assert [(record.getMessage(), record.key) for record in caplog.records] == [  # type: ignore[attr-defined]
+        ("redis_retry.lost", "('operation', 'op_1')")
+    ]

@@ -223,15 +223,16 @@ def noted(values: dict[str, Any]) -> None:
 
 
 def keep_many(values: dict[str, Any], seconds: int) -> None:
-    """`values` kept `seconds`; a failure is passed over (kept, maybe), but RedisAway raised: nothing was written."""
+    """`values` kept `seconds`; a failure is passed over (kept, maybe), but RedisAway raised: not asked, nothing of
+    them written (a large one written in batches says RedisAway only of its first: config.cache)."""
     if values:
         noted(values)
         with _failure_passed_over():
             cache.set_many(values, seconds)
 
 
-# Whether a write of this `kept_unless_erased` failed in a way that may have kept it (a timeout: the reply was lost).
-_maybe_kept: ContextVar[bool] = ContextVar("recall_maybe_kept", default=False)
+# Whether a write of this `kept_unless_erased` kept something, or failed in a way that may have (a reply lost).
+_written: ContextVar[bool] = ContextVar("recall_written", default=False)
 
 
 @contextlib.contextmanager
@@ -239,9 +240,11 @@ def _failure_passed_over() -> Iterator[None]:
     try:
         yield
     except RedisAway:
-        raise  # not asked: not kept (`kept_unless_erased` drops nothing for it)
+        raise  # not asked: this write kept nothing (`kept_unless_erased` drops nothing unless an earlier one did)
     except RedisError:
-        _maybe_kept.set(True)
+        _written.set(True)
+    else:
+        _written.set(True)
 
 
 def memory_version_now(owner_id: int) -> Any:
@@ -276,19 +279,19 @@ def added_many(values: dict[str, Any], seconds: int) -> None:
 def kept_unless_erased(keep: Callable[[], None], keys: list[str], owner_id: int, mark: Any) -> None:
     """`keep()`s what was computed from the owner's rows after their erasure `mark` (`erasure_mark`) was read, and
     deletes its `keys` again if an erasure dropped the owner's cached views since: they may hold what it erased."""
-    maybe = _maybe_kept.set(False)
+    written = _written.set(False)
     try:
         keep()
-    except RedisAway:  # not tried: nothing kept since, the next search computes it again
-        if not _maybe_kept.get():
-            return  # nor before (a write that timed out may have been)
+    except RedisAway:  # not asked: nothing kept since, the next search computes it again
+        if not _written.get():
+            return  # nor before (an earlier write of this keep may have been)
     except RedisError:
         pass  # kept, maybe (a reply lost): as if kept
     except Exception:
         logger.exception("recall.not_kept")
         return
     finally:
-        _maybe_kept.reset(maybe)
+        _written.reset(written)
     if erasure_mark_now(owner_id) == mark:  # MARK_UNKNOWN never is: kept, maybe, without knowing what came between
         return
     try:

@@ -501,6 +501,34 @@ def test_a_keep_that_timed_out_before_redis_was_left_alone_is_dropped_once_it_an
     assert cache.get(key) is None
 
 
+def test_a_keep_refused_after_an_earlier_write_of_it_was_kept_still_checks_for_an_erasure(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first write kept, then Redis away for the second: an erasure may have come between the rows' reading and
+    the first write, so the keys go once Redis answers (RedisAway says only that the second kept nothing)."""
+    import time
+
+    from config import cache as shared
+    from config import redis_retry
+    from memory.recall import caching
+
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
+    key = caching.owner_key("df", alice.pk)
+
+    def keep() -> None:
+        caching.keep_many({key: 7}, 60)
+        shared.noted_away()  # another thread's call found Redis not answering
+        caching.keep_many({caching.owner_key("df:size", alice.pk): 1}, 60)
+
+    caching.kept_unless_erased(keep, [key], alice.pk, None)
+    assert redis_retry.owed() == 1  # the owner's views, once Redis answers
+    shared.redis_heard()
+    deadline = time.monotonic() + 10
+    while redis_retry.owed() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert cache.get(key) is None
+
+
 def test_past_the_people_read_at_once_a_question_s_names_are_looked_up_one_by_one(
     api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
