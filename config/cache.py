@@ -114,7 +114,7 @@ def redis_heard() -> None:
     with _watch_lock:
         was_away = redis_away()
         _away_until, _watcher = 0.0, None
-        _heard += 1
+        _heard += was_away  # a call of the outage failing from now on does not start another (`asked_of_redis`)
     if was_away:
         logger.warning("redis.answers")  # the end of an outage, beside its `redis.away`
         for told in list(_on_answer):

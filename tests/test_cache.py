@@ -272,7 +272,8 @@ def test_a_call_of_an_outage_that_ended_meanwhile_does_not_start_another_wait(mo
     from config import cache as shared
 
     def timed_out_as_redis_came_back() -> None:
-        shared.redis_heard()  # another thread heard Redis while this call waited out its timeout
+        shared.noted_away()  # while this call waits out its timeout, another's finds Redis away,
+        shared.redis_heard()  # and then it answers again
         raise RedisTimeoutError("Timeout reading from socket")
 
     with pytest.raises(RedisTimeoutError):
