@@ -224,7 +224,7 @@ def noted(values: dict[str, Any]) -> None:
 
 def keep_many(values: dict[str, Any], seconds: int) -> None:
     """`values` kept `seconds`; a failure is passed over (kept, maybe), but RedisAway raised: not asked, nothing of
-    them written (a large one written in batches says RedisAway only of its first: config.cache)."""
+    them written (a large `set_many` refused after its first batch raises a ConnectionError instead: config.cache)."""
     if values:
         noted(values)
         with _failure_passed_over():
@@ -242,9 +242,8 @@ def _failure_passed_over() -> Iterator[None]:
     except RedisAway:
         raise  # not asked: this write kept nothing (`kept_unless_erased` drops nothing unless an earlier one did)
     except RedisError:
-        _written.set(True)
-    else:
-        _written.set(True)
+        pass  # kept, maybe (a reply lost)
+    _written.set(True)
 
 
 def memory_version_now(owner_id: int) -> Any:
