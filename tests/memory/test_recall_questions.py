@@ -22,7 +22,7 @@ from memory.recall.question import asked_window
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import _PLAIN, query_terms, words_as_parsed
 from memory.recall.threads import drained
-from tests.conftest import Api, Persona
+from tests.conftest import Api, Persona, owed_settled
 from tests.factories import ClaimFactory, NodeFactory, PartitionFactory
 
 pytestmark = pytest.mark.django_db
@@ -420,10 +420,7 @@ def test_erasures_committed_while_the_owner_s_deletion_waits_share_it(
 def test_what_was_kept_when_redis_could_not_say_whether_an_erasure_came_between_goes_again(
     alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import time
-
     from config import cache as shared
-    from config import redis_retry
     from memory.recall import caching
 
     monkeypatch.setattr(shared, "AWAY_SECONDS", 0.3)
@@ -434,9 +431,7 @@ def test_what_was_kept_when_redis_could_not_say_whether_an_erasure_came_between_
         shared.noted_away()  # kept; then the process leaves Redis alone: the mark cannot be read
 
     caching.kept_unless_erased(keep, [key], alice.pk, None)  # no erasure known when the rows were read
-    deadline = time.monotonic() + 10
-    while redis_retry.owed() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    owed_settled(10)
     assert cache.get(key) is None  # dropped once Redis was asked again, not trusted
 
 
@@ -464,8 +459,6 @@ def test_a_keep_that_timed_out_before_redis_was_left_alone_is_dropped_once_it_an
     alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first write's reply was lost (it may have landed), the next one was not tried: the keys go again."""
-    import time
-
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
     from config import cache as shared
@@ -495,9 +488,7 @@ def test_a_keep_that_timed_out_before_redis_was_left_alone_is_dropped_once_it_an
         caching.kept_unless_erased(keep, [key], alice.pk, None)
     assert len(calls) == 2 and redis_retry.owed() == 1  # the owner's views, once Redis answers
     shared.redis_heard()
-    deadline = time.monotonic() + 10
-    while redis_retry.owed() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    owed_settled(10)
     assert cache.get(key) is None
 
 
@@ -506,8 +497,6 @@ def test_a_keep_refused_after_an_earlier_write_of_it_was_kept_still_checks_for_a
 ) -> None:
     """The first write kept, then Redis away for the second: an erasure may have come between the rows' reading and
     the first write, so the keys go once Redis answers (RedisAway says only that the second kept nothing)."""
-    import time
-
     from config import cache as shared
     from config import redis_retry
     from memory.recall import caching
@@ -523,9 +512,7 @@ def test_a_keep_refused_after_an_earlier_write_of_it_was_kept_still_checks_for_a
     caching.kept_unless_erased(keep, [key], alice.pk, None)
     assert redis_retry.owed() == 1  # the owner's views, once Redis answers
     shared.redis_heard()
-    deadline = time.monotonic() + 10
-    while redis_retry.owed() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    owed_settled(10)
     assert cache.get(key) is None
 
 
