@@ -168,7 +168,7 @@ def redis_answers() -> bool:
     return answered
 
 
-def not_answering(error: BaseException) -> bool:
+def not_answering(error: BaseException | None) -> bool:
     """Whether a failed call to Redis found it not answering (a timeout, no connection) rather than answering with an
     error (a full memory, a read-only replica, a refused command): only the first starts the wait."""
     return isinstance(error, (RedisConnectionError, RedisTimeoutError))

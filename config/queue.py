@@ -6,7 +6,7 @@ the rest (receipts still queued, rows without a vector)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from kombu.exceptions import OperationalError
@@ -33,7 +33,7 @@ def job_sent(task: Any, **options: Any) -> None:
         raise
 
 
-def sent_or_owed(key: Hashable, send: Any, later: Any = None) -> bool:
+def sent_or_owed(key: Hashable, send: Callable[[], object], later: Callable[[], object] | None = None) -> bool:
     """`send()` (a `job_sent`, and what goes with it) now; where Redis does not answer, `later` (or `send`) sent
     once it does (config.redis_retry), one piece of work per `key`, unless OWED_JOBS are owed already. Whether it was
     sent now; anything but Redis not answering is raised."""
@@ -45,5 +45,5 @@ def publish_not_answered(error: BaseException) -> bool:
     a Redis that answered with an error (a full memory, a read-only replica) and a bug of its own (a KeyError) too.
     The cause tells them apart: Redis not answering, or the socket failing (an OSError)."""
     if isinstance(error, OperationalError):
-        return isinstance(error.__cause__, OSError) or (error.__cause__ is not None and not_answering(error.__cause__))
+        return isinstance(error.__cause__, OSError) or not_answering(error.__cause__)
     return not_answering(error)

@@ -80,17 +80,13 @@ def _redis() -> Any:
 
 
 _script: Any = None
-_unreachable_until = 0.0
-RETRY_REDIS_AFTER_S = 1.0
 
 
 def gate(*, window: str = "", limit: int = 0) -> Gate | None:
     """The generation, and when `window` is given one call counted in it against `limit` per minute. None when
     Redis is unreachable (then nothing cached may be trusted and the call is not limited)."""
-    global _script, _unreachable_until
-    if time.monotonic() < _unreachable_until:
-        return None  # Redis just failed: do not make every call of the next second wait for it again
-    try:
+    global _script
+    try:  # RedisAway at once while Redis is away (config.cache.redis_away): no call waits for it again
         if _script is None:
             _script = _redis().register_script(_SCRIPT)
         keys = [GENERATION_KEY, window] if window else [GENERATION_KEY]
@@ -100,7 +96,6 @@ def gate(*, window: str = "", limit: int = 0) -> Gate | None:
         if not isinstance(error, RedisAway):  # the outage itself is logged once (config.cache: redis.away)
             logger.warning("credentials.redis_unavailable", extra={"error": type(error).__name__})
         _forget_all()
-        _unreachable_until = time.monotonic() + RETRY_REDIS_AFTER_S
         return None
     generation = answer[0].decode()
     if not window:

@@ -18,6 +18,7 @@ import redis
 from django.core.cache import cache
 
 from config.cache import KEYS_PER_SCRIPT_CALL, SCRIPT_ABOVE_KEYS, SharedRedisCacheClient
+from tests.conftest import owed_settled
 
 
 def client() -> SharedRedisCacheClient:
@@ -240,9 +241,7 @@ def test_a_job_not_sent_while_redis_is_away_is_sent_once_it_answers(monkeypatch:
     send_chunk_vectors_job(["chk_owed"])
     assert broker.llen("celery") == queued and redis_retry.owed() == 1
     shared.redis_heard()
-    deadline = time.monotonic() + 10
-    while redis_retry.owed() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    owed_settled(10)
     assert broker.llen("celery") == queued + 1  # sent by this process, not left to the sweep
     broker.lpop("celery")  # no worker here: the job would wait for the next test's
 

@@ -13,6 +13,7 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from config import redis_retry
+from tests.conftest import owed_settled
 
 
 @pytest.fixture(autouse=True)
@@ -34,9 +35,7 @@ def failing(times: int, calls: list[str], name: str) -> Callable[[], None]:
 
 
 def settled(timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while redis_retry.owed() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    owed_settled(timeout)
     assert redis_retry.owed() == 0
 
 

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.cache import RedisAway, redis_away
+from config.cache import asked_of_redis
 from config.queue import job_sent, sent_or_owed
 from memory.access import Access
 from memory.errors import Conflict, ServiceError
@@ -122,10 +122,8 @@ def _job_state(task_id: str) -> str:
 
     from config.celery import app
 
-    try:
-        if redis_away():  # not asked again yet: each read would wait out REDIS_TIMEOUT_S
-            raise RedisAway("Redis did not answer a moment ago.")
-        return str(AsyncResult(task_id, app=app).state)
+    try:  # RedisAway at once while Redis is away: each read would wait out REDIS_TIMEOUT_S
+        return str(asked_of_redis(lambda: AsyncResult(task_id, app=app).state))
     except Exception as exc:  # a Redis outage is an error, never a failed operation
         raise ServiceError("The processing queue cannot be inspected right now.", code="SERVICE_UNAVAILABLE") from exc
 

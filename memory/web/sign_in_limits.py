@@ -16,28 +16,22 @@ class FailOpenCache:
         self._cache = cache
 
     def get(self, key: str, default: Any = None, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return self._cache.get(key, default, *args, **kwargs)
-        except RedisError:
-            return default
+        return self._or(default, "get", key, default, *args, **kwargs)
 
     def add(self, *args: Any, **kwargs: Any) -> bool:
-        try:
-            return bool(self._cache.add(*args, **kwargs))
-        except RedisError:
-            return True  # its lock, taken: nothing else counts either
+        return bool(self._or(True, "add", *args, **kwargs))  # its lock, taken: nothing else counts either
 
     def set(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            self._cache.set(*args, **kwargs)
-        except RedisError:
-            return
+        self._or(None, "set", *args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> bool:
+        return bool(self._or(False, "delete", *args, **kwargs))
+
+    def _or(self, failed: Any, method: str, *args: Any, **kwargs: Any) -> Any:
         try:
-            return bool(self._cache.delete(*args, **kwargs))
+            return getattr(self._cache, method)(*args, **kwargs)
         except RedisError:
-            return False
+            return failed
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cache, name)

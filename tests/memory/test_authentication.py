@@ -130,7 +130,6 @@ def test_while_redis_is_away_a_call_is_not_limited_nor_logged_once_a_call(
     from config import cache as shared
     from memory import credentials
 
-    monkeypatch.setattr(credentials, "_unreachable_until", 0.0)
     monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
     shared.noted_away()
     with caplog.at_level(logging.WARNING, logger="memory.credentials"):
