@@ -5,6 +5,11 @@ Reads one job as JSON on stdin: the turns to add, the questions to ask, where to
 MiniLM model file with its sha256 and the tokenizer file. Writes one JSON object on stdout: the seconds the adds
 took, each question's seconds and its results in rank order (each as a list of the one dia id it holds).
 
+With a `port` in the job, it serves that store instead, as mem0's own REST server does (`server/main.py` of mem0's
+repository: FastAPI on uvicorn, a plain `def` endpoint that FastAPI runs on its thread pool, no authentication):
+`POST /search` with `query`, `user_id` and `top_k` answers mem0's `search()` as it returns it, until terminated.
+bench/peers.py is its client, over loopback, as it is this project's.
+
 mem0 runs in process, as its own quickstart does: `Memory.from_config` with a local, on-disk Qdrant (qdrant-client's
 local mode) and `add(..., infer=False)`, so no LLM is ever called; each turn is one `add` carrying its dia id in
 the metadata, and the results are mapped back through it. The embedder is the project's own all-MiniLM-L6-v2 int8
@@ -13,8 +18,8 @@ normalisation), wrapped in mem0's `EmbeddingBase`: both sides then embed with on
 project's side through its rewrite of the file for this CPU, bench/peers.py).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: FastAPI reads the endpoint's annotations at run time, and `serve`'s
+# request model is local to it (pydantic is mem0's virtualenv's, not imported when bench/peers.py imports this).
 import hashlib
 import json
 import sys
@@ -95,8 +100,43 @@ TEXTS = {
 }
 
 
+def dia_ids(results: list[dict[str, Any]]) -> list[list[str]]:
+    """Each result of a mem0 search, in rank order, as the dia id of the turn it holds (bench/peers.py scores them)."""
+    return [[dia_id] if (dia_id := (result.get("metadata") or {}).get("dia_id")) else [] for result in results]
+
+
+def serve(job: dict[str, Any]) -> None:
+    """mem0's search over HTTP on the job's store, on 127.0.0.1:`port` (uvicorn, with the project's pins of uvicorn,
+    uvloop and httptools, and no access log, as bench/serving.py serves this project)."""
+    import uvicorn
+    from fastapi import FastAPI
+    from pydantic import BaseModel
+
+    mem = memory(job)
+    mem.embedding_model.embed("Warm-up.", "search")
+    app = FastAPI()
+
+    class Search(BaseModel):
+        query: str
+        user_id: str
+        top_k: int = 10
+
+    @app.post("/search")
+    def search(asked: Search) -> Any:  # a plain def, as mem0's server: FastAPI runs it on its thread pool
+        return mem.search(asked.query, top_k=asked.top_k, filters={"user_id": asked.user_id})
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, bool]:
+        return {"ok": True}
+
+    uvicorn.run(app, host="127.0.0.1", port=job["port"], log_level="warning", access_log=False)
+
+
 def main() -> None:
     job = json.load(sys.stdin)
+    if job.get("port"):
+        serve(job)
+        return
     mem = memory(job)
     user = job["user"]
     mem.embedding_model.embed("Warm-up.", "search")  # the model's first run, outside the measurement
@@ -112,9 +152,7 @@ def main() -> None:
         began = time.perf_counter()
         results = mem.search(question, top_k=job["limit"], filters={"user_id": user})["results"]
         seconds.append(time.perf_counter() - began)
-        found.append(
-            [[dia_id] if (dia_id := (result.get("metadata") or {}).get("dia_id")) else [] for result in results]
-        )
+        found.append(dia_ids(results))
     embedded = []  # the query's embedding alone: the part of a search both sides pay alike
     for question in job["questions"]:
         began = time.perf_counter()

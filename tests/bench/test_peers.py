@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bench.peers import frac_at_10, peer_job
 
 SAMPLE: dict[str, Any] = {
@@ -71,3 +73,30 @@ def test_peak_memory_names_each_postgresql_process_by_its_role(db: None) -> None
     rss, pss, parts = PeakMemory(lambda: [postmaster]).sample()
     assert {"postgres postmaster", "postgres backend", "postgres checkpointer"} <= set(parts)
     assert 0 < pss <= rss and abs(sum(parts.values()) - pss) < 1e-6 * pss + 1e-9
+
+
+def test_served_rows_use_mem0s_served_seconds_and_ours_over_rest() -> None:
+    from bench.peers import measured
+
+    _, questions = peer_job(SAMPLE)
+    found = [[["D2:1"]], [["D1:1"], ["D2:1"]]]
+    common = {"ingest_seconds": 1.0, "embed_seconds": [0.001], "peak_rss": 1.0, "peak_pss": 1.0, "found": found}
+    mem0 = measured(
+        common | {"query_seconds": [0.005, 0.007], "served_seconds": [0.009, 0.011], "served_found": [[], []]},
+        3,
+        questions,
+    )
+    ours = measured(common | {"query_seconds": [0.010, 0.012], "in_process_seconds": [0.004, 0.004]}, 3, questions)
+
+    assert (mem0["p50"], mem0["served_p50"], mem0["in_process_p50"]) == pytest.approx((6.0, 10.0, 6.0))
+    assert (mem0["frac"], mem0["served_frac"]) == (1.0, 0.0)  # each side's answers scored as they came
+    assert (ours["p50"], ours["served_p50"], ours["in_process_p50"]) == pytest.approx((11.0, 11.0, 4.0))
+    assert ours["served_frac"] == ours["frac"] == 1.0
+
+
+def test_mem0_results_are_read_as_the_dia_ids_of_their_turns() -> None:
+    from bench.peers_mem0 import dia_ids
+
+    results: list[dict[str, Any]] = [{"metadata": {"dia_id": "D1:1"}}, {"metadata": None}, {"memory": "no metadata"}]
+
+    assert dia_ids(results) == [["D1:1"], [], []]
