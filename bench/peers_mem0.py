@@ -1,14 +1,17 @@
 """mem0's side of bench/peers.py: run by the interpreter of mem0's own virtualenv (var/peers/venv), never the
-project's, and never imported by the project.
+project's. bench/peers.py imports `dia_ids` from it (this module imports only the standard library at its top).
 
 Reads one job as JSON on stdin: the turns to add, the questions to ask, where to keep the Qdrant store, the
 MiniLM model file with its sha256 and the tokenizer file. Writes one JSON object on stdout: the seconds the adds
 took, each question's seconds and its results in rank order (each as a list of the one dia id it holds).
 
 With a `port` in the job, it serves that store instead, as mem0's own REST server does (`server/main.py` of mem0's
-repository: FastAPI on uvicorn, a plain `def` endpoint that FastAPI runs on its thread pool, no authentication):
-`POST /search` with `query`, `user_id` and `top_k` answers mem0's `search()` as it returns it, until terminated.
-bench/peers.py is its client, over loopback, as it is this project's.
+repository: FastAPI on uvicorn, a plain `def` endpoint that FastAPI runs on its thread pool, its answer encoded by
+FastAPI's `jsonable_encoder`): `POST /search` with `query`, `user_id` and `top_k` answers mem0's `search()` as it
+returns it, until terminated. Of that server's request path it keeps the cheapest authentication, its `X-API-Key`
+compared with the admin key (no database read), and leaves out what needs its database: API keys of users, and the
+middleware that writes a row per request. So mem0's served figure is, if anything, a little low. bench/peers.py is
+its client, over loopback, as it is this project's.
 
 mem0 runs in process, as its own quickstart does: `Memory.from_config` with a local, on-disk Qdrant (qdrant-client's
 local mode) and `add(..., infer=False)`, so no LLM is ever called; each turn is one `add` carrying its dia id in
@@ -19,7 +22,7 @@ project's side through its rewrite of the file for this CPU, bench/peers.py).
 """
 
 # No `from __future__ import annotations`: FastAPI reads the endpoint's annotations at run time, and `serve`'s
-# request model is local to it (pydantic is mem0's virtualenv's, not imported when bench/peers.py imports this).
+# request model is local to it (FastAPI is only in mem0's virtualenv: nothing of it is imported at this module's top).
 import hashlib
 import json
 import sys
@@ -108,21 +111,30 @@ def dia_ids(results: list[dict[str, Any]]) -> list[list[str]]:
 def serve(job: dict[str, Any]) -> None:
     """mem0's search over HTTP on the job's store, on 127.0.0.1:`port` (uvicorn, with the project's pins of uvicorn,
     uvloop and httptools, and no access log, as bench/serving.py serves this project)."""
+    import secrets
+
     import uvicorn
-    from fastapi import FastAPI
+    from fastapi import Depends, FastAPI, HTTPException
+    from fastapi.security import APIKeyHeader
     from pydantic import BaseModel
 
     mem = memory(job)
     mem.embedding_model.embed("Warm-up.", "search")
     app = FastAPI()
+    api_key = APIKeyHeader(name="X-API-Key", auto_error=False)
+
+    def admin_key(given: str | None = Depends(api_key)) -> None:
+        if given is None or not secrets.compare_digest(given, job["api_key"]):
+            raise HTTPException(status_code=401, detail="Authentication required.")
 
     class Search(BaseModel):
         query: str
         user_id: str
         top_k: int = 10
 
-    @app.post("/search")
-    def search(asked: Search) -> Any:  # a plain def, as mem0's server: FastAPI runs it on its thread pool
+    # A plain def, as mem0's server: FastAPI runs it on its thread pool; no response model, as there.
+    @app.post("/search", response_model=None)
+    def search(asked: Search, _auth: None = Depends(admin_key)) -> Any:
         return mem.search(asked.query, top_k=asked.top_k, filters={"user_id": asked.user_id})
 
     @app.get("/healthz")

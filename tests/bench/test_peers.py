@@ -86,12 +86,41 @@ def test_served_rows_use_mem0s_served_seconds_and_ours_over_rest() -> None:
         3,
         questions,
     )
-    ours = measured(common | {"query_seconds": [0.010, 0.012], "in_process_seconds": [0.004, 0.004]}, 3, questions)
+    rest = [0.010, 0.012]
+    ours = measured(
+        common | {"query_seconds": rest, "served_seconds": rest, "served_found": found, "in_process_seconds": [0.004]},
+        3,
+        questions,
+    )
 
     assert (mem0["p50"], mem0["served_p50"], mem0["in_process_p50"]) == pytest.approx((6.0, 10.0, 6.0))
+    assert (mem0["p95"], mem0["served_p95"]) == pytest.approx((6.9, 10.9))  # interpolated between the two
     assert (mem0["frac"], mem0["served_frac"]) == (1.0, 0.0)  # each side's answers scored as they came
     assert (ours["p50"], ours["served_p50"], ours["in_process_p50"]) == pytest.approx((11.0, 11.0, 4.0))
     assert ours["served_frac"] == ours["frac"] == 1.0
+
+
+def test_the_report_puts_each_rows_figures_of_both_sides_beside_their_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.peers import report
+
+    figures = {"ingest": 200.0, "ingest_polled": 190.0, "p50": 10.0, "p95": 16.0, "served_p50": 10.0,
+               "served_p95": 16.0, "in_process_p50": 5.0, "embed_p50": 1.0, "frac": 0.75, "served_frac": 0.75,
+               "rss": 800.0, "pss": 400.0, "per_category": {}}  # fmt: skip
+    peer = figures | {"ingest": 100.0, "p50": 5.0, "served_p50": 8.0, "in_process_p50": 5.0, "frac": 0.5, "pss": 320.0}
+    ours_raw = {"migrate_seconds": 1.0, "stored": {}, "embedder": "minilm", "failed": 0, "planner_statistics": {},
+                "peak_parts": {}}  # fmt: skip
+    peer_raw = {"version": "mem0ai", "stored": 1, "notes": [], "peak_parts": {}}
+
+    side = "mem0 speaker"
+    report([{"ours": figures, side: peer}], [{"ours": ours_raw, side: peer_raw}], "", side)
+
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:4] for line in capsys.readouterr().out.splitlines()}
+    assert rows["ingest, turns/s end to end"] == ["200.0", "100.0", "2.00"]
+    assert rows["query p50, ms (ours over REST, mem0 in process)"] == ["10.0", "5.0", "2.00"]
+    served = "query p50, both served over HTTP (mem0: FastAPI + uvicorn, as its REST server), ms"
+    assert rows[served] == ["10.0", "8.0", "1.25"]
+    assert rows["frac@10, categories 1-4"] == ["0.750", "0.500", "1.50"]
+    assert rows["peak memory PSS, MiB (all processes)"] == ["400.0", "320.0", "1.25"]
 
 
 def test_mem0_results_are_read_as_the_dia_ids_of_their_turns() -> None:
