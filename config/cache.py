@@ -129,6 +129,11 @@ def when_redis_answers(told: Callable[[], object]) -> None:
     _on_answer.append(told)
 
 
+def redis_watched() -> bool:
+    """Whether a watcher thread of this process waits for Redis to answer (asking it once every WATCH_EVERY)."""
+    return _watcher is not None
+
+
 def away_for() -> float:
     """Seconds until this process asks Redis again (0: it does now; infinity while a watcher waits for an answer,
     which tells `when_redis_answers`)."""

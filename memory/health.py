@@ -9,7 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from config.cache import redis_answers
+from config.cache import redis_answers, redis_watched
 
 logger = logging.getLogger("memory.health")
 
@@ -26,8 +26,12 @@ def _database() -> str:
 
 
 def _redis() -> str:
-    # Asked even while this process leaves Redis alone after a call it did not answer (config.cache.redis_away): a
-    # load balancer's probe then sees it back as soon as it is, and the process asks it again.
+    # While a watcher thread of this process waits for Redis to answer, it asks every second: a probe answers at once
+    # from it rather than wait REDIS_TIMEOUT_S for the same silence (and sees Redis back a second late at most).
+    # Otherwise asked, even while this process leaves Redis alone for a moment after a call it did not answer
+    # (config.cache.redis_away): an answer ends that wait at once.
+    if redis_watched():
+        return "error"
     try:
         return "ok" if redis_answers() else "error"
     except Exception:

@@ -248,6 +248,37 @@ def test_healthz_asks_redis_even_while_the_process_leaves_it_alone_and_ends_the_
     assert not shared.redis_away()
 
 
+@pytest.mark.django_db
+def test_healthz_answers_at_once_while_a_watcher_waits_for_redis(
+    monkeypatch: pytest.MonkeyPatch, client: object
+) -> None:
+    """A load balancer's probe during an outage gets its 503 at once, not after REDIS_TIMEOUT_S: the watcher asks."""
+    from config import cache as shared
+
+    asked: list[str] = []
+
+    def silent() -> bool:  # Redis not answering the watcher's PINGs
+        raise RedisConnectionError("paused")
+
+    def pinged(client: object = None) -> bool:
+        asked.append("PING")
+        return True
+
+    monkeypatch.setattr(shared, "WATCH_EVERY", 0.05)
+    monkeypatch.setattr(shared, "_pinged", pinged)
+    shared.noted_away(silent)
+    assert shared.redis_watched()
+
+    response = client.get("/healthz")  # type: ignore[attr-defined]
+
+    assert response.status_code == 503
+    assert (response.json()["redis"], response.json()["worker"]) == ("error", "absent")
+    assert asked == []  # Redis was not asked: the watcher does
+    shared.redis_heard()
+    assert client.get("/healthz").json()["redis"] == "ok"  # type: ignore[attr-defined]
+    assert asked == ["PING"]
+
+
 def test_when_redis_answers_again_what_is_owed_is_tried_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not at its next wait's end (30 s at most, once an outage lasted a minute): config.cache's watcher heard Redis."""
     from config import cache as shared
