@@ -56,6 +56,7 @@ STEPS = [
     Step("footprint", "footprint.py"),
     Step("locomo", "locomo.py", ("--variant", "hybrid", "--protocol", "results"), locomo=True),  # the headline's
     Step("peers", "peers.py", (), locomo=True),
+    Step("search concurrency", "search_concurrency.py", ("--seconds", "8"), locomo=True),  # 1, 2, 4, 8 clients (~1 min)
 ]
 
 
