@@ -8,10 +8,10 @@ real pipeline on first use (bench/locomo.py's `ingest_all`), reused after. Each 
 with a keep-alive connection of its own (the standard library's http.client, the lightest client: this process
 shares the two cores with the server) and asks the questions of categories 1-4 (`limit: 10`) in turn, each client
 from another question, for `--seconds` a level after one warm-up round of every question. Per level: searches
-answered a second, the round trip's p50 / p95 / p99, answers other than 200, and the throughput against one
-client's, and the CPU a search took in each part (the server, PostgreSQL, Redis, this client; from /proc, so other
-load on the machine does not count). Then the warnings and errors the server logged while it served (work its recall
-threads dropped, a pool that ran out), by event.
+answered a second, the round trip's p50 / p95 / p99, answers other than 200 (a status, or a connection that failed),
+the throughput against one client's, and the CPU a search took in each part (the server, PostgreSQL, Redis, this
+client; from /proc, so other load on the machine does not count). Then the warnings and errors the server logged
+while it served (work its recall threads dropped, a pool that ran out), by event.
 """
 
 from __future__ import annotations
@@ -40,15 +40,16 @@ LIMIT = 10
 
 
 def percentile(values: list[float], cut: int) -> float:
-    return statistics.quantiles(values, n=100)[cut - 1] if len(values) > 1 else values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[cut - 1] if len(values) > 1 else values[0]
 
 
 def asked(url: str, secret: str, questions: list[str], clients: int, seconds: float) -> dict[str, Any]:
-    """`clients` threads asking in turn until `seconds` have passed: the answers' round trips (ms) and statuses."""
+    """`clients` threads asking in turn until `seconds` have passed: searches answered a second, the round trips (ms),
+    how many were answered, and how many were not answered 200 (a status, or a connection that failed: counted, and
+    a new connection made)."""
     address = urlsplit(url)
-    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
     spent: list[float] = []
-    statuses: Counter[int] = Counter()
+    failed: Counter[str] = Counter()
     lock = threading.Lock()
     start = threading.Barrier(clients + 1)
     deadline = [0.0]
@@ -56,22 +57,27 @@ def asked(url: str, secret: str, questions: list[str], clients: int, seconds: fl
     def client(number: int) -> None:
         connection = http.client.HTTPConnection(address.hostname or "127.0.0.1", address.port, timeout=120)
         mine: list[float] = []
-        codes: Counter[int] = Counter()
+        not_ok: Counter[str] = Counter()
         turn = number * len(questions) // clients
         start.wait()
-        while time.monotonic() < deadline[0]:
-            body = json.dumps({"query": questions[turn % len(questions)], "limit": LIMIT})
-            began = time.perf_counter()
-            connection.request("POST", "/query/search", body, headers)
-            response = connection.getresponse()
-            response.read()
-            mine.append((time.perf_counter() - began) * 1000)
-            codes[response.status] += 1
-            turn += 1
-        connection.close()
-        with lock:
-            spent.extend(mine)
-            statuses.update(codes)
+        try:
+            while time.monotonic() < deadline[0]:
+                began = time.perf_counter()
+                try:
+                    status = searched(connection, secret, questions[turn % len(questions)])
+                except (OSError, http.client.HTTPException) as error:
+                    not_ok[type(error).__name__] += 1
+                    connection.close()  # http.client opens it again on the next request
+                else:
+                    mine.append((time.perf_counter() - began) * 1000)
+                    if status != 200:
+                        not_ok[str(status)] += 1
+                turn += 1
+        finally:
+            connection.close()
+            with lock:
+                spent.extend(mine)
+                failed.update(not_ok)
 
     threads = [threading.Thread(target=client, args=(number,)) for number in range(clients)]
     for thread in threads:
@@ -82,32 +88,52 @@ def asked(url: str, secret: str, questions: list[str], clients: int, seconds: fl
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - began
-    return {"clients": clients, "per_second": len(spent) / elapsed, "p50": statistics.median(spent),
-            "p95": percentile(spent, 95), "p99": percentile(spent, 99),
-            "not_ok": sum(count for status, count in statuses.items() if status != 200)}  # fmt: skip
+    if not spent:
+        raise SystemExit(f"no search answered with {clients} client(s): {dict(failed)}")
+    return {"clients": clients, "answered": len(spent), "per_second": len(spent) / elapsed,
+            "p50": statistics.median(spent), "p95": percentile(spent, 95), "p99": percentile(spent, 99),
+            "not_ok": sum(failed.values()), "failures": dict(failed)}  # fmt: skip
+
+
+def searched(connection: http.client.HTTPConnection, secret: str, question: str) -> int:
+    """One `POST /query/search` on `connection`; its status."""
+    body = json.dumps({"query": question, "limit": LIMIT})
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    connection.request("POST", "/query/search", body, headers)
+    response = connection.getresponse()
+    response.read()
+    return response.status
 
 
 def cpu_seconds(runtime: Any) -> dict[str, float]:
     """CPU seconds (user and system) each part has used so far: the server (this process's children), PostgreSQL (its
-    postmaster and every backend), Redis, and this process, the clients."""
+    postmaster and every backend), Redis, and this process, the clients. Each process's own, and its children's that
+    have ended (a backend that ended is in its postmaster's); one that ends while read counts 0."""
     import psutil
 
     def used(process: psutil.Process, with_children: bool = False) -> float:
         try:
             each = [process, *(process.children(recursive=True) if with_children else [])]
-            return sum(sum(part.cpu_times()[:2]) for part in each)
-        except psutil.Error:  # a backend that ended between the listing and the reading
+        except psutil.Error:
             return 0.0
+        total = 0.0
+        for part in each:
+            try:
+                total += sum(part.cpu_times()[:4])  # user, system, and the same of its children that ended
+            except psutil.Error:  # ended between the listing and the reading
+                continue
+        return total
 
     me = psutil.Process()
     postmaster = psutil.Process(int((runtime.pgdata / "postmaster.pid").read_text().split()[0]))
     redis = psutil.Process(int((runtime.redis_dir / "redis.pid").read_text().split()[0]))
     return {"server": sum(used(child, True) for child in me.children()), "PostgreSQL": used(postmaster, True),
-            "Redis": used(redis), "clients": used(me)}  # fmt: skip
+            "Redis": used(redis), "clients": sum(me.cpu_times()[:2])}  # fmt: skip
 
 
 def logged(log: Path, since: int) -> Counter[str]:
-    """Warnings and errors in the server's JSON log after byte `since`, by event (a line not JSON: by its start)."""
+    """Warnings and errors in the server's JSON log after byte `since`, by event (uvicorn's own lines and a traceback,
+    which are not JSON: by their start)."""
     found: Counter[str] = Counter()
     with log.open("rb") as lines:
         lines.seek(since)
@@ -116,7 +142,7 @@ def logged(log: Path, since: int) -> Counter[str]:
             try:
                 record = json.loads(line)
             except ValueError:
-                if line and ("Error" in line or "WARNING" in line or "ERROR" in line):
+                if line.startswith(("Traceback", "ERROR", "WARNING")):  # uvicorn's own lines; a traceback once
                     found[line[:80]] += 1
                 continue
             if isinstance(record, dict) and record.get("level") in ("warning", "error", "critical"):
@@ -155,38 +181,38 @@ def main() -> None:
     load = [os.getloadavg()[0]]
     levels = []
     with served() as url:
-        log = next(Path(settings.DATA_DIR).glob(f"uvicorn-{urlsplit(url).port}.log"))
+        log = Path(settings.DATA_DIR) / f"uvicorn-{urlsplit(url).port}.log"  # bench/serving.py's
+        connection = http.client.HTTPConnection("127.0.0.1", urlsplit(url).port, timeout=120)
         for question in questions:  # one warm-up round: the model's first runs, the counts of every word
-            connection = http.client.HTTPConnection("127.0.0.1", urlsplit(url).port, timeout=120)
-            body = json.dumps({"query": question, "limit": LIMIT})
-            connection.request("POST", "/query/search", body, {"Authorization": f"Bearer {secret}"})
-            connection.getresponse().read()
-            connection.close()
+            if (status := searched(connection, secret, question)) != 200:
+                raise SystemExit(f"the warm-up's search was answered {status}; see {log}")
+        connection.close()
         since = log.stat().st_size
         for clients in options.clients:
             before = cpu_seconds(settings.EMBEDDED_RUNTIME)
             levels.append(asked(url, secret, questions, clients, options.seconds))
             after = cpu_seconds(settings.EMBEDDED_RUNTIME)
-            answered = levels[-1]["per_second"] * options.seconds
+            answered = levels[-1]["answered"]
             levels[-1]["cpu"] = {part: 1000 * (after[part] - before[part]) / answered for part in after}
             load.append(os.getloadavg()[0])
             found = levels[-1]
             print(f"{clients} client(s): {found['per_second']:.1f} searches/s, p50 {found['p50']:.1f} ms, "
                   f"p95 {found['p95']:.1f} ms", flush=True)  # fmt: skip
         events = logged(log, since)
-    one = levels[0]["per_second"]
+    base = next((found for found in levels if found["clients"] == 1), levels[0])  # the first level without one
     loads = ", ".join(f"{value:.1f}" for value in load)
     print(f"\n## Searches from several clients at once (`bench/search_concurrency.py`)\n\nMachine: {machine()}. LoCoMo "
           f"{options.sample}: {len(questions)} questions, `limit: {LIMIT}`, one uvicorn (config.asgi, WEB_THREADS "
           f"{settings.WEB_THREADS}, DB_POOL_MAX_SIZE {settings.DB_POOL_MAX_SIZE}), {options.seconds:.0f} s a level. "
           f"Load average (1 min) at the start and after each level: {loads}.\n")  # fmt: skip
     parts = list(levels[0]["cpu"])
-    print("| clients | searches/s | x one client's | p50 ms | p95 ms | p99 ms | answers not 200 | CPU ms a search: "
-          + ", ".join(parts) + " |")  # fmt: skip
+    print(f"| clients | searches/s | x {base['clients']} client(s)' | p50 ms | p95 ms | p99 ms | answers not 200 | "
+          f"CPU ms a search: {', '.join(parts)} |")  # fmt: skip
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
     for found in levels:
-        cells = [f"{found['per_second']:.1f}", f"{found['per_second'] / one:.2f}",
-                 *(f"{found[cut]:.1f}" for cut in ("p50", "p95", "p99")), str(found["not_ok"]),
+        cells = [f"{found['per_second']:.1f}", f"{found['per_second'] / base['per_second']:.2f}",
+                 *(f"{found[cut]:.1f}" for cut in ("p50", "p95", "p99")),
+                 f"{found['not_ok']} {found['failures']}" if found["not_ok"] else "0",
                  " / ".join(f"{found['cpu'][part]:.2f}" for part in parts)]  # fmt: skip
         print(f"| {found['clients']} | " + " | ".join(cells) + " |")
     shown = ", ".join(f"{event} x{count}" for event, count in events.most_common()) or "none"

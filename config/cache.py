@@ -130,8 +130,9 @@ def when_redis_answers(told: Callable[[], object]) -> None:
 
 
 def redis_watched() -> bool:
-    """Whether a watcher thread of this process waits for Redis to answer (asking it once every WATCH_EVERY)."""
-    return _watcher is not None
+    """Whether a watcher thread of this process waits for Redis to answer (asking it once every WATCH_EVERY), alive."""
+    watcher = _watcher
+    return watcher is not None and watcher.is_alive()
 
 
 def away_for() -> float:

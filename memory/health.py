@@ -28,8 +28,8 @@ def _database() -> str:
 def _redis() -> str:
     # While a watcher thread of this process waits for Redis to answer, it asks every second: a probe answers at once
     # from it rather than wait REDIS_TIMEOUT_S for the same silence (and sees Redis back a second late at most).
-    # Otherwise asked, even while this process leaves Redis alone for a moment after a call it did not answer
-    # (config.cache.redis_away): an answer ends that wait at once.
+    # Otherwise (no watcher, or one that died) asked, even while this process leaves Redis alone for a moment after a
+    # call it did not answer (config.cache.redis_away): an answer ends that wait at once.
     if redis_watched():
         return "error"
     try:

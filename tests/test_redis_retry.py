@@ -279,6 +279,22 @@ def test_healthz_answers_at_once_while_a_watcher_waits_for_redis(
     assert asked == ["PING"]
 
 
+@pytest.mark.django_db
+def test_healthz_asks_redis_when_the_watcher_is_gone(client: object) -> None:
+    """A watcher thread that ended without saying so (it cannot, but if it did) would otherwise hold every probe at
+    503 and the process away from Redis for good: /healthz asks, and the answer ends the wait."""
+    from config import cache as shared
+
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+    shared._watcher = ended
+    assert shared.redis_away() and not shared.redis_watched()
+
+    assert client.get("/healthz").json()["redis"] == "ok"  # type: ignore[attr-defined]
+    assert not shared.redis_away()
+
+
 def test_when_redis_answers_again_what_is_owed_is_tried_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not at its next wait's end (30 s at most, once an outage lasted a minute): config.cache's watcher heard Redis."""
     from config import cache as shared
