@@ -269,7 +269,7 @@ def served_mem0(python: Path, job: dict[str, Any], environment: dict[str, str]) 
     import httpx
 
     from bench.peers_mem0 import dia_ids
-    from bench.serving import free_port, until
+    from bench.serving import free_port, stop, until
 
     port, key = free_port(), secrets.token_urlsafe(32)
     served_job = {name: job[name] for name in ("user", "store", "model", "sha256", "tokenizer", "threads")}
@@ -306,12 +306,7 @@ def served_mem0(python: Path, job: dict[str, Any], environment: dict[str, str]) 
                 seconds.append(time.perf_counter() - began)
                 found.append(dia_ids(answer["results"]))
     finally:
-        child.terminate()
-        try:
-            child.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+        stop(child)
     return seconds, found
 
 

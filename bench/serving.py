@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
@@ -87,8 +87,17 @@ def served(
                 time.sleep(0.25)
             yield url
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            stop(server)
+
+
+def stop(process: subprocess.Popen[Any], seconds: float = 60) -> None:
+    """SIGTERM, and SIGKILL if it has not exited within `seconds`."""
+    process.terminate()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _healthy(url: str) -> bool:
