@@ -199,7 +199,7 @@ def main() -> None:
             print(f"{clients} client(s): {found['per_second']:.1f} searches/s, p50 {found['p50']:.1f} ms, "
                   f"p95 {found['p95']:.1f} ms", flush=True)  # fmt: skip
         events = logged(log, since)
-    base = next((found for found in levels if found["clients"] == 1), levels[0])  # the first level without one
+    base = next((found for found in levels if found["clients"] == 1), levels[0])  # one client's, else the first level's
     loads = ", ".join(f"{value:.1f}" for value in load)
     print(f"\n## Searches from several clients at once (`bench/search_concurrency.py`)\n\nMachine: {machine()}. LoCoMo "
           f"{options.sample}: {len(questions)} questions, `limit: {LIMIT}`, one uvicorn (config.asgi, WEB_THREADS "
