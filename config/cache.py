@@ -65,7 +65,7 @@ class RedisAway(RedisConnectionError):
 def redis_away() -> bool:
     """Whether this process leaves Redis alone: a call of its timed out or could not connect, and Redis has not
     answered since (the cache's calls fail at once meanwhile, as RedisAway; a job is not sent)."""
-    return _watcher is not None or time.monotonic() < _away_until
+    return redis_watched() or time.monotonic() < _away_until
 
 
 def noted_away(probe: Callable[[], object] | None = None) -> None:
@@ -130,7 +130,8 @@ def when_redis_answers(told: Callable[[], object]) -> None:
 
 
 def redis_watched() -> bool:
-    """Whether a watcher thread of this process waits for Redis to answer (asking it once every WATCH_EVERY), alive."""
+    """Whether a watcher thread of this process waits for Redis to answer (asking it once every WATCH_EVERY). One that
+    died without saying so (it cannot, but if it did) holds nothing: AWAY_SECONDS alone, as without one."""
     watcher = _watcher
     return watcher is not None and watcher.is_alive()
 
@@ -138,7 +139,7 @@ def redis_watched() -> bool:
 def away_for() -> float:
     """Seconds until this process asks Redis again (0: it does now; infinity while a watcher waits for an answer,
     which tells `when_redis_answers`)."""
-    return math.inf if _watcher is not None else max(0.0, _away_until - time.monotonic())
+    return math.inf if redis_watched() else max(0.0, _away_until - time.monotonic())
 
 
 def _forked() -> None:

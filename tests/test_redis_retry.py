@@ -279,20 +279,37 @@ def test_healthz_answers_at_once_while_a_watcher_waits_for_redis(
     assert asked == ["PING"]
 
 
-@pytest.mark.django_db
-def test_healthz_asks_redis_when_the_watcher_is_gone(client: object) -> None:
-    """A watcher thread that ended without saying so (it cannot, but if it did) would otherwise hold every probe at
-    503 and the process away from Redis for good: /healthz asks, and the answer ends the wait."""
+def _watcher_gone() -> None:
+    """A watcher thread that ended without saying so (it cannot, but if it did)."""
     from config import cache as shared
 
     ended = threading.Thread(target=lambda: None)
     ended.start()
     ended.join()
     shared._watcher = ended
+
+
+@pytest.mark.django_db
+def test_healthz_asks_redis_when_the_watcher_is_gone(client: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It would otherwise hold every probe at 503: /healthz asks, and the answer ends the wait."""
+    from config import cache as shared
+
+    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
+    shared.noted_away()
+    _watcher_gone()
     assert shared.redis_away() and not shared.redis_watched()
 
     assert client.get("/healthz").json()["redis"] == "ok"  # type: ignore[attr-defined]
     assert not shared.redis_away()
+
+
+def test_a_watcher_gone_holds_the_process_away_from_redis_no_longer_than_without_one() -> None:
+    """config.cache.redis_away and away_for: the deadline alone, not an outage for good."""
+    from config import cache as shared
+
+    _watcher_gone()
+    assert not shared.redis_away() and shared.away_for() == 0.0
+    assert shared.asked_of_redis(lambda: "asked") == "asked"
 
 
 def test_when_redis_answers_again_what_is_owed_is_tried_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
