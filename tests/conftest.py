@@ -54,6 +54,15 @@ def blob_dir(settings: Any, tmp_path: Path) -> Path:
     return directory
 
 
+def redis_left_alone(monkeypatch: pytest.MonkeyPatch, seconds: float = 60) -> None:
+    """From now, this process leaves Redis alone for `seconds` (config.cache.redis_away), as after a call of its that
+    Redis did not answer; no watcher (Redis itself answers; the suite's teardown ends the wait)."""
+    from config import cache as shared
+
+    monkeypatch.setattr(shared, "AWAY_SECONDS", seconds)
+    shared.noted_away()
+
+
 def owed_settled(timeout: float = 5.0) -> None:
     """Until nothing is owed to Redis by this process (config.redis_retry), `timeout` at most."""
     from config import redis_retry

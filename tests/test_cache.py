@@ -18,7 +18,7 @@ import redis
 from django.core.cache import cache
 
 from config.cache import KEYS_PER_SCRIPT_CALL, SCRIPT_ABOVE_KEYS, SharedRedisCacheClient
-from tests.conftest import owed_settled
+from tests.conftest import owed_settled, redis_left_alone
 
 
 def client() -> SharedRedisCacheClient:
@@ -236,8 +236,7 @@ def test_a_job_not_sent_while_redis_is_away_is_sent_once_it_answers(monkeypatch:
 
     broker = redis.Redis.from_url(settings.REDIS_URL)
     queued = broker.llen("celery")
-    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
-    shared.noted_away()
+    redis_left_alone(monkeypatch)
     send_chunk_vectors_job(["chk_owed"])
     assert broker.llen("celery") == queued and redis_retry.owed() == 1
     shared.redis_heard()

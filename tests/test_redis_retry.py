@@ -13,7 +13,7 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from config import redis_retry
-from tests.conftest import owed_settled
+from tests.conftest import owed_settled, redis_left_alone
 
 
 @pytest.fixture(autouse=True)
@@ -294,8 +294,7 @@ def test_healthz_asks_redis_when_the_watcher_is_gone(client: object, monkeypatch
     """It would otherwise hold every probe at 503: /healthz asks, and the answer ends the wait."""
     from config import cache as shared
 
-    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
-    shared.noted_away()
+    redis_left_alone(monkeypatch)
     _watcher_gone()
     assert shared.redis_away() and not shared.redis_watched()
 
@@ -319,8 +318,7 @@ def test_when_redis_answers_again_what_is_owed_is_tried_at_once(monkeypatch: pyt
     monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)
     calls: list[str] = []
     redis_retry.retried(("memory-version", 16), failing(0, calls, "bump"))
-    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
-    shared.noted_away()
+    redis_left_alone(monkeypatch)
     time.sleep(0.1)
     assert calls == []  # waiting its first wait (60 s)
     shared.redis_heard()

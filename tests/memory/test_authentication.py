@@ -10,7 +10,7 @@ from django.utils import timezone
 from memory.access import Actor
 from memory.models import AccessToken
 from memory.services.tokens import token_revoke, token_rotate
-from tests.conftest import Api, Persona, error_code, issue
+from tests.conftest import Api, Persona, error_code, issue, redis_left_alone
 
 pytestmark = pytest.mark.django_db
 
@@ -127,11 +127,9 @@ def test_while_redis_is_away_a_call_is_not_limited_nor_logged_once_a_call(
     """The outage is logged once (config.cache: redis.away); the credentials' gate used to add a warning a second."""
     import logging
 
-    from config import cache as shared
     from memory import credentials
 
-    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
-    shared.noted_away()
+    redis_left_alone(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="memory.credentials"):
         assert credentials.gate(window="memory:throttle:ip:test", limit=1) is None  # nothing cached trusted, no limit
     assert caplog.records == []

@@ -19,7 +19,7 @@ from memory.access import access_for_token
 from memory.models import Chunk, Operation, OperationStatus
 from memory.pipeline.runner import run_operation
 from memory.services.ingestion import DocumentIn, ingest_document
-from tests.conftest import Api, Persona, error_code
+from tests.conftest import Api, Persona, error_code, redis_left_alone
 from tests.factories import UserFactory
 from tests.process import celery_worker
 
@@ -244,11 +244,9 @@ def test_a_receipt_read_while_redis_is_away_answers_503_without_asking_it(
     api: Api, owner: Persona, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its job's state is in the result backend (config.cache.asked_of_redis: RedisAway at once, no timeout)."""
-    from config import cache as shared
 
     operation_id = big_document(owner, paragraphs=1)
     Operation.objects.filter(pk=operation_id).update(task_id="sent-job")  # sent: its state is asked
-    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
-    shared.noted_away()
+    redis_left_alone(monkeypatch)
     answer = api.post("/source/processing/get", owner, {"operationId": operation_id})
     assert answer.status_code == 503 and error_code(answer) == "SERVICE_UNAVAILABLE", answer.content

@@ -22,7 +22,7 @@ from memory.recall.question import asked_window
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import _PLAIN, query_terms, words_as_parsed
 from memory.recall.threads import drained
-from tests.conftest import Api, Persona, owed_settled
+from tests.conftest import Api, Persona, owed_settled, redis_left_alone
 from tests.factories import ClaimFactory, NodeFactory, PartitionFactory
 
 pytestmark = pytest.mark.django_db
@@ -443,12 +443,10 @@ def test_what_a_search_keeps_while_redis_is_away_is_not_taken_for_kept_nor_dropp
     Redis answered)."""
     import logging
 
-    from config import cache as shared
     from config import redis_retry
     from memory.recall import caching
 
-    monkeypatch.setattr(shared, "AWAY_SECONDS", 60)
-    shared.noted_away()
+    redis_left_alone(monkeypatch)
     key = caching.owner_key("df", alice.pk)
     with caplog.at_level(logging.WARNING, logger="memory.recall"):
         caching.kept_unless_erased(lambda: caching.keep_many({key: 7}, 60), [key], alice.pk, None)
