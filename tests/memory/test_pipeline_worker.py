@@ -250,3 +250,14 @@ def test_a_receipt_read_while_redis_is_away_answers_503_without_asking_it(
     redis_left_alone(monkeypatch)
     answer = api.post("/source/processing/get", owner, {"operationId": operation_id})
     assert answer.status_code == 503 and error_code(answer) == "SERVICE_UNAVAILABLE", answer.content
+
+
+def test_another_user_reading_a_receipt_while_redis_is_away_is_told_it_does_not_exist(
+    api: Api, owner: Persona, other: Persona, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The receipt's reach is checked before its job's state is asked: 404, not a 503 that would say it exists."""
+    operation_id = big_document(owner, paragraphs=1)
+    Operation.objects.filter(pk=operation_id).update(task_id="sent-job")
+    redis_left_alone(monkeypatch)
+    answer = api.post("/source/processing/get", other, {"operationId": operation_id})
+    assert answer.status_code == 404 and error_code(answer) == "NOT_FOUND", answer.content
