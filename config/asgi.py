@@ -157,6 +157,22 @@ async def query_embedder_warm_up() -> bool:
     return await asyncio.to_thread(query_embedder_warmed)
 
 
+async def redis_debts_settled() -> bool:
+    """What a process killed before Redis answered owed it (memory.services.redis_debts), done off the event loop."""
+    return bool(await asyncio.to_thread(_redis_debts_settled))
+
+
+def _redis_debts_settled() -> int:
+    from django.db import connection
+
+    from memory.services.redis_debts import debts_settled
+
+    try:
+        return debts_settled()
+    finally:
+        connection.close()  # a thread of the loop's executor: no connection held for the life of the process
+
+
 def _build_transports() -> McpTransports:
     from mcp_bridge.asgi import McpTransports
 
@@ -210,10 +226,13 @@ application = LifespanApp(
     )
 )
 query_embedder = WarmUp(query_embedder_warm_up, "query embedder")
+redis_debts = WarmUp(redis_debts_settled, "redis debts")
 application.on_startup.append(mcp_transports.warm_up)
 application.on_startup.append(query_embedder.start)
+application.on_startup.append(redis_debts.start)
 application.on_shutdown.append(mcp_transports.stop)
 application.on_shutdown.append(query_embedder.stop)
+application.on_shutdown.append(redis_debts.stop)
 application.on_shutdown.append(flush_tool_events)
 application.on_shutdown.append(try_redis_writes_once_more)
 application.on_shutdown.append(release_embedded_runtime)

@@ -10,8 +10,8 @@ then twice as long each time (LONGEST_WAIT at most), and at once when Redis answ
 heard it), until it returns, or until RETRIED_SECONDS after the first failure, when nothing kept before it is still
 read. Jobs not sent are owed so too (config.queue.sent_or_owed). One piece of work per key: a later one replaces
 one waiting (moving a version on once, or dropping an owner's views once, does for every failure before it). When the
-process exits, what still waits is tried once more, and what fails is logged as lost (`tried_once_more`); a process
-killed outright loses it silently.
+process exits, what still waits is tried once more, and what fails is logged as lost (`tried_once_more`). A process
+killed outright does not try it: the pieces a `Ledger` kept (`keep_ledger`) are done by another process.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from redis.exceptions import RedisError
 
@@ -46,7 +47,19 @@ class _Owed:
     wait: float  # the wait before `due`; the next one is twice as long
 
 
+class Ledger(Protocol):
+    """A record of what is owed that outlives the process (memory.services.redis_debts)."""
+
+    def recorded(self, key: Hashable) -> None:
+        """The piece under `key` is owed from now (written down later, off the caller's thread; keys it does not
+        know are left out)."""
+
+    def written(self) -> None:
+        """Whatever was `recorded` so far is written down."""
+
+
 _owed: dict[Hashable, _Owed] = {}
+_ledger: Ledger | None = None
 _trying = 0  # pieces of work taken from _owed and being tried
 _closing = False  # the process is ending (`tried_once_more`)
 _changed = threading.Condition()
@@ -69,6 +82,8 @@ def retried(key: Hashable, work: Callable[[], object], most: int | None = None) 
     that replaces a piece waiting keeps its place and its wait (an owner writing on through an outage is tried no
     more often for it). With `most`, not taken (False) where that many pieces are owed already."""
     global _thread
+    if _ledger is not None:
+        _ledger.recorded(key)  # kept for another process too, were this one killed before it is done
     now = time.monotonic()
     with _changed:
         if _closing:
@@ -101,6 +116,12 @@ def done_or_retried(
         retried(key, later or work, most)
         return False
     return True
+
+
+def keep_ledger(ledger: Ledger | None) -> None:
+    """From now, every piece `retried` is `recorded` by `ledger` too (None: by none)."""
+    global _ledger
+    _ledger = ledger
 
 
 def _tried_now() -> None:
@@ -191,6 +212,8 @@ def tried_once_more() -> None:
             _lost(key, type(error).__name__)
             if not_answering(error):  # the rest would each wait out a timeout; another failure is this piece's own
                 away = type(error).__name__
+    if _ledger is not None:
+        _ledger.written()  # what was lost is left to another process
 
 
 atexit.register(tried_once_more)

@@ -201,6 +201,7 @@ CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     # What an outage left undone: vectors never made, receipts whose job could not be sent.
     "sweep-missing-vectors": {"task": "memory.sweep_missing_vectors", "schedule": VECTOR_SWEEP_INTERVAL_S},
     "requeue-unsent-operations": {"task": "memory.requeue_unsent_operations", "schedule": 60},
+    "settle-redis-debts": {"task": "memory.settle_redis_debts", "schedule": 60},  # cache writes a killed process owed
     # The last jobs of an ingestion: a worker's check right after them may find the tables analysed a moment ago.
     "refresh-planner-statistics": {"task": "memory.refresh_planner_statistics", "schedule": 30},
 }

@@ -1,12 +1,22 @@
 """The admin pages of the records the product keeps beside claims and sources: aliases, evidence, scratchpads,
-agent sessions and their events, file placements, feedback. All view only: each changes through its service."""
+agent sessions and their events, file placements, feedback, writes owed to Redis. All view only: each changes through
+its service."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
 from memory.admin_base import ReadOnlyAdmin, heavy
-from memory.models import AgentSession, Alias, ArtifactPlacement, Evidence, Feedback, Scratchpad, SessionEvent
+from memory.models import (
+    AgentSession,
+    Alias,
+    ArtifactPlacement,
+    Evidence,
+    Feedback,
+    RedisDebt,
+    Scratchpad,
+    SessionEvent,
+)
 
 
 @admin.register(Alias)
@@ -89,3 +99,12 @@ class FeedbackAdmin(ReadOnlyAdmin):
     search_fields = ("note", "tool", "owner__username")
     list_select_related = ("owner", "partition", "claim", "source")
     deferred = ("note", *heavy("claim", "claim"), *heavy("source", "source"))
+
+
+@admin.register(RedisDebt)
+class RedisDebtAdmin(ReadOnlyAdmin):
+    """Writes a process could not make while Redis was away, left for the next settling (beat, every minute; a web
+    process as it starts): an owner's memory version, an erasure's cached views, the credentials' generation."""
+
+    list_display = ("kind", "owner_id", "recorded_at")
+    list_filter = ("kind",)

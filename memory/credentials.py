@@ -34,7 +34,7 @@ from redis.exceptions import RedisError
 
 from config.cache import RedisAway, redis_client
 from config.redis_retry import done_or_retried
-from memory.models import AccessToken, Partition, User
+from memory.models import AccessToken, Partition, RedisDebtKind, User
 
 logger = logging.getLogger("memory.credentials")
 
@@ -124,11 +124,11 @@ def _bump() -> None:
     _forget_all()
     # Other processes keep what they read (a revoked token) until they read the rows again (CACHE_MAX_AGE_S at most):
     # moved on once Redis answers instead (config.redis_retry), within seconds of a short outage.
-    if not done_or_retried(("credentials-generation",), _generation_moved_on):
+    if not done_or_retried((RedisDebtKind.CREDENTIALS_GENERATION,), generation_moved_on):
         logger.error("credentials.generation_not_bumped")
 
 
-def _generation_moved_on() -> None:
+def generation_moved_on() -> None:
     _redis().set(GENERATION_KEY, secrets.token_hex(16))
 
 

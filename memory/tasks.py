@@ -80,6 +80,14 @@ def sweep_missing_vectors() -> dict[str, int]:
         return {"claims": 0, "nodes": 0, "chunks": 0}
 
 
+@shared_task(name="memory.settle_redis_debts", ignore_result=True)
+def settle_redis_debts() -> int:
+    """Writes owed to Redis by processes that could not do them, a killed one's too (Celery beat)."""
+    from memory.services.redis_debts import debts_settled
+
+    return debts_settled()
+
+
 @shared_task(name="memory.requeue_unsent_operations", ignore_result=True)
 def requeue_unsent_operations() -> int:
     """Send the jobs of receipts whose dispatch failed while the queue was down (Celery beat)."""

@@ -21,7 +21,7 @@ from channels.layers import get_channel_layer
 from django.db import connection
 
 from config.embedded import Runtime, _Redis
-from memory.models import Chunk, Claim, Source, User
+from memory.models import Chunk, Claim, RedisDebt, Source, User
 from memory.pipeline import progress
 from memory.pipeline.runner import run_operation
 from tests.conftest import Persona, error_code
@@ -46,6 +46,13 @@ class Server:
 
     def stop(self) -> None:
         stop(self.process)
+
+
+def within(seconds: float, done: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return done()
 
 
 @pytest.fixture
@@ -204,12 +211,6 @@ def test_what_redis_missed_while_down_lands_once_it_answers(
         client = own_redis._client()
         return [client.get(key) or b"" for key in client.scan_iter(match=f"*atlas:{alice.pk}:*")]
 
-    def within(seconds: float, done: Callable[[], bool]) -> bool:
-        deadline = time.monotonic() + seconds
-        while not done() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        return done()
-
     try:
         wait_for(f"{server.url}/healthz", until='"redis": "ok"')
         assert "Zed" in atlas() and "Helix" in atlas()  # kept at the memory version
@@ -224,6 +225,44 @@ def test_what_redis_missed_while_down_lands_once_it_answers(
         assert "Helix" not in atlas()
         log = (tmp_path / "server.log").read_text()
         assert "audit.version_unavailable" in log and "erasure.cache_unavailable" in log
+    finally:
+        server.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_a_server_killed_while_redis_was_down_owed_is_done_by_the_next_one_to_start(
+    owner: Persona, alice: User, own_redis: _Redis, tmp_path: Path
+) -> None:
+    """SIGKILL, so no last try: the retraction's change of version was written down (memory.services.redis_debts),
+    and the next server settles it once it has started, rather than the atlas kept before it being served for a day."""
+    ClaimFactory.create(owner=alice, statement="Helix is the editor.", pinned=True)
+    zed = ClaimFactory.create(owner=alice, statement="Zed is the backup editor.", pinned=True)
+    env = child_env(connection.settings_dict["NAME"], REDIS_URL=own_redis.runtime.redis_url())
+    server = Server(env, tmp_path / "server.log")
+
+    def atlas() -> str:
+        response = server.post("/query/atlas", owner)
+        assert response.status_code == 200, response.text
+        return str(response.json()["atlas"])
+
+    def written_down() -> bool:
+        return RedisDebt.objects.filter(kind="memory-version", owner_id=alice.pk).exists()
+
+    try:
+        wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        assert "Zed" in atlas()  # kept at the memory version
+        own_redis.stop()
+        assert server.post("/claim/retract", owner, {"claimId": zed.pk}).status_code == 200
+        assert within(10, written_down)
+    finally:
+        server.process.kill()
+        server.process.wait()
+    own_redis.ensure_running()
+    server = Server(env, tmp_path / "next-server.log")
+    try:
+        wait_for(f"{server.url}/healthz", until='"redis": "ok"')
+        assert within(30, lambda: "Zed" not in atlas()), atlas()
+        assert within(5, lambda: not written_down())  # deleted once its work is done
     finally:
         server.stop()
 

@@ -24,6 +24,7 @@ from memory.models.sources import (
     SourceKind,
     SourceScope,
 )
+from memory.models.upkeep import RedisDebt, RedisDebtKind
 
 __all__ = [
     "BLOB_MAX_BYTES",
@@ -48,6 +49,8 @@ __all__ = [
     "Operation",
     "OperationStatus",
     "Partition",
+    "RedisDebt",
+    "RedisDebtKind",
     "Scope",
     "Scratchpad",
     "SessionEvent",

@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 
 from config.cache import RedisAway, redis_client
 from config.redis_retry import done_or_retried, retried
+from memory.models import RedisDebtKind
 from memory.recall.threads import claimed, process_pool, released, submitted
 from memory.services.audit import memory_version_key, memory_version_moved_on_if_kept
 
@@ -87,8 +88,8 @@ def drop_cached_views(owner_id: int) -> None:
     than when they expire (or, read only at the memory version they were kept at, stay unread until then). The
     erasure mark is set first: what a thread keeps after the keys are deleted, read before, sees it changed and goes
     again (`kept_unless_erased`). With Redis away, both are done once it answers (config.redis_retry)."""
-    later = functools.partial(_views_dropped_late, owner_id)
-    if not done_or_retried(("erased-views", owner_id), functools.partial(_views_dropped, owner_id), later):
+    later = functools.partial(views_dropped_late, owner_id)
+    if not done_or_retried((RedisDebtKind.ERASED_VIEWS, owner_id), functools.partial(_views_dropped, owner_id), later):
         logger.warning("erasure.cache_unavailable")
 
 
@@ -99,10 +100,12 @@ def _views_dropped(owner_id: int) -> None:
 
 def _dropped_when_redis_answers(owner_id: int) -> None:
     logger.warning("erasure.cache_unavailable")
-    retried(("erased-views", owner_id), functools.partial(_views_dropped_late, owner_id))
+    retried((RedisDebtKind.ERASED_VIEWS, owner_id), functools.partial(views_dropped_late, owner_id))
 
 
-def _views_dropped_late(owner_id: int) -> None:
+def views_dropped_late(owner_id: int) -> None:
+    """An erasure's drop of the owner's cached views, done after Redis was away (config.redis_retry,
+    memory.services.redis_debts)."""
     # The version first: a view built before the erasure and kept as it is built (the atlas), after this drop, is then
     # not read at the version the erasure's own change of it, owed too, has not moved on yet.
     memory_version_moved_on_if_kept(owner_id)

@@ -129,7 +129,10 @@ def drained(name: str) -> None:
     with _lock:
         held = _pools.get(name)
     if held is not None and held[0] == os.getpid():
-        held[1].submit(lambda: None).result()
+        try:
+            held[1].submit(lambda: None).result()
+        except RuntimeError:  # the interpreter is shutting down: no new work, what was handed on is waited for
+            held[1].shutdown(wait=True)
 
 
 def process_pool(name: str, workers: int) -> ThreadPoolExecutor:

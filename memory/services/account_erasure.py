@@ -41,6 +41,7 @@ from memory.models import (
     Node,
     Operation,
     Partition,
+    RedisDebtKind,
     Scope,
     Scratchpad,
     SessionEvent,
@@ -275,7 +276,9 @@ def _forget_owner(owner_id: int) -> None:
     if root:
         shutil.rmtree(root, ignore_errors=True)
     # Under the key of a change of their version owed (memory.services.audit), which it replaces.
-    if not done_or_retried(("memory-version", owner_id), functools.partial(cache.delete, memory_version_key(owner_id))):
+    if not done_or_retried(
+        (RedisDebtKind.MEMORY_VERSION, owner_id), functools.partial(cache.delete, memory_version_key(owner_id))
+    ):
         logger.warning("account.erase.cache_unavailable")
     drop_cached_views(owner_id)
 

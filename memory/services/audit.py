@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from config.redis_retry import done_or_retried
 from memory.access import Actor
-from memory.models import MemoryEvent, Partition, User
+from memory.models import MemoryEvent, Partition, RedisDebtKind, User
 
 # Actions whose writes neither search nor the atlas reads (tokens, sessions, metrics, artifacts, an export, a job
 # queued again): they leave the memory version alone, so what a quiet memory's searches keep at it outlives them.
@@ -96,7 +96,7 @@ def _bump_version(owner_id: int) -> None:
         functools.partial(_version_moved_on, owner_id),
         functools.partial(memory_version_moved_on_if_kept, owner_id),
     )
-    if not done_or_retried(("memory-version", owner_id), now, later):
+    if not done_or_retried((RedisDebtKind.MEMORY_VERSION, owner_id), now, later):
         logger.warning("audit.version_unavailable")
 
 
@@ -105,6 +105,15 @@ def _version_moved_on(owner_id: int) -> None:
         cache.incr(memory_version_key(owner_id))
     except ValueError:
         cache.add(memory_version_key(owner_id), 1, timeout=None)
+
+
+def memory_version_settled(owner_id: int) -> None:
+    """A change of the owner's version owed since Redis was away (memory.services.redis_debts): moved on where Redis
+    keeps one, deleted where the account is gone (as its erasure does)."""
+    if User.objects.filter(pk=owner_id).exists():
+        memory_version_moved_on_if_kept(owner_id)
+    else:
+        cache.delete(memory_version_key(owner_id))
 
 
 def memory_version_moved_on_if_kept(owner_id: int) -> None:

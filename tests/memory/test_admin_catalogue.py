@@ -15,13 +15,14 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from memory.access import access_for_user
-from memory.models import Alias, Claim, MemoryEvent, Node, Partition, User
+from memory.models import Alias, Claim, MemoryEvent, Node, Partition, RedisDebtKind, User
 from memory.services.artifacts import artifact_put
 from memory.services.blobs import SpooledUpload
 from memory.services.feedback import feedback_log
 from memory.services.memories import memory_save
 from memory.services.nodes import alias_add
 from memory.services.partitions import partition_deactivate
+from memory.services.redis_debts import debt_recorded
 from memory.services.scratchpad import scratchpad_write
 from memory.services.sessions import session_append_event, session_create
 from metrics.services import observation_record
@@ -58,6 +59,7 @@ def one_person(api: Api, n: int) -> None:
     feedback_log(access=access, kind="wrong_memory", note="Wrong.", claim_id=claim.pk, source_id=source.pk)
     EmailAddress.objects.create(user=user, email=f"person{n}@example.org", verified=True, primary=True)
     Group.objects.create(name=f"group {n}")
+    debt_recorded(kind=RedisDebtKind.MEMORY_VERSION, owner_id=user.pk)  # as when Redis was away as their memory changed
 
 
 def changelist(client: Client, model: Any) -> tuple[int, int]:
