@@ -57,6 +57,9 @@ class Ledger(Protocol):
     def written(self) -> None:
         """Whatever was `recorded` so far is written down."""
 
+    def answered(self) -> None:
+        """Redis answers again: what any process wrote down is done soon (off the caller's thread)."""
+
 
 _owed: dict[Hashable, _Owed] = {}
 _ledger: Ledger | None = None
@@ -131,6 +134,8 @@ def _tried_now() -> None:
         for key, owed_ in _owed.items():
             _owed[key] = replace(owed_, due=now, wait=FIRST_WAIT)
         _changed.notify()
+    if _ledger is not None:
+        _ledger.answered()  # a process killed during the outage (or one started during it) left some
 
 
 when_redis_answers(_tried_now)

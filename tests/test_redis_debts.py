@@ -124,6 +124,19 @@ def test_what_was_written_down_is_done_by_the_settling_and_its_rows_deleted(alic
     assert debts_settled() == 0
 
 
+def test_a_process_that_hears_redis_again_settles_what_a_killed_one_wrote_down(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from config import cache as shared
+
+    cache.set(memory_version_key(alice.pk), 3, timeout=None)
+    debt_recorded(kind=RedisDebtKind.MEMORY_VERSION, owner_id=alice.pk)  # by a process killed since
+    redis_left_alone(monkeypatch)
+    shared.redis_heard()  # as this process's watcher does when Redis answers a PING
+    assert owed() == []
+    assert cache.get(memory_version_key(alice.pk)) == 4
+
+
 def test_a_row_written_again_while_it_is_settled_stays_for_the_next_settling(
     alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,7 +2,8 @@
 the credentials' generation to replace. A process tries its own again until Redis answers (config.redis_retry); one
 killed outright before then would leave those caches to live out their length (the atlas a day, a revoked token
 CACHE_MAX_AGE_S in the other processes). Written down, they are done by whichever process settles next: a web process
-shortly after it starts, beat every minute (`memory.settle_redis_debts`).
+shortly after it starts, any process as soon as it hears Redis answer again after an outage, beat every minute
+(`memory.settle_redis_debts`).
 
 A row stands for every piece of its kind and owner recorded until its `mark`, the next value of a sequence taken as
 the row is written, which is after the commit the piece follows (or before it, for the credentials' first try inside
@@ -15,6 +16,7 @@ written, or whose row cannot be written (`redis_debts.not_recorded`: the databas
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -80,6 +82,10 @@ class Ledger:
     def written(self) -> None:
         drained(LEDGER)
 
+    def answered(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: the next settling does them
+            process_pool(LEDGER, 1).submit(_settled_here)
+
 
 def kept() -> None:
     """Pieces owed to Redis are written down from now (the app's `ready`)."""
@@ -104,6 +110,15 @@ def _written_down(debt: Debt, own_thread: bool = True) -> None:
     finally:
         if own_thread:
             connection.close()  # no connection held for the life of the process (the web's goes back to its pool)
+
+
+def _settled_here() -> None:
+    try:
+        debts_settled()
+    except Exception:  # nothing waits for this thread's result; beat settles them in a minute
+        logger.exception("redis_debts.not_settled")
+    finally:
+        connection.close()
 
 
 def _not_recorded(debt: Debt, error: str) -> None:
