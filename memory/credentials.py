@@ -124,7 +124,7 @@ def _bump() -> None:
     _forget_all()
     # Other processes keep what they read (a revoked token) until they read the rows again (CACHE_MAX_AGE_S at most):
     # moved on once Redis answers instead (config.redis_retry), within seconds of a short outage.
-    if not done_or_retried((RedisDebtKind.CREDENTIALS_GENERATION,), generation_moved_on):
+    if not done_or_retried((RedisDebtKind.CREDENTIALS_GENERATION.value,), generation_moved_on):
         logger.error("credentials.generation_not_bumped")
 
 

@@ -25,7 +25,7 @@ from memory.access import Actor
 from memory.connectivity import outage_noted, probe
 from memory.models import AccessToken, Scope, Surface, User
 from memory.recall.threads import drained
-from memory.services.redis_debts import LEDGER
+from memory.services.redis_debts import LEDGER, SETTLING
 from memory.services.tokens import token_issue, token_revoke
 from tests.factories import UserFactory
 
@@ -74,24 +74,28 @@ def owed_settled(timeout: float = 5.0) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _clear_cache(embedded_runtime: Runtime) -> Iterator[None]:
-    yield
-    drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
-    drained("erased-views")  # nor does an erasure's deletion of cached views
-    drained("access-bookkeeping")  # nor a search's access count (Redis's command statistics are the server's)
-    drained(LEDGER)  # nor a write owed to Redis, written down by its thread
-    shared_cache.redis_heard()  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
-    owed_settled()  # nor what it owes Redis (tried at once now: the suite's Redis answers)
-    cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
-
-
-@pytest.fixture(autouse=True)
-def _no_redis_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_redis_ledger() -> Iterator[None]:
     """What this process owes Redis is not written down (memory.services.redis_debts): its thread's own connection
     would commit rows outside a test's transaction. Its tests, and the servers tests start, write them."""
     from config import redis_retry
 
-    monkeypatch.setattr(redis_retry, "_ledger", None)
+    held = redis_retry._ledger
+    redis_retry._ledger = None
+    yield
+    redis_retry._ledger = held
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache(embedded_runtime: Runtime, _no_redis_ledger: None) -> Iterator[None]:
+    yield  # torn down before the ledger comes back: hearing Redis below settles nothing
+    drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
+    drained("erased-views")  # nor does an erasure's deletion of cached views
+    drained("access-bookkeeping")  # nor a search's access count (Redis's command statistics are the server's)
+    drained(LEDGER)  # nor a write owed to Redis, written down by its thread (tests/test_redis_debts.py)
+    shared_cache.redis_heard()  # a test that found a Redis away (config.cache.redis_away) leaves it to no other
+    drained(SETTLING)  # nor the settling that hearing it again started in a test of the ledger
+    owed_settled()  # nor what it owes Redis (tried at once now: the suite's Redis answers)
+    cache.clear()  # throttle windows must not leak between tests (cache DB only, never the queue)
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 
 from config import redis_retry
 from memory import credentials
@@ -19,7 +19,7 @@ from memory.recall.caching import dropped_key, owner_key
 from memory.recall.threads import drained, process_pool
 from memory.services import redis_debts
 from memory.services.audit import memory_changed, memory_version_key
-from memory.services.redis_debts import LEDGER, Ledger, debt_recorded, debts_settled
+from memory.services.redis_debts import LEDGER, SETTLING, Ledger, debt_recorded, debts_settled
 from memory.tasks import settle_redis_debts
 from tests.conftest import owed_settled, redis_left_alone
 from tests.factories import UserFactory
@@ -34,6 +34,7 @@ def ledger(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def owed() -> list[tuple[str, int]]:
+    drained(SETTLING)
     drained(LEDGER)
     return sorted(RedisDebt.objects.values_list("kind", "owner_id"))
 
@@ -153,6 +154,19 @@ def test_a_row_written_again_while_it_is_settled_stays_for_the_next_settling(
     monkeypatch.setattr(redis_debts, "_done", done)
     assert debts_settled() == 1
     assert owed() == []
+
+
+def test_while_another_process_settles_a_settling_does_nothing(alice: User) -> None:
+    import psycopg
+
+    debt_recorded(kind=RedisDebtKind.MEMORY_VERSION, owner_id=alice.pk)
+    cache.set(memory_version_key(alice.pk), 1, timeout=None)
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other_process:
+        other_process.execute("SELECT pg_advisory_lock(%s)", [redis_debts._SETTLING_LOCK])
+        assert debts_settled() == 0
+        assert owed() == [("memory-version", alice.pk)] and cache.get(memory_version_key(alice.pk)) == 1
+    assert debts_settled() == 1  # its session ended, the lock with it
+    assert owed() == [] and cache.get(memory_version_key(alice.pk)) == 2
 
 
 def test_settling_while_redis_is_away_leaves_every_row_and_says_so(

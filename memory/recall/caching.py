@@ -89,7 +89,9 @@ def drop_cached_views(owner_id: int) -> None:
     erasure mark is set first: what a thread keeps after the keys are deleted, read before, sees it changed and goes
     again (`kept_unless_erased`). With Redis away, both are done once it answers (config.redis_retry)."""
     later = functools.partial(views_dropped_late, owner_id)
-    if not done_or_retried((RedisDebtKind.ERASED_VIEWS, owner_id), functools.partial(_views_dropped, owner_id), later):
+    if not done_or_retried(
+        (RedisDebtKind.ERASED_VIEWS.value, owner_id), functools.partial(_views_dropped, owner_id), later
+    ):
         logger.warning("erasure.cache_unavailable")
 
 
@@ -100,7 +102,7 @@ def _views_dropped(owner_id: int) -> None:
 
 def _dropped_when_redis_answers(owner_id: int) -> None:
     logger.warning("erasure.cache_unavailable")
-    retried((RedisDebtKind.ERASED_VIEWS, owner_id), functools.partial(views_dropped_late, owner_id))
+    retried((RedisDebtKind.ERASED_VIEWS.value, owner_id), functools.partial(views_dropped_late, owner_id))
 
 
 def views_dropped_late(owner_id: int) -> None:

@@ -277,7 +277,7 @@ def _forget_owner(owner_id: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
     # Under the key of a change of their version owed (memory.services.audit), which it replaces.
     if not done_or_retried(
-        (RedisDebtKind.MEMORY_VERSION, owner_id), functools.partial(cache.delete, memory_version_key(owner_id))
+        (RedisDebtKind.MEMORY_VERSION.value, owner_id), functools.partial(cache.delete, memory_version_key(owner_id))
     ):
         logger.warning("account.erase.cache_unavailable")
     drop_cached_views(owner_id)

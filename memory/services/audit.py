@@ -96,7 +96,7 @@ def _bump_version(owner_id: int) -> None:
         functools.partial(_version_moved_on, owner_id),
         functools.partial(memory_version_moved_on_if_kept, owner_id),
     )
-    if not done_or_retried((RedisDebtKind.MEMORY_VERSION, owner_id), now, later):
+    if not done_or_retried((RedisDebtKind.MEMORY_VERSION.value, owner_id), now, later):
         logger.warning("audit.version_unavailable")
 
 

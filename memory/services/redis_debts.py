@@ -16,7 +16,6 @@ written, or whose row cannot be written (`redis_debts.not_recorded`: the databas
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -27,11 +26,15 @@ from redis.exceptions import RedisError
 
 from config.redis_retry import keep_ledger
 from memory.models import RedisDebt, RedisDebtKind
-from memory.recall.threads import drained, process_pool
+from memory.recall.threads import drained, process_pool, submitted
 
 logger = logging.getLogger("memory.redis_debts")
 
 LEDGER = "redis-ledger"  # the thread that writes them down, off the caller's thread and transaction
+SETTLING = "redis-settling"  # the thread that settles them when this process hears Redis again
+# One settling at a time among all processes (a session's advisory lock): after an outage every process hears Redis
+# at once, and an erased owner's views cost two SCANs of the keyspace each. One that finds it held does nothing.
+_SETTLING_LOCK = 0x6D656D6F72795F72  # any bigint of this service's own
 _KINDS = frozenset(RedisDebtKind.values)
 _RECORDED = """
     INSERT INTO memory_redisdebt AS debt (kind, owner_id, mark, recorded_at)
@@ -61,7 +64,7 @@ def debt_recorded(*, kind: str, owner_id: int = 0) -> None:
 
 
 class Ledger:
-    """config.redis_retry's pieces of the kinds above, written down by the LEDGER thread (`kept` installs it)."""
+    """config.redis_retry's pieces of the kinds above, written down by the LEDGER thread (`ledger_installed`)."""
 
     def recorded(self, key: Hashable) -> None:
         debt = _debt_of(key)
@@ -83,11 +86,10 @@ class Ledger:
         drained(LEDGER)
 
     def answered(self) -> None:
-        with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: the next settling does them
-            process_pool(LEDGER, 1).submit(_settled_here)
+        submitted(SETTLING, 1, _settled_here)  # one waiting or running does for this call too
 
 
-def kept() -> None:
+def ledger_installed() -> None:
     """Pieces owed to Redis are written down from now (the app's `ready`)."""
     keep_ledger(Ledger())
 
@@ -127,10 +129,23 @@ def _not_recorded(debt: Debt, error: str) -> None:
 
 def debts_settled() -> int:
     """Every piece written down before now done, and its row deleted; how many (kind, owner) were settled. Stops at
-    the first that Redis does not take: the next settling goes on."""
+    the first that Redis does not take: the next settling goes on. None while another process settles."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT nextval('memory_redisdebt_mark')")
-        (now,) = cursor.fetchone()
+        cursor.execute("SELECT pg_try_advisory_lock(%s), nextval('memory_redisdebt_mark')", [_SETTLING_LOCK])
+        held, now = cursor.fetchone()
+    if not held:
+        return 0  # what the other leaves (written down after it began), the next settling takes
+    try:
+        return _settled_before(now)
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [_SETTLING_LOCK])
+        except DatabaseError:  # a broken connection: closed, so that no pool lends it on with the lock
+            connection.close()
+
+
+def _settled_before(now: int) -> int:
     owed = list(RedisDebt.objects.filter(mark__lt=now).values_list("kind", "owner_id"))
     settled = 0
     for kind, owner_id in owed:
