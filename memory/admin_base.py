@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils.text import capfirst
 
 # The columns a list never needs, per model, for the model itself and for a related row shown beside it.
 HEAVY = {
@@ -37,7 +38,7 @@ class ProductAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_change_permission(request):
             extra_context = {
-                "title": f"{str(self.opts.verbose_name_plural).capitalize()} (view only)",
+                "title": f"{capfirst(self.opts.verbose_name_plural)} (view only)",
                 **(extra_context or {}),
             }
         return super().changelist_view(request, extra_context)
@@ -47,7 +48,7 @@ class ProductAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         if not self.has_change_permission(request, self.get_object(request, object_id)):
             extra_context = {
-                "title": f"{str(self.opts.verbose_name).capitalize()} (view only)",
+                "title": f"{capfirst(self.opts.verbose_name)} (view only)",
                 **(extra_context or {}),
             }
         return super().change_view(request, object_id, form_url, extra_context)

@@ -5,6 +5,8 @@ its service."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest
 
 from memory.admin_base import ReadOnlyAdmin, heavy
 from memory.models import (
@@ -16,6 +18,7 @@ from memory.models import (
     RedisDebt,
     Scratchpad,
     SessionEvent,
+    User,
 )
 
 
@@ -106,5 +109,16 @@ class RedisDebtAdmin(ReadOnlyAdmin):
     """Writes a process could not make while Redis was away, left for the next settling (beat, every minute; a web
     process as it starts): an owner's memory version, an erasure's cached views, the credentials' generation."""
 
-    list_display = ("kind", "owner_id", "recorded_at")
+    list_display = ("kind", "owner", "recorded_at")
     list_filter = ("kind",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RedisDebt]:
+        # The owner is a bare id (an erased account's views are still owed a drop): named in the list's one query.
+        username = User.objects.filter(pk=OuterRef("owner_id")).values("username")
+        return super().get_queryset(request).annotate(owner_name=Subquery(username))
+
+    @admin.display(description="owner", ordering="owner_id")
+    def owner(self, debt: RedisDebt) -> str:
+        if not debt.owner_id:
+            return "every owner"
+        return getattr(debt, "owner_name", None) or f"erased account {debt.owner_id}"

@@ -105,6 +105,18 @@ def test_view_only_pages_say_so(admin_client: Client, api: Api) -> None:
     assert node is not None
     page = admin_client.get(f"/admin/memory/node/{node.pk}/change/").content.decode()
     assert "(view only)" in page and 'name="_save"' not in page
+    assert "<h1>API and MCP calls (view only)</h1>" in admin_client.get("/admin/memory/toolevent/").content.decode()
+
+
+def test_writes_owed_to_redis_name_their_owner_or_say_the_account_is_gone(admin_client: Client, alice: User) -> None:
+    gone = UserFactory.create()
+    gone_id = gone.pk
+    gone.delete()
+    for owner_id in (alice.pk, gone_id, 0):
+        debt_recorded(kind=RedisDebtKind.ERASED_VIEWS, owner_id=owner_id)
+    page = admin_client.get("/admin/memory/redisdebt/").content.decode()
+    assert "<h1>Writes owed to Redis (view only)</h1>" in page
+    assert f">{alice.username}<" in page and f">erased account {gone_id}<" in page and ">every owner<" in page
 
 
 def test_merge_entities_previews_then_applies(admin_client: Client, alice: User) -> None:
