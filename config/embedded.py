@@ -263,8 +263,8 @@ class _Redis:
         return self._state() == "answers"
 
     def _state(self) -> str:
-        """ "answers"; "silent": a server takes connections on the socket and does not answer (paused, hung);
-        "absent": nothing listens there (no socket, or a socket left by a server gone)."""
+        """What the socket says: "answers"; "silent", a server takes connections and does not answer (paused, hung);
+        "absent", nothing listens there (no socket, or a socket left by a server gone)."""
         import redis
 
         try:

@@ -106,8 +106,9 @@ class FeedbackAdmin(ReadOnlyAdmin):
 
 @admin.register(RedisDebt)
 class RedisDebtAdmin(ReadOnlyAdmin):
-    """Writes a process could not make while Redis was away, left for the next settling (beat, every minute; a web
-    process as it starts): an owner's memory version, an erasure's cached views, the credentials' generation."""
+    """Writes a process could not make while Redis was away, left for the next settling (a process hearing Redis
+    again, a web process as it starts, beat every minute): an owner's memory version, an erasure's cached views, the
+    credentials' generation."""
 
     list_display = ("kind", "owner", "recorded_at")
     list_filter = ("kind",)

@@ -129,7 +129,7 @@ def _not_recorded(debt: Debt, error: str) -> None:
 
 def debts_settled() -> int:
     """Every piece written down before now done, and its row deleted; how many (kind, owner) were settled. Stops at
-    the first that Redis does not take: the next settling goes on. None while another process settles."""
+    the first that Redis does not take: the next settling goes on. 0 while another process settles."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s), nextval('memory_redisdebt_mark')", [_SETTLING_LOCK])
         held, now = cursor.fetchone()
