@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from bench.locomo import CATEGORIES, CATEGORY_NAMES, asked_qa, sample_named, score, scored_ids, sessions  # noqa: E402
-from bench.report import headline  # noqa: E402
+from bench.report import headline, percentile  # noqa: E402
 
 # mem0's side, pinned. The embedding runtime is pinned to the project's own versions (requirements/base.txt).
 # mem0's REST server is FastAPI on uvicorn (bench/peers_mem0.py's `serve`): uvicorn, uvloop and httptools as this
@@ -483,10 +483,6 @@ def planner_statistics(searched_from: float) -> dict[str, bool]:
 
 
 # the run ------------------------------------------------------------------------------------------------------
-
-
-def percentile(samples: list[float], cut: int) -> float:
-    return statistics.quantiles(samples, n=100, method="inclusive")[cut - 1]
 
 
 def measured(side: dict[str, Any], turns: int, questions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -4,9 +4,15 @@ names, so `make bench` (bench/all.py) can gather every script's headlines into o
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 PREFIX = "bench-result "
+
+
+def percentile(values: list[float], cut: int) -> float:
+    """The `cut`th percentile (1-99) of `values`, interpolated between the samples either side (a single value: it)."""
+    return statistics.quantiles(values, n=100, method="inclusive")[cut - 1] if len(values) > 1 else values[0]
 
 
 def headline(metric: str, value: float, unit: str, goal: str = "") -> None:

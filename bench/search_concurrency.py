@@ -34,13 +34,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-locomo"))
 
-from bench.report import headline  # noqa: E402
+from bench.report import headline, percentile  # noqa: E402
 
 LIMIT = 10
-
-
-def percentile(values: list[float], cut: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[cut - 1] if len(values) > 1 else values[0]
 
 
 def asked(url: str, secret: str, questions: list[str], clients: int, seconds: float) -> dict[str, Any]:

@@ -159,18 +159,9 @@ async def query_embedder_warm_up() -> bool:
 
 async def redis_debts_settled() -> bool:
     """What a process killed before Redis answered owed it (memory.services.redis_debts), done off the event loop."""
-    return bool(await asyncio.to_thread(_redis_debts_settled))
+    from memory.services.redis_debts import debts_settled_here
 
-
-def _redis_debts_settled() -> int:
-    from django.db import connection
-
-    from memory.services.redis_debts import debts_settled
-
-    try:
-        return debts_settled()
-    finally:
-        connection.close()  # a thread of the loop's executor: no connection held for the life of the process
+    return bool(await asyncio.to_thread(debts_settled_here))
 
 
 def _build_transports() -> McpTransports:

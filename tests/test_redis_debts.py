@@ -90,6 +90,12 @@ def test_a_credentials_change_that_meets_redis_away_is_written_down_for_every_ow
     assert owed() == [("credentials-generation", 0)]
 
 
+def test_a_kind_that_is_not_owed_is_refused_and_nothing_is_written(alice: User) -> None:
+    with pytest.raises(ValueError, match="'job' is not a valid RedisDebtKind"):
+        debt_recorded(kind="job", owner_id=alice.pk)
+    assert owed() == []
+
+
 def test_a_job_not_sent_is_not_written_down(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(redis_retry, "FIRST_WAIT", 60)  # still owed when the ledger is read
     redis_retry.retried(("operation", "op_1"), lambda: None)

@@ -187,10 +187,7 @@ def test_after_a_fork_the_child_owes_nothing_and_retries_its_own(monkeypatch: py
 def briefly_away(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process leaves Redis alone for 0.3 s from now (config.cache.redis_away), as after a call it did not
     answer; Redis itself answers."""
-    from config import cache as shared
-
-    monkeypatch.setattr(shared, "AWAY_SECONDS", 0.3)
-    shared.noted_away()
+    redis_left_alone(monkeypatch, seconds=0.3)
 
 
 def test_work_refused_while_redis_is_away_is_tried_as_soon_as_it_is_asked_again(briefly_away: None) -> None:

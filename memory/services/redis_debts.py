@@ -86,7 +86,7 @@ class Ledger:
         drained(LEDGER)
 
     def answered(self) -> None:
-        submitted(SETTLING, 1, _settled_here)  # one waiting or running does for this call too
+        submitted(SETTLING, 1, debts_settled_here)  # one waiting or running does for this call too
 
 
 def ledger_installed() -> None:
@@ -97,7 +97,7 @@ def ledger_installed() -> None:
 def _debt_of(key: Hashable) -> Debt | None:
     if not isinstance(key, tuple) or not key or key[0] not in _KINDS:
         return None  # a job not sent: beat's sweeps send it
-    return RedisDebtKind(key[0]).value, int(key[1]) if len(key) > 1 else 0
+    return key[0], int(key[1]) if len(key) > 1 else 0
 
 
 def _written_down(debt: Debt, own_thread: bool = True) -> None:
@@ -114,11 +114,14 @@ def _written_down(debt: Debt, own_thread: bool = True) -> None:
             connection.close()  # no connection held for the life of the process (the web's goes back to its pool)
 
 
-def _settled_here() -> None:
+def debts_settled_here() -> int:
+    """`debts_settled` on a thread of the process's own (a web's start-up, hearing Redis again), its connection closed
+    after; what fails is logged (nothing waits for the thread's result; beat settles them in a minute)."""
     try:
-        debts_settled()
-    except Exception:  # nothing waits for this thread's result; beat settles them in a minute
+        return debts_settled()
+    except Exception:
         logger.exception("redis_debts.not_settled")
+        return 0
     finally:
         connection.close()
 

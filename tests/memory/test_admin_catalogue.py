@@ -108,6 +108,23 @@ def test_view_only_pages_say_so(admin_client: Client, api: Api) -> None:
     assert "<h1>API and MCP calls (view only)</h1>" in admin_client.get("/admin/memory/toolevent/").content.decode()
 
 
+def test_writes_owed_to_redis_are_for_staff_with_the_permission_alone(client: Client, alice: User) -> None:
+    from django.contrib.auth.models import Permission
+
+    debt_recorded(kind=RedisDebtKind.ERASED_VIEWS, owner_id=alice.pk)
+    url = "/admin/memory/redisdebt/"
+    anonymous = client.get(url)
+    assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
+    client.force_login(alice)  # an owner, not staff
+    owner = client.get(url)
+    assert owner.status_code == 302 and "/admin/login/" in owner["Location"]
+    staff = UserFactory.create(username="helpdesk", is_staff=True)
+    client.force_login(staff)
+    assert client.get(url).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="view_redisdebt"))
+    assert client.get(url).status_code == 200
+
+
 def test_writes_owed_to_redis_name_their_owner_or_say_the_account_is_gone(admin_client: Client, alice: User) -> None:
     gone = UserFactory.create()
     gone_id = gone.pk
