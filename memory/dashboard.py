@@ -5,8 +5,9 @@ reads."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from commitments.selectors import open_commitments
 from memory.access import Access
@@ -34,7 +35,7 @@ def dashboard_counts(access: Access) -> DashboardCounts:
     by_status = dict(
         Claim.objects.filter(owner=access.user, partition__in=access.read_partitions)
         .values_list("status")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # not Count("id"): counted from claim_reach alone, the rows never read
         .values_list("status", "n")
     )
     claims = {status.value: int(by_status.get(status.value, 0)) for status in ClaimStatus}
@@ -94,7 +95,7 @@ def source_operations(access: Access, source: Source) -> list[Operation]:
     access.require_scope(Scope.READ)
     return list(
         Operation.objects.filter(owner=access.user, source__partition__in=access.read_partitions)
-        .filter(Q(source=source) | Q(source__parent=source))
+        .filter(source__in=_with_messages(source))
         .select_related("source")
         .order_by("-queued_at", "-id")[:20]
     )
@@ -103,9 +104,15 @@ def source_operations(access: Access, source: Source) -> list[Operation]:
 def source_claims(access: Access, source: Source, *, limit: int = 200) -> list[Claim]:
     """The claims with evidence in this source or its messages (what erasing the source removes)."""
     access.require_scope(Scope.READ)
-    evidence = Evidence.objects.filter(Q(source=source) | Q(source__parent=source)).values("claim_id")
+    evidence = Evidence.objects.filter(source__in=_with_messages(source)).values("claim_id")
     claims = Claim.objects.filter(owner=access.user, partition__in=access.read_partitions, pk__in=evidence)
     return list(claims.defer("embedding", "search_vector").order_by("status", "-id")[:limit])
+
+
+def _with_messages(source: Source) -> QuerySet[Source, Any]:
+    """The source and its messages, as a subquery: the rows that point at either are then found by their own index
+    (a condition on the source's parent across a join read every evidence row: 31 ms at 100,000 claims)."""
+    return Source.objects.filter(Q(pk=source.pk) | Q(parent=source)).values("pk")
 
 
 def source_messages(source: Source) -> list[Source]:

@@ -227,6 +227,9 @@ class Claim(models.Model):
                 name="claim_subject_recent",
             ),
             models.Index(fields=["owner", "partition", "key"], name="claim_owner_key"),
+            # A list of claims newest first (memory.selectors.claims_for_access: /claim/list, /ui/claims/): read in
+            # order, its page is the first rows that pass its filters, not every row sorted.
+            models.Index(fields=["owner", "-recorded_at", "-id"], name="claim_owner_recent"),
             GinIndex(fields=["search_vector"], name="claim_search_vector"),
         ]
 

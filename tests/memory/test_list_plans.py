@@ -1,0 +1,104 @@
+"""The lists a person pages through are read in an index's order, and the dashboard's counts come from an index
+alone: the plans PostgreSQL makes for the statements the selectors send (plans, not timings). Sequential scans
+are priced out (`enable_seqscan = off`, for the test's transaction), so a plan shows whether an index can give
+the order or the count at all, as it must on a large memory (bench/ui_pages.py), where a scan of every row and a
+sort cost 130 ms a page at 100,000 claims."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from memory import selectors
+from memory.access import access_for_user
+from memory.dashboard import dashboard_counts, source_claims
+from memory.models import Evidence, Source, User
+from tests.factories import ClaimFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def plan_of(run: Callable[[], object], *fragments: str) -> str:
+    """The plan of the statement `run` sends whose SQL holds every fragment."""
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    sql = next(q["sql"] for q in captured.captured_queries if all(part in q["sql"] for part in fragments))
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}")
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.fixture
+def claims(alice: User) -> None:
+    ClaimFactory.create_batch(30, owner=alice)
+    ClaimFactory.create_batch(5, owner=alice, status="retracted")
+
+
+@pytest.mark.parametrize(
+    ("filters", "workspace"),
+    [({}, False), ({}, True), ({"statuses": ["active", "retracted"]}, False), ({"kinds": ["preference"]}, False)],
+)
+def test_a_page_of_claims_is_read_newest_first_from_an_index(
+    alice: User, claims: None, filters: dict[str, Any], workspace: bool
+) -> None:
+    access = access_for_user(user=alice, workspace=workspace)
+    plan = plan_of(lambda: selectors.claims_for_access(access, limit=10, **filters), 'FROM "memory_claim"', "ORDER BY")
+    assert "claim_owner_recent" in plan
+    assert "Sort Key" not in plan  # the order is the index's: nothing is sorted
+
+
+def test_the_next_page_continues_from_the_index_too(alice: User, claims: None) -> None:
+    access = access_for_user(user=alice)
+    first = selectors.claims_for_access(access, limit=10)
+    plan = plan_of(
+        lambda: selectors.claims_for_access(access, limit=10, cursor=first.next_cursor),
+        'FROM "memory_claim"',
+        "ORDER BY",
+    )
+    assert "claim_owner_recent" in plan
+    assert "Sort Key" not in plan
+
+
+def test_a_text_filter_sorts_its_matches_instead_of_walking_the_recency_index(alice: User, claims: None) -> None:
+    """Walking the recency index for a word's matches would read every newer claim without it; its matches come
+    from another index (the text's, on a large memory) and are sorted."""
+    access = access_for_user(user=alice)
+    plan = plan_of(
+        lambda: selectors.claims_for_access(access, limit=10, text="option"), 'FROM "memory_claim"', "ORDER BY"
+    )
+    assert "claim_owner_recent" not in plan
+    assert "Sort Key" in plan
+
+
+def test_the_claims_list_leaves_the_vectors_unread(alice: User, claims: None) -> None:
+    page = selectors.claims_for_access(access_for_user(user=alice), limit=10)
+    assert len(page.claims) == 10
+    assert {"embedding", "search_vector"} <= page.claims[0].get_deferred_fields()
+
+
+def test_the_dashboard_counts_claims_from_an_index_alone(alice: User, claims: None) -> None:
+    access = access_for_user(user=alice)
+    plan = plan_of(lambda: dashboard_counts(access), 'FROM "memory_claim"', "GROUP BY")
+    assert "Index Only Scan using claim_reach" in plan
+
+
+def test_a_sources_claims_include_those_of_its_messages(alice: User, claims: None) -> None:
+    """source_claims reads the evidence of the source and of its messages through a subquery of their ids (31 ms
+    -> 1 ms at 100,000 claims, bench/ui_pages.py; a plan on a table this small does not show it)."""
+    access = access_for_user(user=alice)
+    placed = {"owner": alice, "partition": access.partition, "occurred_at": timezone.now()}
+    conversation = Source.objects.create(**placed, kind="conversation", external_id="chat")
+    message = Source.objects.create(**placed, kind="message", external_id="chat-1", parent=conversation)
+    other = Source.objects.create(**placed, kind="conversation", external_id="other")
+    said, told, elsewhere = ClaimFactory.create_batch(3, owner=alice)
+    Evidence.objects.create(owner=alice, claim=said, source=message, excerpt="option")
+    Evidence.objects.create(owner=alice, claim=told, source=conversation, excerpt="option")
+    Evidence.objects.create(owner=alice, claim=elsewhere, source=other, excerpt="option")
+    assert set(source_claims(access, conversation)) == {said, told}
+    assert source_claims(access, message) == [said]
