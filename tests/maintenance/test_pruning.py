@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from commitments.services import status_set, task_create
-from maintenance.pruning import Thresholds, prune_stale_preview
+from maintenance.pruning import Thresholds, assess, prune_stale_preview
 from memory.access import Actor, access_for_user
 from memory.models import Claim, Evidence, MemoryEvent, Node, Partition, Source, User
 from memory.pipeline.runner import run_operation
@@ -323,6 +323,28 @@ def test_a_second_stale_chat_keeps_last_seen_moving_forward_only(api: Api, owner
         )
         run_operation(response.json()["operationId"])
     assert Node.objects.get(owner=alice, label="Jorge").last_seen_at == datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def test_a_nodes_claims_are_counted_once_whichever_end_it_is(alice: User) -> None:
+    """The counts are PostgreSQL's, per end of each claim: a claim about a node and pointing at it counts once,
+    a link made twice is one linked node, a claim pointing at the node counts as its own, and an expired or
+    retracted claim is past whichever end the node is."""
+    hub, ben, cleo, dora = (stale(alice, name) for name in ("Hub", "Ben", "Cleo", "Dora"))
+    claim(alice, hub, object_node=hub, origin="assistant_inferred", statement="Hub is Hub.")
+    claim(alice, hub, object_node=ben, origin="assistant_inferred", statement="Hub knows Ben.")
+    claim(alice, hub, object_node=ben, origin="assistant_inferred", statement="Hub works with Ben.")
+    claim(alice, cleo, object_node=hub, origin="user_stated", statement="Cleo knows Hub.")
+    claim(alice, hub, object_node=dora, origin="assistant_inferred", statement="Hub met Dora.",
+          expires_at=timezone.now() - timedelta(days=1))  # fmt: skip
+    claim(alice, dora, object_node=hub, origin="assistant_inferred", status="retracted", statement="Dora met Hub.")
+    claim(alice, ben, origin="assistant_inferred", statement="Ben likes tea.", last_accessed_at=timezone.now())
+    assessed = {item.node.pk: item.facts for item in assess(access_for_user(user=alice), now=timezone.now(),
+                                                            thresholds=Thresholds(min_score=0))}  # fmt: skip
+    hub_facts, ben_facts, dora_facts = assessed[hub.pk], assessed[ben.pk], assessed[dora.pk]
+    assert (hub_facts.current_claims, hub_facts.current_trusted, hub_facts.past_claims) == (4, 1, 2)
+    assert hub_facts.linked_nodes == 2  # Ben and Cleo: not itself, not Dora (no current claim)
+    assert (ben_facts.current_claims, ben_facts.linked_nodes, int(ben_facts.idle_days)) == (3, 1, 0)
+    assert (dora_facts.current_claims, dora_facts.past_claims, dora_facts.linked_nodes) == (0, 2, 0)
 
 
 def test_the_preview_costs_the_same_queries_for_ten_nodes_as_for_two(alice: User) -> None:
