@@ -120,7 +120,7 @@ def _tallies(access: Access, nodes: Q, now: datetime) -> dict[str, _Tally]:
                     default=[],
                     filter=current & Q(**{f"{other}__isnull": False}) & ~Q(**{other: F(end)}),
                 ),
-            )  # fmt: skip
+            )
         )
         for node_id, newest, pinned, current_claims, trusted, past_claims, linked in rows:
             tally = tallies[node_id]
