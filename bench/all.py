@@ -53,6 +53,8 @@ STEPS = [
         ("--sizes", "10000", "100000", "--rounds", "3", "--real", "10000", "--variants", "hybrid"),
         "bench-search",
     ),
+    # Every page a person reads, on the 100k store just measured (~1 min).
+    Step("ui pages", "ui_pages.py", ("--requests", "10"), "bench-search/claims-100000"),
     Step("footprint", "footprint.py"),
     Step("locomo", "locomo.py", ("--variant", "hybrid", "--protocol", "results"), locomo=True),  # the headline's
     Step("peers", "peers.py", (), locomo=True),

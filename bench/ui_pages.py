@@ -11,6 +11,9 @@ its p50 and p95 round trip, and, from one request of the same page in this proce
 the SQL statements it sent and the slowest one's ms. Pages that need an object (a claim, an entity, a source) take
 the one with the most evidence, the most claims, the most claims; the claims list is also asked at its second page
 (the cursor of the first) and with each filter a person can set.
+
+search_latency.py's store holds claims, entities, sources (conversations) and evidence only: the pages of
+commitments, metrics, activity and review show what little it has, and are here for their fixed cost.
 """
 
 from __future__ import annotations

@@ -230,6 +230,9 @@ class Claim(models.Model):
             # A list of claims newest first (memory.selectors.claims_for_access: /claim/list, /ui/claims/): read in
             # order, its page is the first rows that pass its filters, not every row sorted.
             models.Index(fields=["owner", "-recorded_at", "-id"], name="claim_owner_recent"),
+            # What changed since a moment, oldest first (memory.recall.changes: /query/recent-changes), read in order.
+            # Access bookkeeping leaves updated_at as it is, so its updates stay HOT.
+            models.Index(fields=["owner", "updated_at", "id"], name="claim_owner_changed"),
             GinIndex(fields=["search_vector"], name="claim_search_vector"),
         ]
 

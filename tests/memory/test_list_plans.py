@@ -13,11 +13,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memory import selectors
 from memory.access import access_for_user
 from memory.dashboard import dashboard_counts, source_claims
 from memory.models import Evidence, Source, User
+from memory.recall.changes import recent_changes
 from tests.factories import ClaimFactory
 
 pytestmark = pytest.mark.django_db
@@ -80,6 +82,17 @@ def test_the_claims_list_leaves_the_vectors_unread(alice: User, claims: None) ->
     page = selectors.claims_for_access(access_for_user(user=alice), limit=10)
     assert len(page.claims) == 10
     assert {"embedding", "search_vector"} <= page.claims[0].get_deferred_fields()
+
+
+@pytest.mark.parametrize("since", [None, "2026-01-01T00:00:00Z"])
+def test_recent_changes_are_read_oldest_first_from_an_index(alice: User, claims: None, since: str | None) -> None:
+    access = access_for_user(user=alice)
+    moment = parse_datetime(since) if since else None
+    plan = plan_of(
+        lambda: recent_changes(access, since=moment, cursor=None, limit=10), 'FROM "memory_claim"', "ORDER BY"
+    )
+    assert "claim_owner_changed" in plan
+    assert "Sort Key" not in plan
 
 
 def test_the_dashboard_counts_claims_from_an_index_alone(alice: User, claims: None) -> None:
