@@ -154,7 +154,7 @@ def test_health_uses_a_fixed_number_of_queries(
         PartitionFactory.create(owner=alice, key=f"project:{n}")
         ClaimFactory.create(owner=alice, partition=Partition.objects.get(key=f"project:{n}"))
     access = access_of(owner, workspace=True)
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(3):
         assert len(coordination_health(access)["namespaces"]) == 6
 
 

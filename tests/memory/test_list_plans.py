@@ -16,10 +16,11 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import selectors
-from memory.access import access_for_user
+from memory.access import Access, access_for_user
 from memory.dashboard import dashboard_counts, source_claims
 from memory.models import Evidence, Source, User
 from memory.recall.changes import recent_changes
+from memory.services.coordination import memory_stats
 from tests.factories import ClaimFactory
 
 pytestmark = pytest.mark.django_db
@@ -95,9 +96,12 @@ def test_recent_changes_are_read_oldest_first_from_an_index(alice: User, claims:
     assert "Sort Key" not in plan
 
 
-def test_the_dashboard_counts_claims_from_an_index_alone(alice: User, claims: None) -> None:
+@pytest.mark.parametrize("counts", [dashboard_counts, memory_stats])
+def test_claims_by_status_are_counted_from_an_index_alone(
+    alice: User, claims: None, counts: Callable[[Access], object]
+) -> None:
     access = access_for_user(user=alice)
-    plan = plan_of(lambda: dashboard_counts(access), 'FROM "memory_claim"', "GROUP BY")
+    plan = plan_of(lambda: counts(access), 'FROM "memory_claim"', "GROUP BY")
     assert "Index Only Scan using claim_reach" in plan
 
 
