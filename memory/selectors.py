@@ -23,6 +23,7 @@ from memory.models import (
     Partition,
     Scope,
     Source,
+    without_vectors,
 )
 from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
@@ -31,9 +32,6 @@ from memory.recall.legs import vector_hits
 from memory.recall.search import query_vector
 
 SHA256 = re.compile(r"[0-9a-fA-F]{64}")
-# Columns a list of claims never shows, of the claims and of the nodes beside them: a vector is the dearest value to
-# read (pgvector parses its text in Python), and a page of claims holds three per row.
-_VECTORS = ("embedding", "search_vector")
 
 
 def partitions_for_access(access: Access, *, active_only: bool = False) -> QuerySet[Partition]:
@@ -220,7 +218,7 @@ def claims_for_access(
     access.require_scope(Scope.READ)
     claims = (
         Claim.objects.select_related("partition", "subject", "object_node")
-        .defer(*_VECTORS, *(f"{node}__{column}" for node in ("subject", "object_node") for column in _VECTORS))
+        .defer(*without_vectors("subject", "object_node"))
         .prefetch_related(Prefetch("evidence"))
         .filter(owner=access.user, partition__in=access.read_partitions, status__in=statuses or [ClaimStatus.ACTIVE])
     )

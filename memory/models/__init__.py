@@ -12,6 +12,7 @@ from memory.models.knowledge import (
     NodeType,
     Scratchpad,
     SessionEvent,
+    without_vectors,
 )
 from memory.models.sources import (
     BLOB_MAX_BYTES,
@@ -61,4 +62,5 @@ __all__ = [
     "ToolEvent",
     "ToolProfile",
     "User",
+    "without_vectors",
 ]

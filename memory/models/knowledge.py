@@ -19,6 +19,13 @@ from memory.models.search import searchable
 from memory.models.sources import Chunk, Source, SourceScope
 
 
+def without_vectors(*related: str) -> tuple[str, ...]:
+    """The vector columns of a claim or node and of the related nodes named (e.g. "subject"), for `defer`: a list
+    never shows them, and they are the dearest values to read (pgvector parses each vector's text in Python)."""
+    return tuple(f"{through}__{column}" if through else column for through in ("", *related)
+                 for column in ("embedding", "search_vector"))  # fmt: skip
+
+
 class NodeType(models.TextChoices):
     SELF = "Self"
     PERSON = "Person"
@@ -233,6 +240,18 @@ class Claim(models.Model):
             # What changed since a moment, oldest first (memory.recall.changes: /query/recent-changes), read in order.
             # Access bookkeeping leaves updated_at as it is, so its updates stay HOT.
             models.Index(fields=["owner", "updated_at", "id"], name="claim_owner_changed"),
+            # The atlas's sections a session starts with (memory.recall.atlas.atlas_sections): the pinned claims and
+            # the current context, each a few rows of many, read in their order.
+            models.Index(
+                fields=["owner", "-importance", "-recorded_at"],
+                condition=models.Q(pinned=True, status="active"),
+                name="claim_pinned",
+            ),
+            models.Index(
+                fields=["owner", "-stated_at", "-recorded_at"],
+                condition=models.Q(kind="working_context", status="active"),
+                name="claim_working_context",
+            ),
             GinIndex(fields=["search_vector"], name="claim_search_vector"),
         ]
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from memory.access import Access
-from memory.models import Claim, ClaimKind, ClaimStatus, Scope, SourceScope
+from memory.models import Claim, ClaimKind, ClaimStatus, Scope, SourceScope, without_vectors
 from memory.services.audit import memory_version
 
 logger = logging.getLogger("memory.recall")
@@ -40,7 +40,7 @@ def current_claims(access: Access) -> QuerySet[Claim]:
 
 
 def atlas_sections(access: Access) -> list[tuple[str, list[Claim]]]:
-    claims = current_claims(access).select_related("subject")
+    claims = current_claims(access).select_related("subject").defer(*without_vectors("subject"))
     pinned = list(claims.filter(pinned=True).order_by("-importance", "-recorded_at")[:50])
     about = list(
         claims.filter(pinned=False, subject__is_self=True, kind__in=ABOUT_KINDS, key="").order_by(

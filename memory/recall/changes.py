@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Prefetch
 
 from memory.access import Access
-from memory.models import Claim, Evidence, Node, Scope, SourceScope
+from memory.models import Claim, Evidence, Node, Scope, SourceScope, without_vectors
 from memory.paging import decode_time_cursor, encode_cursor
 from memory.recall.atlas import current_claims
 
@@ -55,6 +55,7 @@ def recent_changes(
     claims = (
         current_claims(access)
         .select_related("subject")
+        .defer(*without_vectors("subject"))
         .prefetch_related(Prefetch("evidence", queryset=Evidence.objects.order_by("id")))
     )
     nodes = Node.objects.filter(

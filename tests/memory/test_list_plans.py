@@ -19,9 +19,10 @@ from memory import selectors
 from memory.access import Access, access_for_user
 from memory.dashboard import dashboard_counts, source_claims
 from memory.models import Evidence, Source, User
+from memory.recall.atlas import atlas_sections
 from memory.recall.changes import recent_changes
 from memory.services.coordination import memory_stats
-from tests.factories import ClaimFactory
+from tests.factories import ClaimFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -94,6 +95,23 @@ def test_recent_changes_are_read_oldest_first_from_an_index(alice: User, claims:
     )
     assert "claim_owner_changed" in plan
     assert "Sort Key" not in plan
+
+
+def test_the_atlas_reads_its_pinned_claims_and_current_context_from_their_own_indexes(
+    alice: User, claims: None
+) -> None:
+    marcel = NodeFactory.create(owner=alice, label="Marcel")
+    ClaimFactory.create_batch(3, owner=alice, subject=marcel, pinned=True)
+    ClaimFactory.create_batch(3, owner=alice, subject=marcel, kind="working_context")
+    access = access_for_user(user=alice)
+    sections = dict(atlas_sections(access))
+    assert (len(sections["Pinned"]), len(sections["Current context"])) == (3, 3)
+    assert {"embedding", "search_vector"} <= sections["Pinned"][0].subject.get_deferred_fields()  # type: ignore[union-attr]
+    pinned = plan_of(lambda: atlas_sections(access), 'FROM "memory_claim"', '"memory_claim"."pinned") ORDER BY')
+    current = plan_of(lambda: atlas_sections(access), 'FROM "memory_claim"', "'working_context'")
+    assert "claim_pinned" in pinned
+    assert "claim_working_context" in current
+    assert "Sort Key" not in pinned + current
 
 
 @pytest.mark.parametrize("counts", [dashboard_counts, memory_stats])
