@@ -49,9 +49,11 @@ drill-deps:
 bench: $(STAMP)
 	$(PY) bench/all.py $(if $(LOCOMO),--locomo $(LOCOMO))
 
-## One partition of 1,000,000 claims (generated vectors past the first 100k): build, sizes, search latency.
+## One partition of 1,000,000 claims (generated vectors past the first 100k): build, sizes, search latency; then
+## every UI page on it.
 bench-1m: $(STAMP)
 	$(PY) bench/scale.py --sizes 100000 1000000
+	MEMORY_DATA_DIR=var/bench-scale/claims-1000000 $(PY) bench/ui_pages.py --requests 5
 
 ## Lint, types, then the whole suite against the embedded PostgreSQL and Redis.
 test: $(STAMP) system-deps inspector lint typecheck
