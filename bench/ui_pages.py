@@ -9,7 +9,7 @@ time on a kept-alive connection with the session of a signed-in person (Django's
 the store as any sign-in writes it), every page in turn within a round. Printed per page: the median over rounds of
 its p50 and p95 round trip, and, from one request of the same page in this process through Django's test client,
 the SQL statements it sent and the slowest one's ms. Pages that need an object (a claim, an entity, a source) take
-the one with the most evidence, the most claims, the most claims; the claims list is also asked at its second page
+the one with the most evidence, the most claims, the most evidence; the claims list is also asked at its second page
 (the cursor of the first) and with each filter a person can set.
 
 search_latency.py's store holds claims, entities, sources (conversations) and evidence only: the pages of
@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,7 +47,7 @@ def pages(user: Any, first_page: str) -> list[tuple[str, str]]:
     claim = Claim.objects.filter(owner=user).annotate(n=Count("evidence")).order_by("-n", "id").first()
     node = Node.objects.filter(owner=user).annotate(n=Count("claims")).order_by("-n", "id").first()
     source = Source.objects.filter(owner=user).annotate(n=Count("evidence")).order_by("-n", "id").first()
-    word = claim.statement.split()[-1].strip(".,") if claim else "project"
+    word = quote(claim.statement.split()[-1].strip(".,") if claim else "project")
     found = [
         ("dashboard", "/ui/"),
         ("search", f"/ui/search?q={word}"),
@@ -106,6 +107,7 @@ def main() -> None:
     django.setup()
     import httpx
     from django.conf import settings
+    from django.core.management import call_command
     from django.test import Client
 
     from bench.serving import served
@@ -113,6 +115,7 @@ def main() -> None:
     from memory.models import Claim, User
 
     ensure_started(settings.EMBEDDED_RUNTIME)
+    call_command("migrate", verbosity=0)  # a store built by an older checkout gets this one's indexes
     user = User.objects.filter(username=options.user).first()
     if user is None:
         raise SystemExit(f"no user {options.user!r} in {settings.DATA_DIR}: build the store first (see above)")
@@ -142,6 +145,7 @@ def main() -> None:
                 times[name].append(spent)
             load.append(os.getloadavg()[0])
 
+    print(f"\n{options.requests} requests a page a round; p95 of so few is near the slowest of them")
     print("\n| page | p50 ms | p95 ms | status | SQL statements | slowest statement ms |")
     print("|---|---:|---:|---:|---:|---:|")
     p50s = {}

@@ -10,7 +10,7 @@ from datetime import date
 from django.db.models import F, Prefetch
 
 from memory.access import Access
-from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope
+from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope, vector_fields
 from memory.moments import days_after
 
 OPEN_STATUSES = ("pending", "in_progress")
@@ -67,7 +67,7 @@ def open_commitments(
         )
         .select_related("subject", "partition")
         .prefetch_related(Prefetch("evidence", queryset=Evidence.objects.order_by("id")))
-        .defer("embedding", "search_vector", "subject__embedding", "subject__search_vector")
+        .defer(*vector_fields("subject"))
         .order_by("subject_id", "-valid_from", "-id")
         .distinct("subject_id")
     )  # fmt: skip
@@ -77,7 +77,7 @@ def open_commitments(
     ).select_related("object_node")
     owners: dict[str, Node] = {}
     dues: dict[str, Claim] = {}
-    for claim in details.defer("embedding", "search_vector"):
+    for claim in details.defer(*vector_fields()):
         if claim.predicate == "OWNED_BY" and claim.object_node is not None:
             owners[str(claim.subject_id)] = claim.object_node
         elif claim.predicate == "DUE_ON":
@@ -152,7 +152,7 @@ def commitment_board(access: Access, *, today: date, owner: str = "anyone") -> B
     for claim in (
         Claim.objects.filter(subject_id__in=ids, predicate="MENTIONS", status=ClaimStatus.ACTIVE)
         .select_related("object_node")
-        .defer("embedding", "search_vector", "object_node__embedding", "object_node__search_vector")
+        .defer(*vector_fields("object_node"))
         .order_by("object_node__label", "id")
     ):
         if claim.object_node is not None and claim.object_node not in mentions.get(str(claim.subject_id), []):

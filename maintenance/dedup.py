@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from memory.access import Access
-from memory.models import Node, NodeType, Scope
+from memory.models import Node, NodeType, Scope, vector_fields
 from memory.names import normalize_name
 from memory.services.nodes import MergePlan, node_merge_into
 
@@ -45,7 +45,7 @@ def duplicate_groups(access: Access) -> list[list[Node]]:
                             merged_into__isnull=True)
         .exclude(type__in=[NodeType.TASK, NodeType.SELF])
         .select_related("partition")
-        .defer("embedding", "search_vector")
+        .defer(*vector_fields())
         .order_by("created_at", "pk")
     )  # fmt: skip
     groups: dict[tuple[str, str, str, str], list[Node]] = defaultdict(list)

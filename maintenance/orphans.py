@@ -18,7 +18,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from maintenance.pruning import MAX_PAGE, Applied, Skipped
 from memory.access import Access
 from memory.errors import ValidationFailed
-from memory.models import Alias, Claim, Node, NodeType, Scope
+from memory.models import Alias, Claim, Node, NodeType, Scope, vector_fields
 from memory.names import normalize_name
 from memory.paging import decode_cursor, encode_cursor
 from memory.services.nodes import node_erase
@@ -37,7 +37,7 @@ def _orphan_rows(access: Access, node_ids: Iterable[str] | None = None) -> Query
         .exclude(Exists(Observation.objects.filter(event=OuterRef("pk"))))
         .exclude(Exists(MetricDefinition.objects.filter(review_task=OuterRef("pk"))))
         .select_related("partition")
-        .defer("embedding", "search_vector")
+        .defer(*vector_fields())
         .order_by("pk")
     )
 

@@ -28,7 +28,7 @@ from commitments.selectors import OPEN_STATUSES
 from maintenance.scoring import NodeFacts, Terms, idle_days, reason_words, terms_of
 from memory.access import Access
 from memory.errors import ValidationFailed
-from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope
+from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope, vector_fields
 from memory.models.sources import SourceScope
 from memory.paging import decode_cursor, encode_cursor
 from memory.services.nodes import node_erase
@@ -178,9 +178,7 @@ def assess(access: Access, *, now: datetime, node_ids: Iterable[str] | None = No
         scope &= Q(is_self=False, merged_into__isnull=True)
         if not thresholds.include_reference:
             scope &= ~Q(scope=SourceScope.REFERENCE)
-    nodes = list(
-        Node.objects.filter(scope).select_related("partition").defer("embedding", "search_vector").order_by("pk")
-    )
+    nodes = list(Node.objects.filter(scope).select_related("partition").defer(*vector_fields()).order_by("pk"))
     tallies = _tallies(access, scope, now)
     with_open_task = _with_open_task(access, now)
     for node_id, moment in _newest_evidence(access, scope).items():

@@ -11,7 +11,17 @@ from django.db.models import Count, Q, QuerySet
 
 from commitments.selectors import open_commitments
 from memory.access import Access
-from memory.models import Claim, ClaimStatus, Evidence, MemoryEvent, Operation, OperationStatus, Scope, Source
+from memory.models import (
+    Claim,
+    ClaimStatus,
+    Evidence,
+    MemoryEvent,
+    Operation,
+    OperationStatus,
+    Scope,
+    Source,
+    vector_fields,
+)
 from metrics.selectors import definitions_in_reach
 
 
@@ -106,7 +116,7 @@ def source_claims(access: Access, source: Source, *, limit: int = 200) -> list[C
     access.require_scope(Scope.READ)
     evidence = Evidence.objects.filter(source__in=_with_messages(source)).values("claim_id")
     claims = Claim.objects.filter(owner=access.user, partition__in=access.read_partitions, pk__in=evidence)
-    return list(claims.defer("embedding", "search_vector").order_by("status", "-id")[:limit])
+    return list(claims.defer(*vector_fields()).order_by("status", "-id")[:limit])
 
 
 def _with_messages(source: Source) -> QuerySet[Source, Any]:

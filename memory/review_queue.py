@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Prefetch
 
 from memory.access import Access
-from memory.models import Claim, ClaimStatus, Evidence, MemoryEvent, Scope
+from memory.models import Claim, ClaimStatus, Evidence, MemoryEvent, Scope, vector_fields
 from memory.screening import quarantine_reason
 from memory.selectors import current_revision
 from memory.services.review import DECISIONS, latest_decision
@@ -51,7 +51,7 @@ def _claims(access: Access, status: str) -> tuple[list[Claim], int]:
             Prefetch("evidence", queryset=Evidence.objects.select_related("source").order_by("id")),
             Prefetch("conflicts_with__evidence", queryset=Evidence.objects.select_related("source").order_by("id")),
         )
-        .defer("embedding", "search_vector", "conflicts_with__embedding", "conflicts_with__search_vector")
+        .defer(*vector_fields("conflicts_with"))
     )
     newest = list(claims.order_by("-recorded_at", "-id")[:LIMIT])
     for claim in newest:  # beside the claim as it reads now, when it was corrected since

@@ -23,7 +23,7 @@ from memory.models import (
     Partition,
     Scope,
     Source,
-    without_vectors,
+    vector_fields,
 )
 from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
@@ -218,7 +218,7 @@ def claims_for_access(
     access.require_scope(Scope.READ)
     claims = (
         Claim.objects.select_related("partition", "subject", "object_node")
-        .defer(*without_vectors("subject", "object_node"))
+        .defer(*vector_fields("subject", "object_node"))
         .prefetch_related(Prefetch("evidence"))
         .filter(owner=access.user, partition__in=access.read_partitions, status__in=statuses or [ClaimStatus.ACTIVE])
     )

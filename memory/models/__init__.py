@@ -12,7 +12,7 @@ from memory.models.knowledge import (
     NodeType,
     Scratchpad,
     SessionEvent,
-    without_vectors,
+    vector_fields,
 )
 from memory.models.sources import (
     BLOB_MAX_BYTES,
@@ -62,5 +62,5 @@ __all__ = [
     "ToolEvent",
     "ToolProfile",
     "User",
-    "without_vectors",
+    "vector_fields",
 ]

@@ -19,7 +19,7 @@ from memory.models.search import searchable
 from memory.models.sources import Chunk, Source, SourceScope
 
 
-def without_vectors(*related: str) -> tuple[str, ...]:
+def vector_fields(*related: str) -> tuple[str, ...]:
     """The vector columns of a claim or node and of the related nodes named (e.g. "subject"), for `defer`: a list
     never shows them, and they are the dearest values to read (pgvector parses each vector's text in Python)."""
     return tuple(f"{through}__{column}" if through else column for through in ("", *related)
@@ -238,7 +238,8 @@ class Claim(models.Model):
             # order, its page is the first rows that pass its filters, not every row sorted.
             models.Index(fields=["owner", "-recorded_at", "-id"], name="claim_owner_recent"),
             # What changed since a moment, oldest first (memory.recall.changes: /query/recent-changes), read in order.
-            # Access bookkeeping leaves updated_at as it is, so its updates stay HOT.
+            # Access bookkeeping's UPDATE leaves updated_at as it is, so it stays HOT (a Claim.save() changes
+            # updated_at, and so writes this index too).
             models.Index(fields=["owner", "updated_at", "id"], name="claim_owner_changed"),
             # The atlas's sections a session starts with (memory.recall.atlas.atlas_sections): the pinned claims and
             # the current context, each a few rows of many, read in their order.
@@ -251,6 +252,15 @@ class Claim(models.Model):
                 fields=["owner", "-stated_at", "-recorded_at"],
                 condition=models.Q(kind="working_context", status="active"),
                 name="claim_working_context",
+            ),
+            # The claims of a kind or an origin, for filters that keep few of many (a list of claims by a rare kind or
+            # origin read every claim without it); an origin alone is read by skipping over the kinds.
+            models.Index(fields=["owner", "kind", "origin"], name="claim_kind_origin"),
+            # Claims flagged for reverification, a few of many: the claims list's filter and the drift scan.
+            models.Index(
+                fields=["owner", "-recorded_at", "-id"],
+                condition=models.Q(needs_reverification=True),
+                name="claim_flagged",
             ),
             GinIndex(fields=["search_vector"], name="claim_search_vector"),
         ]

@@ -15,7 +15,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from memory.access import Access
-from memory.models import Claim, ClaimKind, ClaimStatus, Scope, SourceScope, without_vectors
+from memory.models import Claim, ClaimKind, ClaimStatus, Scope, SourceScope, vector_fields
 from memory.services.audit import memory_version
 
 logger = logging.getLogger("memory.recall")
@@ -35,12 +35,12 @@ def current_claims(access: Access) -> QuerySet[Claim]:
             scope=SourceScope.PERSONAL,
         )
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now) | Q(pinned=True))  # pinned never expire
-        .defer("embedding", "search_vector")
+        .defer(*vector_fields())
     )  # fmt: skip
 
 
 def atlas_sections(access: Access) -> list[tuple[str, list[Claim]]]:
-    claims = current_claims(access).select_related("subject").defer(*without_vectors("subject"))
+    claims = current_claims(access).select_related("subject").defer(*vector_fields("subject"))
     pinned = list(claims.filter(pinned=True).order_by("-importance", "-recorded_at")[:50])
     about = list(
         claims.filter(pinned=False, subject__is_self=True, kind__in=ABOUT_KINDS, key="").order_by(

@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Prefetch
 
 from memory.access import Access
-from memory.models import Claim, Evidence, Node, Scope, SourceScope, without_vectors
+from memory.models import Claim, Evidence, Node, Scope, SourceScope, vector_fields
 from memory.paging import decode_time_cursor, encode_cursor
 from memory.recall.atlas import current_claims
 
@@ -55,13 +55,13 @@ def recent_changes(
     claims = (
         current_claims(access)
         .select_related("subject")
-        .defer(*without_vectors("subject"))
+        .defer(*vector_fields("subject"))
         .prefetch_related(Prefetch("evidence", queryset=Evidence.objects.order_by("id")))
     )
     nodes = Node.objects.filter(
         owner=access.user, partition__in=access.read_partitions, merged_into__isnull=True,
         scope=SourceScope.PERSONAL,
-    ).defer("embedding", "search_vector")  # fmt: skip
+    ).defer(*vector_fields())  # fmt: skip
     if since is not None:
         claims, nodes = claims.filter(updated_at__gt=since), nodes.filter(updated_at__gt=since)
     if after is not None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from memory.access import Access
-from memory.models import Claim, Evidence, Node, Scope
+from memory.models import Claim, Evidence, Node, Scope, vector_fields
 from memory.recall.atlas import current_claims
 
 MAX_NODES = 500
@@ -28,7 +28,7 @@ def graph_view(access: Access, *, max_nodes: int = 100, node_types: list[str] | 
     nodes = Node.objects.filter(owner=access.user, partition__in=access.read_partitions, merged_into__isnull=True)
     if node_types:
         nodes = nodes.filter(type__in=node_types)
-    chosen = list(nodes.defer("embedding", "search_vector").order_by("id")[: max_nodes + 1])
+    chosen = list(nodes.defer(*vector_fields()).order_by("id")[: max_nodes + 1])
     truncated = len(chosen) > max_nodes
     chosen = chosen[:max_nodes]
     ids = [node.pk for node in chosen]

@@ -327,24 +327,36 @@ def test_a_second_stale_chat_keeps_last_seen_moving_forward_only(api: Api, owner
 
 def test_a_nodes_claims_are_counted_once_whichever_end_it_is(alice: User) -> None:
     """The counts are PostgreSQL's, per end of each claim: a claim about a node and pointing at it counts once,
-    a link made twice is one linked node, a claim pointing at the node counts as its own, and an expired or
-    retracted claim is past whichever end the node is."""
-    hub, ben, cleo, dora = (stale(alice, name) for name in ("Hub", "Ben", "Cleo", "Dora"))
+    a link made twice is one linked node, a claim pointing at the node counts as its own (with or without a
+    subject), an expired or retracted claim is past whichever end the node is, a pinned claim protects the node it
+    points at, and only a current link to an open task protects."""
+    hub, ben, cleo, dora, eve, finn, gus = (
+        stale(alice, name) for name in ("Hub", "Ben", "Cleo", "Dora", "Eve", "Finn", "Gus")
+    )
     claim(alice, hub, object_node=hub, origin="assistant_inferred", statement="Hub is Hub.")
     claim(alice, hub, object_node=ben, origin="assistant_inferred", statement="Hub knows Ben.")
     claim(alice, hub, object_node=ben, origin="assistant_inferred", statement="Hub works with Ben.")
     claim(alice, cleo, object_node=hub, origin="user_stated", statement="Cleo knows Hub.")
+    ClaimFactory.create(owner=alice, subject=None, object_node=hub, origin="assistant_inferred", statement="Met Hub.")
     claim(alice, hub, object_node=dora, origin="assistant_inferred", statement="Hub met Dora.",
           expires_at=timezone.now() - timedelta(days=1))  # fmt: skip
     claim(alice, dora, object_node=hub, origin="assistant_inferred", status="retracted", statement="Dora met Hub.")
     claim(alice, ben, origin="assistant_inferred", statement="Ben likes tea.", last_accessed_at=timezone.now())
-    assessed = {item.node.pk: item.facts for item in assess(access_for_user(user=alice), now=timezone.now(),
-                                                            thresholds=Thresholds(min_score=0))}  # fmt: skip
-    hub_facts, ben_facts, dora_facts = assessed[hub.pk], assessed[ben.pk], assessed[dora.pk]
-    assert (hub_facts.current_claims, hub_facts.current_trusted, hub_facts.past_claims) == (4, 1, 2)
-    assert hub_facts.linked_nodes == 2  # Ben and Cleo: not itself, not Dora (no current claim)
+    claim(alice, cleo, object_node=eve, pinned=True, status="superseded", statement="Cleo was Eve's coach.")
+    task, _ = task_create(owner=alice, partition=personal(alice), label="Paint the shed", actor=Actor.system())
+    claim(alice, task, predicate="OWNED_BY", object_node=gus, statement="Gus owns Paint the shed.")
+    claim(alice, task, predicate="SENT_TO", object_node=finn, statement="Paint the shed went to Finn.",
+          expires_at=timezone.now() - timedelta(days=1))  # fmt: skip
+    assessed = {item.node.pk: item for item in assess(access_for_user(user=alice), now=timezone.now(),
+                                                      thresholds=Thresholds(min_score=0))}  # fmt: skip
+    hub_facts, ben_facts, dora_facts = (assessed[node.pk].facts for node in (hub, ben, dora))
+    assert (hub_facts.current_claims, hub_facts.current_trusted, hub_facts.past_claims) == (5, 1, 2)
+    assert hub_facts.linked_nodes == 2  # Ben and Cleo: not itself, not Dora (no current claim), not the subjectless
     assert (ben_facts.current_claims, ben_facts.linked_nodes, int(ben_facts.idle_days)) == (3, 1, 0)
     assert (dora_facts.current_claims, dora_facts.past_claims, dora_facts.linked_nodes) == (0, 2, 0)
+    assert {node.label: assessed[node.pk].protected for node in (eve, gus, finn)} == {
+        "Eve": "has a pinned claim", "Gus": "linked to an open task", "Finn": "",
+    }  # fmt: skip
 
 
 def test_the_preview_costs_the_same_queries_for_ten_nodes_as_for_two(alice: User) -> None:
