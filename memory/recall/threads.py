@@ -13,6 +13,7 @@ count has do, as do those of other processes; a server never idle still counts, 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -22,10 +23,14 @@ from contextlib import contextmanager
 from typing import Any
 
 SEARCHES_WAITED = 1.0  # seconds from its hand-over work handed on `after_searches` waits for searches at most
+DROPS_LOGGED_EVERY = 60.0  # seconds: work a full pool dropped is logged at most this often per pool, with the count
+
+logger = logging.getLogger("memory.recall")
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _queued: dict[tuple[str, int], int] = {}  # (pool, process id) -> work handed to it and not yet done
 _claimed: dict[str, set[str]] = {}  # pool -> the keys work handed to it holds until done (`claimed`), this process
+_dropped: dict[str, tuple[int, float]] = {}  # pool -> work dropped since the last log line, and when that was
 _searches = 0  # searches in flight in this process (`searching`)
 _lock = threading.Lock()
 _quiet = threading.Condition(_lock)  # notified when the last search in flight ends
@@ -38,6 +43,7 @@ def _forked() -> None:
     _quiet = threading.Condition(_lock)
     _searches = 0
     _claimed.clear()
+    _dropped.clear()
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -78,14 +84,21 @@ def submitted(
     already waiting or running there (or the interpreter is shutting down): then it is dropped; `after_searches`:
     it starts once no search is in flight (`searching`), SEARCHES_WAITED from now at most (work waiting behind other
     work waits no longer); `holding`: keys the caller `claimed` for it, given back once it is done, or at once if it
-    is dropped. Whether it was handed on. For work worth only so much memory: what fails in it is its own to log."""
+    is dropped. Whether it was handed on. For work worth only so much memory: what fails in it is its own to log;
+    what a full pool drops is logged here (`recall.work_dropped`, at most every DROPS_LOGGED_EVERY per pool)."""
     key = (name, os.getpid())
     deadline = time.monotonic() + SEARCHES_WAITED
     with _lock:
         if _queued.get(key, 0) >= most:
             _claimed.get(name, set()).difference_update(holding)
-            return False
-        _queued[key] = _queued.get(key, 0) + 1
+            dropped = _counted_drop(name)
+        else:
+            _queued[key] = _queued.get(key, 0) + 1
+            dropped = None
+    if dropped is not None:
+        if dropped:
+            logger.warning("recall.work_dropped", extra={"pool": name, "waiting": most, "dropped": dropped})
+        return False
 
     def run() -> None:
         try:
@@ -101,6 +114,18 @@ def submitted(
         _done(key, holding)
         return False
     return True
+
+
+def _counted_drop(name: str) -> int:
+    """Counts one piece of work dropped by the full pool `name` (under _lock); the count to log now, or 0 while the
+    last line is younger than DROPS_LOGGED_EVERY."""
+    count, logged_at = _dropped.get(name, (0, float("-inf")))
+    now = time.monotonic()
+    if now - logged_at < DROPS_LOGGED_EVERY:
+        _dropped[name] = (count + 1, logged_at)
+        return 0
+    _dropped[name] = (0, now)
+    return count + 1
 
 
 def _done(key: tuple[str, int], holding: frozenset[str] | set[str]) -> None:
