@@ -274,6 +274,14 @@ class _Redis:
         except (redis.ConnectionError, FileNotFoundError):
             return "absent"
 
+    def _serves_socket(self, pid: int) -> bool:
+        """Whether `pid` is a redis-server on this runtime's socket (its process title names the socket)."""
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # gone, or no /proc: nothing to be sure of
+            return False
+        return b"redis-server" in command and str(self.runtime.redis_socket).encode() in command
+
     def ensure_running(self) -> None:
         state = self._state()
         if state == "answers":
@@ -322,12 +330,20 @@ class _Redis:
             time.sleep(0.05)
 
     def stop(self) -> None:
+        """Stops the server on the socket, answering or silent: a paused one is continued first (it handles no signal
+        while stopped), so `make run` leaves no redis-server behind. A silent socket whose pid file names no
+        redis-server serving it is left alone."""
         pidfile = self.runtime.redis_dir / "redis.pid"
-        if not self.is_running() or not pidfile.exists():
+        state = self._state()
+        if state == "absent" or not pidfile.exists():
             return
-        logger.info("embedded.redis.stopping")
         pid = int(pidfile.read_text().strip())
+        if state == "silent" and not self._serves_socket(pid):
+            return
+        logger.info("embedded.redis.stopping", extra={"answering": state == "answers"})
         with contextlib.suppress(ProcessLookupError):
+            if state == "silent":
+                os.kill(pid, signal.SIGCONT)
             os.kill(pid, signal.SIGTERM)  # Redis flushes the append-only file and exits
         # Redis removes its pid file as its last step; the process itself may linger until init reaps it.
         deadline = time.monotonic() + 30

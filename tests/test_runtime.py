@@ -78,6 +78,49 @@ def servers_on(socket: Path) -> list[int]:
     return found
 
 
+def test_a_paused_redis_is_stopped_at_the_end_and_keeps_what_it_held(tmp_path: Path) -> None:
+    """`make run` ending while its Redis is paused (SIGSTOP) left the server behind, paused, its socket taken: the
+    next start found it silent and said so. Stopping now continues it first; its append-only file keeps the data."""
+    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
+    server = _Redis(runtime)
+    server.ensure_running()
+    redis.Redis(unix_socket_path=str(runtime.redis_socket)).set("kept", "yes")
+    pid = int((runtime.redis_dir / "redis.pid").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        server.stop()
+        assert servers_on(runtime.redis_socket) == []
+    finally:
+        for left in servers_on(runtime.redis_socket):
+            os.kill(left, signal.SIGCONT)
+            os.kill(left, signal.SIGKILL)
+    server.ensure_running()
+    assert redis.Redis(unix_socket_path=str(runtime.redis_socket)).get("kept") == b"yes"
+    server.stop()
+    assert servers_on(runtime.redis_socket) == []
+
+
+def test_a_silent_socket_whose_pid_file_names_another_process_is_left_alone(tmp_path: Path) -> None:
+    """A pid file can outlive its server (and the pid be another process's since): only a redis-server serving the
+    socket is ever signalled."""
+    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
+    server = _Redis(runtime)
+    server.ensure_running()
+    pid = int((runtime.redis_dir / "redis.pid").read_text())
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        (runtime.redis_dir / "redis.pid").write_text(f"{bystander.pid}\n")
+        server.stop()
+        assert bystander.poll() is None  # not signalled
+        assert servers_on(runtime.redis_socket) == [pid]  # and the silent server, unknown to the pid file, stays
+    finally:
+        bystander.kill()
+        bystander.wait()
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGKILL)
+
+
 def test_a_redis_that_is_alive_but_silent_is_not_started_a_second_time(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
