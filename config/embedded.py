@@ -35,6 +35,7 @@ logger = logging.getLogger("memory.embedded")
 DATABASE_NAME = "memory"
 _SOCKET_PATH_LIMIT = 100  # sun_path is 108 bytes on Linux; keep a margin for ".s.PGSQL.5432"
 _START_TIMEOUT_S = 60.0
+_REDIS_STOP_TIMEOUT_S = 30.0  # the embedded Redis's own flush and exit after SIGTERM, at most
 # Server settings for the embedded PostgreSQL. The default 128 MB of shared buffers cannot hold the HNSW index of
 # 100,000 claims (about 200 MB), so every vector search read pages from the OS; JIT compilation only pays off
 # on analytic queries, and a search must not spend milliseconds compiling one. PostgreSQL 18's I/O workers stay
@@ -269,18 +270,20 @@ class _Redis:
 
         try:
             return "answers" if self._client().ping() else "silent"
-        except redis.TimeoutError:
-            return "silent"
+        except (redis.TimeoutError, redis.BusyLoadingError, redis.ResponseError):
+            return "silent"  # still loading its append-only file, or busy with a script: a server is there
         except (redis.ConnectionError, FileNotFoundError):
             return "absent"
 
     def _serves_socket(self, pid: int) -> bool:
-        """Whether `pid` is a redis-server on this runtime's socket (its process title names the socket)."""
+        """Whether `pid` is a redis-server on this runtime's socket: its process title (Redis 6.2's
+        `{title} {listen-addr} {server-mode}`) holds `unixsocket:<this socket>` as a word of its own."""
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:  # gone, or no /proc: nothing to be sure of
             return False
-        return b"redis-server" in command and str(self.runtime.redis_socket).encode() in command
+        words = command.replace(b"\0", b" ").split()
+        return b"redis-server" in command and b"unixsocket:" + str(self.runtime.redis_socket).encode() in words
 
     def ensure_running(self) -> None:
         state = self._state()
@@ -346,6 +349,8 @@ class _Redis:
                 os.kill(pid, signal.SIGCONT)
             os.kill(pid, signal.SIGTERM)  # Redis flushes the append-only file and exits
         # Redis removes its pid file as its last step; the process itself may linger until init reaps it.
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + _REDIS_STOP_TIMEOUT_S
         while pidfile.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
+        if pidfile.exists():  # hung past a signal's reach (its loop stuck, or waiting on the disk): said, not forced
+            logger.warning("embedded.redis.not_stopped", extra={"pid": pid, "socket": str(self.runtime.redis_socket)})

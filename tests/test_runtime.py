@@ -15,6 +15,7 @@ import httpx
 import pytest
 import redis
 
+from config import embedded
 from config.embedded import Runtime, _Redis, is_running
 from tests.process import ROOT, free_port, manage, service_env, wait_for
 
@@ -65,7 +66,7 @@ def test_probing_a_stopped_redis_tries_to_connect_once(tmp_path: Path, monkeypat
 
 
 def servers_on(socket: Path) -> list[int]:
-    """The redis-server processes serving `socket`, by their command lines."""
+    """The redis-server processes serving `socket`, by their process titles (`unixsocket:<socket>`, a word)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -73,7 +74,8 @@ def servers_on(socket: Path) -> list[int]:
                 command = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"redis-server" in command and str(socket).encode() in command:
+            words = command.replace(b"\0", b" ").split()
+            if b"redis-server" in command and b"unixsocket:" + str(socket).encode() in words:
                 found.append(int(entry.name))
     return found
 
@@ -102,12 +104,13 @@ def test_a_paused_redis_is_stopped_at_the_end_and_keeps_what_it_held(tmp_path: P
 
 def test_a_silent_socket_whose_pid_file_names_another_process_is_left_alone(tmp_path: Path) -> None:
     """A pid file can outlive its server (and the pid be another process's since): only a redis-server serving the
-    socket is ever signalled."""
+    socket is ever signalled, named as a word of its title (not a longer path that holds this one)."""
     runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
     server = _Redis(runtime)
     server.ensure_running()
     pid = int((runtime.redis_dir / "redis.pid").read_text())
-    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    impostor = ["redis-server", f"unixsocket:/elsewhere{runtime.redis_socket}"]  # another runtime's, say
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *impostor])
     os.kill(pid, signal.SIGSTOP)
     try:
         (runtime.redis_dir / "redis.pid").write_text(f"{bystander.pid}\n")
@@ -117,6 +120,34 @@ def test_a_silent_socket_whose_pid_file_names_another_process_is_left_alone(tmp_
     finally:
         bystander.kill()
         bystander.wait()
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_redis_that_does_not_stop_is_said_not_to_have(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hung past a signal's reach (here: a stand-in with the server's title that ignores SIGTERM, named by the pid
+    file while the real server is paused), the server is not forced: the end says it did not stop."""
+    monkeypatch.setattr(embedded, "_REDIS_STOP_TIMEOUT_S", 0.5)
+    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
+    server = _Redis(runtime)
+    server.ensure_running()
+    pid = int((runtime.redis_dir / "redis.pid").read_text())
+    ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    hung = subprocess.Popen([sys.executable, "-c", ignoring, "redis-server", f"unixsocket:{runtime.redis_socket}"])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        (runtime.redis_dir / "redis.pid").write_text(f"{hung.pid}\n")
+        time.sleep(0.3)  # the stand-in has set its handler
+        with caplog.at_level(logging.WARNING, logger="memory.embedded"):
+            server.stop()
+        assert hung.poll() is None
+        assert [record.getMessage() for record in caplog.records] == ["embedded.redis.not_stopped"]
+        assert caplog.records[0].pid == hung.pid  # type: ignore[attr-defined]
+    finally:
+        hung.kill()
+        hung.wait()
         os.kill(pid, signal.SIGCONT)
         os.kill(pid, signal.SIGKILL)
 

@@ -40,7 +40,7 @@ SENDER = "access-bookkeeping"
 
 def note_access(claim_ids: list[str]) -> None:
     """Counts an access of each claim, on the sender thread (returns at once)."""
-    if claim_ids and not submitted(SENDER, MAX_QUEUED, _send, list(claim_ids)):
+    if claim_ids and not submitted(SENDER, MAX_QUEUED, _send, list(claim_ids), drops_logged=False):
         logger.warning("recall.bookkeeping_dropped")
 
 

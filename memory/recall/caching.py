@@ -336,5 +336,5 @@ def kept_by_keeper(
 ) -> None:
     """`keep()` handed to the KEEPER thread (here, where `most` pieces of work wait there already), its `keys`
     deleted again if an erasure of the owner's came after `mark` (`kept_unless_erased`)."""
-    if not submitted(KEEPER, most, kept_unless_erased, keep, keys, owner_id, mark):
+    if not submitted(KEEPER, most, kept_unless_erased, keep, keys, owner_id, mark, drops_logged=False):  # kept here
         kept_unless_erased(keep, keys, owner_id, mark)

@@ -79,25 +79,28 @@ def submitted(
     *args: Any,
     after_searches: bool = False,
     holding: frozenset[str] | set[str] = frozenset(),
+    drops_logged: bool = True,
 ) -> bool:
     """Hands `work(*args)` to this process's one-thread pool `name`, in order, unless `most` pieces of work are
     already waiting or running there (or the interpreter is shutting down): then it is dropped; `after_searches`:
     it starts once no search is in flight (`searching`), SEARCHES_WAITED from now at most (work waiting behind other
     work waits no longer); `holding`: keys the caller `claimed` for it, given back once it is done, or at once if it
     is dropped. Whether it was handed on. For work worth only so much memory: what fails in it is its own to log;
-    what a full pool drops is logged here (`recall.work_dropped`, at most every DROPS_LOGGED_EVERY per pool)."""
+    what a full pool drops is logged here (`recall.work_dropped`, the count since the last line, at most every
+    DROPS_LOGGED_EVERY per pool), unless the caller does without it (`drops_logged=False`: it does the work itself,
+    logs its own, or drops on purpose)."""
     key = (name, os.getpid())
     deadline = time.monotonic() + SEARCHES_WAITED
     with _lock:
-        if _queued.get(key, 0) >= most:
+        waiting = _queued.get(key, 0)
+        if waiting >= most:
             _claimed.get(name, set()).difference_update(holding)
-            dropped = _counted_drop(name)
+            dropped = _counted_drop(name) if drops_logged else 0
         else:
-            _queued[key] = _queued.get(key, 0) + 1
+            _queued[key] = waiting + 1
             dropped = None
     if dropped is not None:
-        if dropped:
-            logger.warning("recall.work_dropped", extra={"pool": name, "waiting": most, "dropped": dropped})
+        _log_drops(name, dropped, waiting)
         return False
 
     def run() -> None:
@@ -116,22 +119,34 @@ def submitted(
     return True
 
 
-def _counted_drop(name: str) -> int:
-    """Counts one piece of work dropped by the full pool `name` (under _lock); the count to log now, or 0 while the
-    last line is younger than DROPS_LOGGED_EVERY."""
+def _counted_drop(name: str, *, dropping: bool = True) -> int:
+    """Counts one piece of work dropped by the full pool `name` (`dropping`; else counts none, as a piece of its work
+    ends), under _lock: the count to log now, or 0 while the last line is younger than DROPS_LOGGED_EVERY (or
+    nothing is counted)."""
     count, logged_at = _dropped.get(name, (0, float("-inf")))
+    count += dropping
     now = time.monotonic()
-    if now - logged_at < DROPS_LOGGED_EVERY:
-        _dropped[name] = (count + 1, logged_at)
+    if not count or now - logged_at < DROPS_LOGGED_EVERY:
+        _dropped[name] = (count, logged_at)
         return 0
     _dropped[name] = (0, now)
-    return count + 1
+    return count
+
+
+def _log_drops(name: str, dropped: int, waiting: int) -> None:
+    if dropped:
+        logger.warning("recall.work_dropped", extra={"pool": name, "waiting": waiting, "dropped": dropped})
 
 
 def _done(key: tuple[str, int], holding: frozenset[str] | set[str]) -> None:
+    """A piece of work of pool key[0] ended: its place and keys given back, and drops counted since the last line
+    logged once that is old enough (the end of a burst is not left unsaid until the next drop)."""
     with _lock:
         _queued[key] -= 1
         _claimed.get(key[0], set()).difference_update(holding)
+        waiting = _queued[key]
+        dropped = _counted_drop(key[0], dropping=False) if key[0] in _dropped else 0
+    _log_drops(key[0], dropped, waiting)
 
 
 def claimed(name: str, keys: set[str]) -> set[str]:

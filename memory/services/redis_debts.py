@@ -86,7 +86,7 @@ class Ledger:
         drained(LEDGER)
 
     def answered(self) -> None:
-        submitted(SETTLING, 1, debts_settled_here)  # one waiting or running does for this call too
+        submitted(SETTLING, 1, debts_settled_here, drops_logged=False)  # one waiting or running does for this call too
 
 
 def ledger_installed() -> None:

@@ -83,16 +83,19 @@ def test_a_search_is_in_flight_until_it_has_its_answer(
 def test_work_a_full_pool_drops_is_logged_with_its_count_at_most_so_often(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    held, ran = threading.Event(), threading.Event()
+    held, ran, again = threading.Event(), threading.Event(), threading.Event()
     assert threads.submitted("drops-test", 1, held.wait, 30)  # the one place taken
     with caplog.at_level("WARNING", logger="memory.recall"):
         assert not threads.submitted("drops-test", 1, ran.set)  # logged at once: the first since the start
         assert not threads.submitted("drops-test", 1, ran.set)
         assert not threads.submitted("drops-test", 1, ran.set)  # counted, not logged: the last line is recent
         monkeypatch.setattr(threads, "DROPS_LOGGED_EVERY", 0.0)
-        assert not threads.submitted("drops-test", 1, ran.set)  # logged with the two before it
-    held.set()
-    threads.drained("drops-test")
+        held.set()  # the work ends: the two counted are logged then, not left for a next drop that may never come
+        threads.drained("drops-test")
+        assert threads.submitted("drops-test", 1, again.wait, 30)
+        assert not threads.submitted("drops-test", 1, ran.set, drops_logged=False)  # a caller that logs its own
+        again.set()
+        threads.drained("drops-test")
     lines = [record for record in caplog.records if record.getMessage() == "recall.work_dropped"]
-    assert [(line.pool, line.waiting, line.dropped) for line in lines] == [("drops-test", 1, 1), ("drops-test", 1, 3)]  # type: ignore[attr-defined]
+    assert [(line.pool, line.waiting, line.dropped) for line in lines] == [("drops-test", 1, 1), ("drops-test", 0, 2)]  # type: ignore[attr-defined]
     assert not ran.is_set()
