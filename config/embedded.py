@@ -295,8 +295,8 @@ class _Redis:
             # logging is set up, so the message says it all.
             logger.warning(
                 "embedded.redis.not_answering: the embedded Redis on %s (pid file %s) takes connections and does not "
-                "answer (paused or hung); not starting another. If it was paused, `kill -CONT` it; if it hangs, stop "
-                "it (SIGKILL) and start again.",
+                "answer (paused, hung, or still loading its data); not starting another. If it was paused, `kill "
+                "-CONT` it; if it hangs, stop it (SIGKILL) and start again.",
                 self.runtime.redis_socket, self.runtime.redis_dir / "redis.pid",
             )  # fmt: skip
             return

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,106 +82,102 @@ def servers_on(socket: Path) -> list[int]:
     return found
 
 
-def test_a_paused_redis_is_stopped_at_the_end_and_keeps_what_it_held(tmp_path: Path) -> None:
+def killed(socket: Path) -> None:
+    """Every redis-server on `socket` gone (a paused one continued first, so that it can die)."""
+    for left in servers_on(socket):
+        os.kill(left, signal.SIGCONT)
+        os.kill(left, signal.SIGKILL)
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[tuple[_Redis, int]]:
+    """An embedded Redis of the test's own, running, and its pid; whatever serves its socket at the end is killed."""
+    server = _Redis(Runtime(tmp_path / "data", postgres=False, redis=True))
+    server.ensure_running()
+    try:
+        yield server, int((server.runtime.redis_dir / "redis.pid").read_text())
+    finally:
+        killed(server.runtime.redis_socket)
+
+
+@contextmanager
+def stand_in(server: _Redis, title: list[str], code: str = "import time; time.sleep(60)") -> Iterator[int]:
+    """A process running `code` whose command line ends in `title`, named by the server's pid file meanwhile."""
+    process = subprocess.Popen([sys.executable, "-c", code, *title])
+    try:
+        (server.runtime.redis_dir / "redis.pid").write_text(f"{process.pid}\n")
+        time.sleep(0.3)  # it has started (and run the first lines of `code`)
+        yield process.pid
+        assert process.poll() is None  # not signalled, or not stopped by it
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_paused_redis_is_stopped_at_the_end_and_keeps_what_it_held(own_server: tuple[_Redis, int]) -> None:
     """`make run` ending while its Redis is paused (SIGSTOP) left the server behind, paused, its socket taken: the
     next start found it silent and said so. Stopping now continues it first; its append-only file keeps the data."""
-    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
-    server = _Redis(runtime)
-    server.ensure_running()
-    redis.Redis(unix_socket_path=str(runtime.redis_socket)).set("kept", "yes")
-    pid = int((runtime.redis_dir / "redis.pid").read_text())
+    server, pid = own_server
+    redis.Redis(unix_socket_path=str(server.runtime.redis_socket)).set("kept", "yes")
     os.kill(pid, signal.SIGSTOP)
-    try:
-        server.stop()
-        assert servers_on(runtime.redis_socket) == []
-    finally:
-        for left in servers_on(runtime.redis_socket):
-            os.kill(left, signal.SIGCONT)
-            os.kill(left, signal.SIGKILL)
-    server.ensure_running()
-    assert redis.Redis(unix_socket_path=str(runtime.redis_socket)).get("kept") == b"yes"
     server.stop()
-    assert servers_on(runtime.redis_socket) == []
+    assert servers_on(server.runtime.redis_socket) == []
+    server.ensure_running()
+    assert redis.Redis(unix_socket_path=str(server.runtime.redis_socket)).get("kept") == b"yes"
+    server.stop()
+    assert servers_on(server.runtime.redis_socket) == []
 
 
-def test_a_silent_socket_whose_pid_file_names_another_process_is_left_alone(tmp_path: Path) -> None:
+def test_a_silent_socket_whose_pid_file_names_another_process_is_left_alone(own_server: tuple[_Redis, int]) -> None:
     """A pid file can outlive its server (and the pid be another process's since): only a redis-server serving the
     socket is ever signalled, named as a word of its title (not a longer path that holds this one)."""
-    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
-    server = _Redis(runtime)
-    server.ensure_running()
-    pid = int((runtime.redis_dir / "redis.pid").read_text())
-    impostor = ["redis-server", f"unixsocket:/elsewhere{runtime.redis_socket}"]  # another runtime's, say
-    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *impostor])
+    server, pid = own_server
     os.kill(pid, signal.SIGSTOP)
-    try:
-        (runtime.redis_dir / "redis.pid").write_text(f"{bystander.pid}\n")
+    with stand_in(server, ["redis-server", f"unixsocket:/elsewhere{server.runtime.redis_socket}"]):  # another's, say
         server.stop()
-        assert bystander.poll() is None  # not signalled
-        assert servers_on(runtime.redis_socket) == [pid]  # and the silent server, unknown to the pid file, stays
-    finally:
-        bystander.kill()
-        bystander.wait()
-        os.kill(pid, signal.SIGCONT)
-        os.kill(pid, signal.SIGKILL)
+    assert servers_on(server.runtime.redis_socket) == [pid]  # and the silent server, unknown to the pid file, stays
 
 
 def test_a_redis_that_does_not_stop_is_said_not_to_have(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    own_server: tuple[_Redis, int], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Hung past a signal's reach (here: a stand-in with the server's title that ignores SIGTERM, named by the pid
     file while the real server is paused), the server is not forced: the end says it did not stop."""
     monkeypatch.setattr(embedded, "_REDIS_STOP_TIMEOUT_S", 0.5)
-    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
-    server = _Redis(runtime)
-    server.ensure_running()
-    pid = int((runtime.redis_dir / "redis.pid").read_text())
-    ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
-    hung = subprocess.Popen([sys.executable, "-c", ignoring, "redis-server", f"unixsocket:{runtime.redis_socket}"])
+    server, pid = own_server
     os.kill(pid, signal.SIGSTOP)
-    try:
-        (runtime.redis_dir / "redis.pid").write_text(f"{hung.pid}\n")
-        time.sleep(0.3)  # the stand-in has set its handler
-        with caplog.at_level(logging.WARNING, logger="memory.embedded"):
-            server.stop()
-        assert hung.poll() is None
-        assert [record.getMessage() for record in caplog.records] == ["embedded.redis.not_stopped"]
-        assert caplog.records[0].pid == hung.pid  # type: ignore[attr-defined]
-    finally:
-        hung.kill()
-        hung.wait()
-        os.kill(pid, signal.SIGCONT)
-        os.kill(pid, signal.SIGKILL)
+    ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    title = ["redis-server", f"unixsocket:{server.runtime.redis_socket}"]
+    with stand_in(server, title, ignoring) as hung, caplog.at_level(logging.WARNING, logger="memory.embedded"):
+        server.stop()
+    assert [record.getMessage() for record in caplog.records] == ["embedded.redis.not_stopped"]
+    assert caplog.records[0].pid == hung  # type: ignore[attr-defined]
 
 
 def test_a_redis_that_is_alive_but_silent_is_not_started_a_second_time(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    own_server: tuple[_Redis, int], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Paused or hung (a child of `make run` restarted meanwhile): a second server on its socket and its files would
     split the queue and the caches between two, and append to one file from both. The process does without Redis
     until it answers, as in any outage."""
-    runtime = Runtime(tmp_path / "data", postgres=False, redis=True)
-    server = _Redis(runtime)
-    server.ensure_running()
-    pid = int((runtime.redis_dir / "redis.pid").read_text())
+    server, pid = own_server
+    socket = server.runtime.redis_socket
     os.kill(pid, signal.SIGSTOP)
     try:
         with caplog.at_level(logging.WARNING, logger="memory.embedded"):
             server.ensure_running()
-        assert servers_on(runtime.redis_socket) == [pid]
+        assert servers_on(socket) == [pid]
         assert [record.getMessage().split(":")[0] for record in caplog.records] == ["embedded.redis.not_answering"]
-        assert str(runtime.redis_socket) in caplog.records[0].getMessage()
+        assert str(socket) in caplog.records[0].getMessage()
         os.kill(pid, signal.SIGCONT)
         assert server.is_running()
     finally:
-        for left in servers_on(runtime.redis_socket):  # the paused one, and any second one started beside it
-            os.kill(left, signal.SIGCONT)
-            os.kill(left, signal.SIGKILL)
-    assert servers_on(runtime.redis_socket) == []
+        killed(socket)  # the paused one, and any second one started beside it
+    assert servers_on(socket) == []
     server.ensure_running()  # a socket left by a server gone: started anew
-    assert servers_on(runtime.redis_socket) != [] and server.is_running()
+    assert servers_on(socket) != [] and server.is_running()
     server.stop()
-    assert servers_on(runtime.redis_socket) == []
+    assert servers_on(socket) == []
 
 
 class RunningService:
