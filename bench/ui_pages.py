@@ -24,6 +24,8 @@ import re
 import statistics
 import sys
 import time
+from contextlib import ExitStack
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -33,21 +35,26 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("MEMORY_DATA_DIR", str(ROOT / "var" / "bench-search" / "claims-100000"))
 
+from bench.lived_in import lived_in  # noqa: E402
 from bench.report import headline, percentile  # noqa: E402
 
 NEXT_CURSOR = re.compile(r"[?&]cursor=([^\"&]+)")
 
 
-def pages(user: Any, first_page: str) -> list[tuple[str, str]]:
-    """(name, path) of every page a person reads, with the store's busiest objects for the detail pages."""
+def pages(user: Any, firsts: dict[str, str]) -> list[tuple[str, str]]:
+    """(name, path) of every page a person reads, with the store's busiest objects for the detail pages; `firsts`:
+    the first page of each list with a second ("claims", "activity"), for its cursor."""
     from django.db.models import Count
 
     from memory.models import Claim, Node, Source
+    from metrics.models import MetricDefinition
 
     claim = Claim.objects.filter(owner=user).annotate(n=Count("evidence")).order_by("-n", "id").first()
     node = Node.objects.filter(owner=user).annotate(n=Count("claims")).order_by("-n", "id").first()
     source = Source.objects.filter(owner=user).annotate(n=Count("evidence")).order_by("-n", "id").first()
+    metric = MetricDefinition.objects.filter(owner=user).annotate(n=Count("observations")).order_by("-n").first()
     word = quote(claim.statement.split()[-1].strip(".,") if claim else "project")
+    year_ago = date.today() - timedelta(days=365)
     found = [
         ("dashboard", "/ui/"),
         ("search", f"/ui/search?q={word}"),
@@ -66,6 +73,11 @@ def pages(user: Any, first_page: str) -> list[tuple[str, str]]:
         ("sources", "/ui/sources/"),
         ("tokens", "/ui/tokens/"),
         ("activity", "/ui/activity/"),
+        ("activity, second page", ""),
+        ("activity, a review decision", "/ui/activity/?action=review.accept"),
+        ("activity, readings", "/ui/activity/?target=observation"),
+        ("activity, by you", "/ui/activity/?who=you"),
+        ("activity, a month a year ago", f"/ui/activity/?since={year_ago}&until={year_ago + timedelta(days=30)}"),
         ("maintenance", "/ui/maintenance/"),
         ("maintenance, stale", "/ui/maintenance/stale/"),
         ("maintenance, orphans", "/ui/maintenance/orphans/"),
@@ -80,8 +92,39 @@ def pages(user: Any, first_page: str) -> list[tuple[str, str]]:
         found.append(("an entity (most claims)", f"/ui/entities/{node.pk}/"))
     if source:
         found.append(("a source", f"/ui/sources/{source.pk}/"))
-    cursor = NEXT_CURSOR.search(first_page)
-    return [(name, path or (f"/ui/claims/?cursor={cursor.group(1)}" if cursor else "")) for name, path in found]
+    if metric:
+        found.append(("a metric (most readings)", f"/ui/metrics/{metric.slug}/"))
+    return [(name, path or _second_page(name, firsts)) for name, path in found]
+
+
+def admin_pages(user: Any) -> list[tuple[str, str]]:
+    """(name, path) of the admin's lists of the large tables, as a staff member opens and filters them."""
+    from memory.models import Claim
+
+    claim = Claim.objects.filter(owner=user).order_by("-recorded_at").first()
+    lists = [
+        ("admin: API and MCP calls", "/admin/memory/toolevent/"),
+        ("admin: calls, a tool", "/admin/memory/toolevent/?tool=claim_list"),
+        ("admin: calls, client errors", "/admin/memory/toolevent/?outcome=client_error"),
+        ("admin: changes", "/admin/memory/memoryevent/"),
+        ("admin: changes, an action", "/admin/memory/memoryevent/?action=review.accept"),
+        ("admin: changes, a claim's", f"/admin/memory/memoryevent/?q={claim.pk if claim else 'claim'}"),
+        ("admin: claims", "/admin/memory/claim/"),
+        ("admin: claims, searched", "/admin/memory/claim/?q=project"),
+        ("admin: entities", "/admin/memory/node/"),
+        ("admin: sources", "/admin/memory/source/"),
+        ("admin: readings", "/admin/metrics/observation/"),
+        ("admin: users", "/admin/memory/user/"),
+        ("admin: access tokens", "/admin/memory/accesstoken/"),
+    ]
+    return lists
+
+
+def _second_page(name: str, firsts: dict[str, str]) -> str:
+    """The address of a list's second page, from the cursor in its first page ("" if it has none)."""
+    listed = name.removesuffix(", second page")
+    cursor = NEXT_CURSOR.search(firsts.get(listed, ""))
+    return f"/ui/{listed}/?cursor={cursor.group(1)}" if name != listed and cursor else ""
 
 
 def statements_of(client: Any, path: str) -> tuple[int, int, float]:
@@ -95,11 +138,19 @@ def statements_of(client: Any, path: str) -> tuple[int, int, float]:
     return status, len(captured.captured_queries), slowest * 1000
 
 
+def _cookies(client: Any) -> dict[str, str]:
+    from django.conf import settings
+
+    return {settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--user", default="bench-search")
     parser.add_argument("--requests", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=float, default=3.0, help="API and MCP calls logged per claim (history)")
+    parser.add_argument("--no-history", action="store_true", help="time the store as built, without its history")
     options = parser.parse_args()
 
     import django
@@ -119,26 +170,35 @@ def main() -> None:
     user = User.objects.filter(username=options.user).first()
     if user is None:
         raise SystemExit(f"no user {options.user!r} in {settings.DATA_DIR}: build the store first (see above)")
-    client = Client(HTTP_HOST="127.0.0.1")
+    if not options.no_history:
+        added = lived_in(user, calls=options.calls)
+        print(f"history added: {added}" if added else "history kept from an earlier run", flush=True)
+    staff, _ = User.objects.get_or_create(username="bench-admin", defaults={"is_staff": True, "is_superuser": True})
+    client, admin = Client(HTTP_HOST="127.0.0.1"), Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
-    first = client.get("/ui/claims/")
-    found = [(name, path) for name, path in pages(user, first.content.decode()) if path]
+    admin.force_login(staff)
+    firsts = {name: client.get(f"/ui/{name}/").content.decode() for name in ("claims", "activity")}
+    found = [(name, path, client) for name, path in pages(user, firsts) if path]
+    found += [(name, path, admin) for name, path in admin_pages(user)]
     claims = Claim.objects.filter(owner=user).count()
     load = [os.getloadavg()[0]]
     print(f"{user.username}: {claims:,} claims; {len(found)} pages; load average {load[0]:.2f}", flush=True)
 
-    counted = {name: statements_of(client, path) for name, path in found}
-    times: dict[str, list[list[float]]] = {name: [] for name, _ in found}
-    cookies = {settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value}
-    with served() as url, httpx.Client(base_url=url, cookies=cookies, timeout=120) as browser:
-        for _name, path in found:  # once each before the clock: the server's first use of each view
-            browser.get(path)
+    counted = {name: statements_of(asker, path) for name, path, asker in found}
+    times: dict[str, list[list[float]]] = {name: [] for name, _, _ in found}
+    with served() as url, ExitStack() as browsers:
+        signed_in = {
+            asker: browsers.enter_context(httpx.Client(base_url=url, cookies=_cookies(asker), timeout=120))
+            for asker in (client, admin)
+        }
+        for _name, path, asker in found:  # once each before the clock: the server's first use of each view
+            signed_in[asker].get(path)
         for _ in range(options.rounds):
-            for name, path in found:
+            for name, path, asker in found:
                 spent = []
                 for _ in range(options.requests):
                     began = time.perf_counter()
-                    answer = browser.get(path)
+                    answer = signed_in[asker].get(path)
                     spent.append((time.perf_counter() - began) * 1000)
                     if answer.status_code != 200:
                         raise SystemExit(f"{path}: {answer.status_code}")
@@ -149,7 +209,7 @@ def main() -> None:
     print("\n| page | p50 ms | p95 ms | status | SQL statements | slowest statement ms |")
     print("|---|---:|---:|---:|---:|---:|")
     p50s = {}
-    for name, _ in found:
+    for name, _, _ in found:
         p50s[name] = statistics.median(statistics.median(spent) for spent in times[name])
         p95 = statistics.median(percentile(spent, 95) for spent in times[name])
         status, statements, slowest = counted[name]
