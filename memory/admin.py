@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 
 from memory.access import Actor, access_for_user
 from memory.admin_actions import merge_nodes
-from memory.admin_base import ProductAdmin, ReadOnlyAdmin, heavy
+from memory.admin_base import ProductAdmin, ReadOnlyAdmin, heavy, vocabulary_filter
 from memory.errors import ServiceError, ValidationFailed
 from memory.models import (
     AccessToken,
@@ -33,9 +33,11 @@ from memory.models import (
     Partition,
     Scope,
     Source,
+    Surface,
     ToolEvent,
     User,
 )
+from memory.models.search import words_of
 from memory.services.account_erasure import account_erase, account_inventory, partition_erase
 from memory.services.audit import audit_record
 from memory.services.operations import operation_retry
@@ -282,22 +284,47 @@ class AccessTokenAdmin(ProductAdmin):
         return response
 
 
+def _actions() -> list[str]:
+    from memory.activity import WORDS
+
+    return list(WORDS)
+
+
+def _tool_names() -> list[str]:
+    """Every tool a call can name: the REST endpoints' (memory.api) and the MCP tools' (mcp_bridge.catalog)."""
+    from mcp_bridge.catalog import all_tools
+    from memory.api.base import Endpoint
+
+    def endpoints(cls: type) -> list[type]:
+        return [found for sub in cls.__subclasses__() for found in (sub, *endpoints(sub))]
+
+    rest = [endpoint.tool for endpoint in endpoints(Endpoint) if getattr(endpoint, "tool", "")]
+    return rest + [spec.name for spec in all_tools()]
+
+
 @admin.register(MemoryEvent)
 class MemoryEventAdmin(ReadOnlyAdmin):
     list_display = (
         "created_at", "owner", "action", "target_type", "target_id", "actor_kind", "surface", "actor_token",
     )  # fmt: skip
-    list_filter = ("action", "actor_kind", "surface")
-    search_fields = ("target_id", "owner__username")
+    list_filter = (vocabulary_filter("action", "action", _actions), "actor_kind", "surface")
+    exact_search = ("target_id", "owner__username")  # memoryevent_owner_target, skipping over owners
+    search_help_text = "A target's id (claim_…, src_…) or an owner's username, exactly."
     list_select_related = ("owner", "actor_token")
     deferred = ("before", "after")
+    ordering = ("-id",)  # newest first by the primary key's index: ids are ULIDs, in the order rows were made
 
 
 @admin.register(ToolEvent)
 class ToolEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "surface", "tool", "owner", "status_code", "error_code", "duration_ms")
-    list_filter = ("surface", "outcome", "tool")
+    list_filter = (
+        vocabulary_filter("surface", "surface", lambda: [Surface.REST, Surface.MCP]),
+        "outcome",
+        vocabulary_filter("tool", "tool", _tool_names),
+    )
     list_select_related = ("owner",)
+    ordering = ("-id",)  # newest first by the primary key's index (ids are given in the order calls are written)
 
 
 @admin.register(Source)
@@ -400,11 +427,22 @@ class NodeAdmin(ProductAdmin):
 @admin.register(Claim)
 class ClaimAdmin(ReadOnlyAdmin):
     list_display = ("statement", "kind", "status", "origin", "owner", "subject", "pinned", "recorded_at")
-    list_filter = ("kind", "status", "origin", "pinned", "needs_reverification")
-    search_fields = ("statement", "owner__username")
+    list_filter = ("kind", "status", "origin", "pinned", "needs_reverification", "owner")
+    search_help_text = 'Words of the statement, as the claims list\'s text filter reads them ("quoted phrase", -word).'
     list_select_related = ("owner", "subject")
     exclude = ("embedding",)
     deferred = (*heavy("claim"), *heavy("node", "subject"))
+
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("statement",)  # shows the search box; the search itself is get_search_results'
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Claim], search_term: str
+    ) -> tuple[QuerySet[Claim], bool]:
+        """By the statement's words through its text index: a substring match read every claim (1.5 s at 1M)."""
+        if not search_term.strip():
+            return queryset, False
+        return queryset.filter(search_vector=words_of(search_term)), False
 
 
 from memory import admin_catalogue  # noqa: E402, F401  (registers the remaining models)

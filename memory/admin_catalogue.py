@@ -38,7 +38,8 @@ class EvidenceAdmin(ReadOnlyAdmin):
     """Which message or passage supports a claim."""
 
     list_display = ("claim", "source", "message_id", "authored_at", "owner", "created_at")
-    search_fields = ("claim__statement", "message_id", "owner__username")
+    exact_search = ("claim", "source", "owner__username")
+    search_help_text = "A claim's or a source's id, or an owner's username, exactly."
     list_select_related = ("claim", "source", "owner")
     deferred = ("excerpt", *heavy("claim", "claim"), *heavy("source", "source"))
 

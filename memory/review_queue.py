@@ -67,7 +67,7 @@ def review_queue(access: Access) -> ReviewQueue:
     from metrics.selectors import definitions_with_stats
 
     access.require_scope(Scope.READ)
-    metrics = [definition for definition in definitions_with_stats(access) if definition.needs_review]
+    metrics = definitions_with_stats(access, needs_review=True)
     review_tasks = {definition.review_task_id for definition in metrics}
     # A metric's own "Review metric …" task is decided with the metric, not twice.
     tasks = [item for item in open_commitments(access, provenance="candidate") if item.task.pk not in review_tasks]

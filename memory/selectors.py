@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery
 from django.db.models import DateTimeField, ExpressionWrapper, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from memory.access import Access
@@ -25,6 +24,7 @@ from memory.models import (
     Source,
     vector_fields,
 )
+from memory.models.search import words_of
 from memory.names import normalize_name
 from memory.paging import decode_cursor, decode_time_cursor, keyset_page
 from memory.recall.corpora import KEYED_MEMORIES
@@ -237,7 +237,7 @@ def claims_for_access(
     if partition_keys:  # narrows the partitions read (the workspace view); never widens them
         claims = claims.filter(partition__key__in=partition_keys)
     if text:
-        claims = claims.filter(search_vector=SearchQuery(text, search_type="websearch", config="simple"))
+        claims = claims.filter(search_vector=words_of(text))
     if cursor:
         moment, last_id = decode_time_cursor(cursor)
         claims = claims.filter(Q(recorded_at__lt=moment) | Q(recorded_at=moment, id__lt=last_id))
@@ -367,7 +367,7 @@ def memories_matching(access: Access, query: str, *, include_quarantined: bool =
     memories = memories_in_reach(access, include_quarantined)
     ranked = _memories_by_meaning(access, memories, query, include_quarantined, limit)
     if len(ranked) < limit:
-        words = SearchQuery(query, search_type="websearch", config="simple")
+        words = words_of(query)
         ranked += list(
             memories.filter(search_vector=words)
             .exclude(pk__in=[m.pk for m in ranked])

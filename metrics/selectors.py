@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.db.models import Avg, Count, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models.functions import Trunc
+from django.db.models.functions import Coalesce, Trunc
 from django.utils import timezone
 
 from memory.access import Access
@@ -41,24 +41,27 @@ def definition_for_access(access: Access, *, metric_id: str | None = None, slug:
     return found
 
 
-def definitions_with_stats(access: Access) -> list[MetricDefinition]:
-    """Every metric with `count`, `first_at`, `last_at` and `latest_value` (the newest not in the future)
-    annotated, in one query."""
-    latest = (
-        Observation.objects.filter(definition=OuterRef("pk"), occurred_at__lte=timezone.now())
-        .order_by("-occurred_at", "-id")
-        .values("value")[:1]
-    )
+def definitions_with_stats(access: Access, *, needs_review: bool | None = None) -> list[MetricDefinition]:
+    """Every metric (or those whose `needs_review` is as given) with `count`, `first_at`, `last_at` and
+    `latest_value` (the newest not in the future) annotated, in one query. Each is read from `observation_series`
+    per metric: the first and last readings are its ends, the count an index-only scan, no reading's row."""
+    readings = Observation.objects.filter(definition=OuterRef("pk")).order_by()
+    definitions = definitions_in_reach(access)
+    if needs_review is not None:
+        definitions = definitions.filter(needs_review=needs_review)
     return list(
-        definitions_in_reach(access)
-        .annotate(
-            count=Count("observations"),
-            first_at=Min("observations__occurred_at"),
-            last_at=Max("observations__occurred_at"),
-            latest_value=Subquery(latest),
-        )
-        .order_by("slug", "id")
+        definitions.annotate(
+            count=Coalesce(Subquery(readings.values("definition").annotate(n=Count("*")).values("n")), 0),
+            first_at=Subquery(readings.order_by("occurred_at").values("occurred_at")[:1]),
+            last_at=Subquery(readings.order_by("-occurred_at").values("occurred_at")[:1]),
+            latest_value=Subquery(_newest(readings, timezone.now()).values("value")[:1]),
+        ).order_by("slug", "id")
     )
+
+
+def _newest(readings: QuerySet[Observation], now: datetime) -> QuerySet[Observation]:
+    """The readings newest first, none in the future: the first is a metric's latest value."""
+    return readings.filter(occurred_at__lte=now).order_by("-occurred_at", "-id")
 
 
 @dataclass(frozen=True)
@@ -137,18 +140,19 @@ def summaries(definitions: list[MetricDefinition], now: datetime | None = None) 
     """Latest value, 7/30/90-day stats and trend for many metrics: two queries, however many there are."""
     now = now or timezone.now()
     ids = [definition.pk for definition in definitions]
-    stats = {
-        row["definition"]: row
-        for row in Observation.objects.filter(definition__in=ids)
-        .values("definition")
-        .annotate(**_window_aggregates(now))
-    }
+    # Every window lies within the longest: older readings are not read (the range of `observation_series`).
+    recent = Observation.objects.filter(
+        definition__in=ids, occurred_at__gte=now - timedelta(days=max(WINDOWS)), occurred_at__lte=now
+    )
+    stats = {row["definition"]: row for row in recent.values("definition").annotate(**_window_aggregates(now))}
+    # The newest reading of each metric from the end of its index range (a DISTINCT ON read every reading).
+    newest = _newest(Observation.objects.filter(definition=OuterRef("pk")), now)
     latest = {
-        row["definition"]: row
-        for row in Observation.objects.filter(definition__in=ids, occurred_at__lte=now)
-        .order_by("definition", "-occurred_at", "-id")
-        .distinct("definition")
-        .values("definition", "value", "occurred_at")
+        row["pk"]: row
+        for row in MetricDefinition.objects.filter(pk__in=ids)
+        .annotate(value=Subquery(newest.values("value")[:1]), occurred_at=Subquery(newest.values("occurred_at")[:1]))
+        .filter(occurred_at__isnull=False)
+        .values("pk", "value", "occurred_at")
     }
     answer = {}
     for definition in definitions:

@@ -55,6 +55,8 @@ class MemoryEvent(models.Model):
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="memoryevent_owner_recent"),
             models.Index(fields=["owner", "target_type", "target_id"], name="memoryevent_owner_target"),
+            # One action's rows, newest first: the activity page's filter and the latest review decisions.
+            models.Index(fields=["owner", "action", "-created_at"], name="memoryevent_owner_action"),
         ]
 
     def __str__(self) -> str:

@@ -4,7 +4,7 @@ Queries match either form (memory.recall.legs)."""
 
 from __future__ import annotations
 
-from django.contrib.postgres.search import SearchVector
+from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db.models import Expression
 
 SEARCH_CONFIGS = ("simple", "english")
@@ -13,3 +13,8 @@ SEARCH_CONFIGS = ("simple", "english")
 def searchable(*fields: str) -> Expression:
     as_written, stemmed = (SearchVector(*fields, config=config) for config in SEARCH_CONFIGS)
     return as_written + stemmed
+
+
+def words_of(text: str) -> SearchQuery:
+    """What a person types to find stored text by its words (quotes, `or`, `-word`), matched against `searchable`."""
+    return SearchQuery(text, search_type="websearch", config="simple")

@@ -30,6 +30,7 @@ from memory.models import (
     ClaimStatus,
     MemoryEvent,
     Node,
+    Partition,
     Scope,
     Source,
     SourceKind,
@@ -91,12 +92,13 @@ def coordination_health(access: Access, *, now: datetime | None = None) -> dict[
         )
         .order_by()
     }
-    # Every change to memory is audited; session appends are not, so their sessions' times count too.
+    # Every change to memory is audited; session appends are not, so their sessions' times count too. Each
+    # partition's newest change from the end of the owner's trail (memoryevent_owner_recent), not a scan of it all.
+    newest = MemoryEvent.objects.filter(owner=access.user, partition=OuterRef("pk")).order_by("-created_at")
     writes = dict(
-        MemoryEvent.objects.filter(owner=access.user, partition__in=partitions)
-        .values_list("partition_id")
-        .annotate(last=Max("created_at"))
-        .order_by()
+        Partition.objects.filter(pk__in=[partition.pk for partition in partitions])
+        .annotate(last=Subquery(newest.values("created_at")[:1]))
+        .values_list("pk", "last")
     )
     namespaces = []
     for partition in partitions:

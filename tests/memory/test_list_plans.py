@@ -8,6 +8,7 @@ few rows."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,12 +18,17 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import selectors
-from memory.access import Access, access_for_user
+from memory.access import Access, Actor, access_for_user
+from memory.activity import activity_for_access
 from memory.dashboard import dashboard_counts, source_claims
-from memory.models import Evidence, Source, User
+from memory.models import Claim, Evidence, MemoryEvent, Source, User
 from memory.recall.atlas import atlas_sections
 from memory.recall.changes import recent_changes
-from memory.services.coordination import memory_stats
+from memory.services.audit import audit_record
+from memory.services.coordination import coordination_health, memory_stats
+from metrics.models import MetricDefinition
+from metrics.selectors import definitions_with_stats, summaries
+from metrics.services import observation_record
 from tests.factories import ClaimFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +48,7 @@ def plan_of(run: Callable[[], object], *fragments: str, off: tuple[str, ...] = O
     """The plan of the statement `run` sends whose SQL holds every fragment, with the plan types `off` priced out."""
     sql = statement_of(run, *fragments)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memory_claim")  # this test's rows alone, whatever ran before it
+        cursor.execute("ANALYZE memory_claim, memory_memoryevent, metrics_observation")  # this test's rows alone
         for name in off:
             cursor.execute(f"SET LOCAL enable_{name} = off")
         cursor.execute(f"EXPLAIN {sql}")
@@ -159,3 +165,57 @@ def test_a_sources_claims_include_those_of_its_messages(alice: User, claims: Non
     Evidence.objects.create(owner=alice, claim=elsewhere, source=other, excerpt="option")
     assert set(source_claims(access, conversation)) == {said, told}
     assert source_claims(access, message) == [said]
+
+
+def test_one_action_of_the_audit_trail_is_read_newest_first_from_its_index(alice: User, claims: None) -> None:
+    for claim in Claim.objects.filter(owner=alice)[:10]:
+        for action in ("claim.extract", "claim.pin", "claim.confirm"):
+            audit_record(actor=Actor.person(alice, "ui"), owner=alice, action=action, target=claim)
+    access = access_for_user(user=alice)
+    plan = plan_of(lambda: activity_for_access(access, action="claim.pin"), 'FROM "memory_memoryevent"', "ORDER BY")
+    assert "memoryevent_owner_action" in plan  # not the owner's whole trail, walked for the rare action's rows
+    assert "Sort Key" not in plan or "Presorted Key" in plan  # at most the ties of one moment sorted by id
+
+
+@pytest.fixture
+def readings(alice: User) -> list[MetricDefinition]:
+    access = access_for_user(user=alice)
+    now = timezone.now()
+    for slug in ("weight", "steps"):
+        for day in range(40):
+            observation_record(access, slug=slug, value=70.0 + day, occurred_at=now - timedelta(days=day * 5))
+    return list(MetricDefinition.objects.filter(owner=alice))
+
+
+def test_a_metrics_latest_reading_and_windows_are_read_from_the_end_of_its_series(
+    alice: User, readings: list[MetricDefinition]
+) -> None:
+    latest = plan_of(lambda: summaries(readings), 'ORDER BY U0."occurred_at" DESC')
+    assert "Index Scan Backward using observation_series" in latest  # per metric, its newest reading first
+    windows = plan_of(lambda: summaries(readings), "FILTER (WHERE")
+    assert "occurred_at >=" in windows  # the rows of the last 90 days alone, not every reading with a FILTER
+    found = summaries(readings)
+    assert {found[d.pk]["latest"]["value"] for d in readings} == {70.0}
+    assert {found[d.pk]["windows"]["90d"]["count"] for d in readings} == {18}  # days 0, 5, ... 85
+
+
+def test_a_metrics_count_and_ends_come_from_its_series_index(alice: User, readings: list[MetricDefinition]) -> None:
+    access = access_for_user(user=alice)
+    plan = plan_of(lambda: definitions_with_stats(access), "COUNT(*)")
+    assert "Index Only Scan Backward using observation_series" in plan  # the last reading: the index's end
+    assert "Seq Scan" not in plan and "Hash Join" not in plan  # no reading's row read to count or date them
+    stats = {d.slug: d for d in definitions_with_stats(access)}
+    assert [(d.count, d.latest_value) for d in stats.values()] == [(40, 70.0), (40, 70.0)]  # type: ignore[attr-defined]
+    assert stats["weight"].last_at - stats["weight"].first_at == timedelta(days=195)  # type: ignore[attr-defined]
+    assert definitions_with_stats(access, needs_review=True) == []
+
+
+def test_coordination_health_dates_each_partition_from_the_end_of_the_trail(alice: User, claims: None) -> None:
+    for claim in Claim.objects.filter(owner=alice)[:10]:
+        audit_record(actor=Actor.system(), owner=alice, action="claim.extract", target=claim, partition=claim.partition)
+    access = access_for_user(user=alice, workspace=True)
+    plan = plan_of(lambda: coordination_health(access), "ORDER BY 1 DESC LIMIT 1")
+    assert "memoryevent_owner_recent" in plan and "Aggregate" not in plan  # the newest change, not all of them read
+    newest = MemoryEvent.objects.filter(owner=alice).latest("created_at").created_at
+    (personal,) = coordination_health(access)["namespaces"]
+    assert personal["staleness"]["lastWriteAt"] == newest

@@ -1,0 +1,127 @@
+"""The admin's lists of the large tables (the call log, the audit trail, claims, evidence) stay bounded at millions of
+rows: filters offer the column's vocabulary instead of a DISTINCT over the table, an unfiltered list of a large table
+counts from PostgreSQL's estimate, no list counts the whole table beside its matches, and searches go through an
+index (exact ids and usernames; a claim's words). bench/ui_pages.py times them on a store with a history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from memory import admin_base
+from memory.access import Actor
+from memory.admin import _tool_names
+from memory.models import Claim, Evidence, Source, ToolEvent, User
+from memory.services.audit import audit_record
+from tests.factories import ClaimFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(client: Client) -> Client:
+    client.force_login(UserFactory.create(username="root", is_staff=True, is_superuser=True))
+    return client
+
+
+def listed(client: Client, url: str) -> tuple[Any, list[str]]:
+    """The change list a page shows, and the SQL it sent."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return response.context_data["cl"], [query["sql"] for query in captured.captured_queries]
+
+
+def calls(user: User, *tools: tuple[str, str]) -> None:
+    for surface, tool in tools:
+        ToolEvent.objects.create(owner=user, surface=surface, tool=tool, status_code=200, outcome="ok", duration_ms=4)
+
+
+def test_the_call_log_filters_by_surface_and_tool_from_their_vocabulary(admin_client: Client, alice: User) -> None:
+    calls(alice, ("rest", "claim.list"), ("rest", "claim.list"), ("mcp", "search_memory"))
+    cl, sql = listed(admin_client, "/admin/memory/toolevent/")
+    assert not [statement for statement in sql if "DISTINCT" in statement]  # no column read for its values
+    choices = {spec.title: [choice["display"] for choice in spec.choices(cl)] for spec in cl.filter_specs}
+    assert {"claim.list", "search_memory", "memory.get", "whoami"} <= set(choices["tool"])  # used or not yet
+    assert choices["surface"] == ["All", "mcp", "rest"]
+    cl, _ = listed(admin_client, "/admin/memory/toolevent/?tool=claim.list")
+    assert [row.tool for row in cl.result_list] == ["claim.list", "claim.list"]
+    cl, _ = listed(admin_client, "/admin/memory/toolevent/?surface=mcp")
+    assert [row.tool for row in cl.result_list] == ["search_memory"]
+
+
+def test_every_tool_a_call_can_name_is_offered() -> None:
+    from mcp_bridge.catalog import all_tools
+
+    names = set(_tool_names())
+    assert {spec.name for spec in all_tools()} <= names
+    assert {"whoami", "claim.list", "query.search", "context.bootstrap"} <= names
+
+
+def test_the_audit_trail_filters_by_action_and_lists_newest_first(admin_client: Client, alice: User) -> None:
+    claim = ClaimFactory.create(owner=alice)
+    for action in ("claim.extract", "claim.pin", "claim.unpin", "claim.pin"):
+        audit_record(actor=Actor.person(alice, "ui"), owner=alice, action=action, target=claim)
+    cl, sql = listed(admin_client, "/admin/memory/memoryevent/?action=claim.pin")
+    assert not [statement for statement in sql if "DISTINCT" in statement]
+    assert [row.action for row in cl.result_list] == ["claim.pin", "claim.pin"]
+    cl, _ = listed(admin_client, "/admin/memory/memoryevent/?q=" + claim.pk)
+    assert [row.action for row in cl.result_list] == ["claim.pin", "claim.unpin", "claim.pin", "claim.extract"]
+    actions = [choice["display"] for spec in cl.filter_specs if spec.title == "action" for choice in spec.choices(cl)]
+    assert {"claim.pin", "review.accept", "token.issue"} <= set(actions)
+
+
+def test_an_unfiltered_list_of_a_large_table_counts_from_the_estimate(
+    admin_client: Client, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls(alice, *[("rest", "whoami")] * 3)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_toolevent")  # the estimate: 3 rows
+    calls(alice, ("rest", "whoami"), ("mcp", "search_memory"))  # 5 now; the estimate stays until the next ANALYZE
+    cl, sql = listed(admin_client, "/admin/memory/toolevent/")
+    assert cl.result_count == 5  # a small table: counted
+    assert [statement for statement in sql if "COUNT(*)" in statement]
+    monkeypatch.setattr(admin_base, "ESTIMATED_FROM", 3)  # as past 100,000 rows
+    cl, sql = listed(admin_client, "/admin/memory/toolevent/")
+    assert cl.result_count == 3  # the estimate, without reading the table
+    assert not [statement for statement in sql if "COUNT(" in statement]
+    cl, sql = listed(admin_client, "/admin/memory/toolevent/?surface=mcp")
+    assert cl.result_count == 1  # a filtered list counts its matches exactly
+    assert [statement for statement in sql if "COUNT(*)" in statement] == [
+        next(statement for statement in sql if "COUNT(*)" in statement and '"surface" = ' in statement)
+    ]  # and only them: not the whole table beside them
+
+
+def test_searches_of_the_audit_trail_and_evidence_are_exact(admin_client: Client, alice: User, bob: User) -> None:
+    mine, theirs = ClaimFactory.create(owner=alice), ClaimFactory.create(owner=bob)
+    for claim in (mine, theirs):
+        audit_record(actor=Actor.system(), owner=claim.owner, action="claim.extract", target=claim)
+    cl, _ = listed(admin_client, f"/admin/memory/memoryevent/?q={mine.pk}")
+    assert [row.target_id for row in cl.result_list] == [mine.pk]
+    cl, _ = listed(admin_client, "/admin/memory/memoryevent/?q=bob")
+    assert {row.owner_id for row in cl.result_list} == {bob.pk}
+    cl, _ = listed(admin_client, f"/admin/memory/memoryevent/?q={mine.pk[:-3]}")
+    assert list(cl.result_list) == []  # a fragment of an id is not a match (it would read every row)
+    source = Source.objects.create(owner=alice, partition=mine.partition, kind="note", external_id="n1",
+                                   occurred_at=timezone.now())  # fmt: skip
+    evidence = [Evidence.objects.create(owner=alice, claim=claim, source=source) for claim in (mine, theirs)]
+    cl, _ = listed(admin_client, f"/admin/memory/evidence/?q={mine.pk}")
+    assert [row.pk for row in cl.result_list] == [evidence[0].pk]
+    cl, _ = listed(admin_client, f"/admin/memory/evidence/?q={source.pk}")
+    assert {row.pk for row in cl.result_list} == {row.pk for row in evidence}
+
+
+def test_claims_are_searched_by_their_words(admin_client: Client, alice: User) -> None:
+    ClaimFactory.create(owner=alice, statement="Alice lives in Utrecht.")
+    ClaimFactory.create(owner=alice, statement="Alice plays the cello.")
+    cl, sql = listed(admin_client, "/admin/memory/claim/?q=utrecht")
+    assert [row.statement for row in cl.result_list] == ["Alice lives in Utrecht."]
+    assert not [statement for statement in sql if "LIKE" in statement]  # the text index, not every statement read
+    cl, _ = listed(admin_client, '/admin/memory/claim/?q="plays the cello"')
+    assert [row.statement for row in cl.result_list] == ["Alice plays the cello."]
+    assert Claim.objects.count() == 2
