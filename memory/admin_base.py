@@ -1,12 +1,14 @@
 """What every admin page shares: pages that change nothing say "view only", and lists never load the heavy
 columns (embeddings, search vectors, long text) of their rows or of the rows they show next to them.
 
-Lists of the large tables (claims, the audit trail, the call log) stay bounded at millions of rows: an unfiltered
-list counts its table from PostgreSQL's estimate, a filtered one counts only its matches (not the whole table
-beside them), and `vocabulary_filter` offers a column's known values instead of a DISTINCT over every row."""
+Lists of the large tables (claims, the audit trail, the call log) stay bounded at millions of rows: their counts
+come from PostgreSQL's estimates where counting would read too many rows (`EstimatingPaginator`), no filtered list
+counts the whole table beside its matches, and `vocabulary_filter` offers a column's known values instead of a
+DISTINCT over every row."""
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property, reduce
@@ -14,7 +16,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.text import capfirst
@@ -37,25 +39,39 @@ def heavy(model: str, through: str = "") -> tuple[str, ...]:
 
 # The related rows an exact search looks through (a username names one user).
 MATCHED_RELATED = 100
-# Past this many rows (by the planner's estimate) an unfiltered list shows the estimate as its count.
+# Past this many rows (by the planner's estimate) a list of the table counts from estimates: the whole table's at
+# once, a filtered list's when counting its matches takes longer than COUNT_BUDGET_MS.
 ESTIMATED_FROM = 100_000
+COUNT_BUDGET_MS = 50
 
 
 class EstimatingPaginator(Paginator):
-    """Exact counts, except for a whole table of more than ESTIMATED_FROM rows: its `reltuples` (kept by ANALYZE
-    and autovacuum), where a COUNT(*) would read every row on every page (~100 ms at a few million)."""
+    """Exact counts, except on a table of more than ESTIMATED_FROM rows, where a COUNT(*) reads every row it counts
+    on every page (~100 ms for a few million, and as much for a filter no index serves): the whole table counts as
+    its `reltuples` (kept by ANALYZE and autovacuum), and a filtered list exactly if that takes at most
+    COUNT_BUDGET_MS, else as the planner estimates its rows."""
 
     @cached_property
     def count(self) -> int:
         queryset = self.object_list
-        if isinstance(queryset, QuerySet) and not queryset.query.where:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                               [queryset.model._meta.db_table])  # fmt: skip
-                estimate = cursor.fetchone()[0]
-            if estimate >= ESTIMATED_FROM:
-                return int(estimate)
-        return super().count
+        if not isinstance(queryset, QuerySet):
+            return super().count
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples::bigint, current_setting('statement_timeout') FROM pg_class "
+                           "WHERE oid = %s::regclass", [queryset.model._meta.db_table])  # fmt: skip
+            rows, previous = cursor.fetchone()
+        if rows < ESTIMATED_FROM:
+            return super().count
+        if not queryset.query.where:
+            return int(rows)
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:  # a savepoint inside a caller's transaction
+                cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(COUNT_BUDGET_MS)])
+                counted = queryset.count()
+                cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])  # as it was
+                return counted
+        except OperationalError:  # the budget ran out (QueryCanceled): the planner's estimate instead
+            return int(json.loads(queryset.order_by().explain(format="json"))[0]["Plan"]["Plan Rows"])
 
 
 def vocabulary_filter(field: str, title: str, values: Callable[[], Iterable[str]]) -> type[admin.SimpleListFilter]:

@@ -5,6 +5,7 @@ index (exact ids and usernames; a claim's words). bench/ui_pages.py times them o
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -125,3 +126,29 @@ def test_claims_are_searched_by_their_words(admin_client: Client, alice: User) -
     cl, _ = listed(admin_client, '/admin/memory/claim/?q="plays the cello"')
     assert [row.statement for row in cl.result_list] == ["Alice plays the cello."]
     assert Claim.objects.count() == 2
+
+
+def test_a_filtered_list_counted_past_its_budget_shows_the_planners_estimate(
+    admin_client: Client, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO memory_toolevent (owner_id, surface, tool, partition_key, status_code, outcome, error_code,"
+            " duration_ms, request_bytes, response_bytes, created_at)"
+            " SELECT %s, 'rest', CASE WHEN n %% 10 = 0 THEN 'claim.list' ELSE 'whoami' END, '', 200, 'ok', '', 3, 0, 0,"
+            " now() FROM generate_series(1, 200000) AS n",
+            [alice.pk],
+        )
+        cursor.execute("ANALYZE memory_toolevent")
+    monkeypatch.setattr(admin_base, "ESTIMATED_FROM", 1000)
+    monkeypatch.setattr(admin_base, "COUNT_BUDGET_MS", 60_000)
+    cl, _ = listed(admin_client, "/admin/memory/toolevent/?tool=claim.list")
+    assert cl.result_count == 20000  # counted within the budget: exact
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"  # the budget ended with the count
+    monkeypatch.setattr(admin_base, "COUNT_BUDGET_MS", 1)  # no count of 200,000 rows ends within a millisecond
+    cl, _ = listed(admin_client, "/admin/memory/toolevent/?tool=claim.list")
+    estimate = json.loads(ToolEvent.objects.filter(tool="claim.list").explain(format="json"))[0]["Plan"]["Plan Rows"]
+    assert cl.result_count == estimate and 10000 < estimate < 40000  # the planner's, near the 20,000 there are
+    assert [row.tool for row in cl.result_list] == ["claim.list"] * 100  # the page itself is read as ever
