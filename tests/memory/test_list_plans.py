@@ -219,3 +219,10 @@ def test_coordination_health_dates_each_partition_from_the_end_of_the_trail(alic
     newest = MemoryEvent.objects.filter(owner=alice).latest("created_at").created_at
     (personal,) = coordination_health(access)["namespaces"]
     assert personal["staleness"]["lastWriteAt"] == newest
+
+
+def test_stats_count_readings_by_their_metrics_ids(alice: User, readings: list[MetricDefinition]) -> None:
+    access = access_for_user(user=alice)
+    plan = plan_of(lambda: memory_stats(access), 'COUNT(*) AS "__count" FROM "metrics_observation"')
+    assert "Index Only Scan" in plan  # no reading's row read to count it
+    assert memory_stats(access)["metrics"] == {"definitions": 2, "observations": 80}
