@@ -57,7 +57,7 @@ def lived_in(user: Any, *, calls: float = 3.0) -> dict[str, Any]:
         return {}
     began = time.perf_counter()
     with connection.cursor() as cursor:  # this data directory belongs to the benchmark alone
-        for table in ("memory_memoryevent", "memory_toolevent", "metrics_metricdefinition"):
+        for table in ("memory_memoryevent", "memory_toolevent", "metrics_observation", "metrics_metricdefinition"):
             cursor.execute(f"DELETE FROM {table} WHERE owner_id = %s", [user.pk])  # noqa: S608 (fixed names)
     added = {"memory events": _audit_trail(user), "tool events": _calls(user, round(claims * calls))}
     added.update(_metrics(user, claims // 2))
