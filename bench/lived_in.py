@@ -59,7 +59,7 @@ def lived_in(user: Any, *, calls: float = 3.0) -> dict[str, Any]:
     with connection.cursor() as cursor:  # this data directory belongs to the benchmark alone
         for table in ("memory_memoryevent", "memory_toolevent", "metrics_observation", "metrics_metricdefinition"):
             cursor.execute(f"DELETE FROM {table} WHERE owner_id = %s", [user.pk])  # noqa: S608 (fixed names)
-    added = {"memory events": _audit_trail(user), "tool events": _calls(user, round(claims * calls))}
+    added: dict[str, Any] = {"memory events": _audit_trail(user), "tool events": _calls(user, round(claims * calls))}
     added.update(_metrics(user, claims // 2))
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE memory_memoryevent, memory_toolevent, metrics_observation")
@@ -98,7 +98,7 @@ def _audit_trail(user: Any) -> int:
     rng = random.Random(SEED)  # noqa: S311 (reproducible test data, not secrets)
     partition = Partition.objects.get(owner=user, key="memory:personal")
     tokens = _tokens(user)
-    added, batch = 0, []
+    added, batch = 0, list[Any]()
 
     def flush() -> None:
         nonlocal added, batch
@@ -162,7 +162,9 @@ def _metrics(user: Any, count: int) -> dict[str, int]:
     rng = random.Random(SEED + 2)  # noqa: S311
     partition = Partition.objects.get(owner=user, key="memory:personal")
     definitions = MetricDefinition.objects.bulk_create(
-        MetricDefinition(id=new_id("metric"), owner=user, partition=partition, slug=normalize_slug(slug), label=label, unit=unit)
+        MetricDefinition(
+            id=new_id("metric"), owner=user, partition=partition, slug=normalize_slug(slug), label=label, unit=unit
+        )
         for slug, label, unit in METRICS
     )
     now, token = datetime.now(UTC), _tokens(user)[0]

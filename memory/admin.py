@@ -298,8 +298,8 @@ def _tool_names() -> list[str]:
     def endpoints(cls: type) -> list[type]:
         return [found for sub in cls.__subclasses__() for found in (sub, *endpoints(sub))]
 
-    rest = [endpoint.tool for endpoint in endpoints(Endpoint) if getattr(endpoint, "tool", "")]
-    return rest + [spec.name for spec in all_tools()]
+    rest = [getattr(endpoint, "tool", "") for endpoint in endpoints(Endpoint)]
+    return [name for name in rest if name] + [spec.name for spec in all_tools()]
 
 
 @admin.register(MemoryEvent)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import cached_property, reduce
 from typing import Any
 
@@ -101,7 +101,7 @@ class ProductAdmin(admin.ModelAdmin):
     paginator = EstimatingPaginator
     show_full_result_count = False  # a second count, of the whole table, beside every filtered list
 
-    def get_search_fields(self, request: HttpRequest) -> Sequence[str]:
+    def get_search_fields(self, request: HttpRequest) -> list[str] | tuple[str, ...]:
         return self.exact_search or super().get_search_fields(request)
 
     def get_search_results(

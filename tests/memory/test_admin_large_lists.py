@@ -35,7 +35,7 @@ def listed(client: Client, url: str) -> tuple[Any, list[str]]:
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status_code == 200, url
-    return response.context_data["cl"], [query["sql"] for query in captured.captured_queries]
+    return response.context_data["cl"], [query["sql"] for query in captured.captured_queries]  # type: ignore[index]
 
 
 def calls(user: User, *tools: tuple[str, str]) -> None:
