@@ -42,8 +42,13 @@ CHANGES = [
     ("claim.verdict", "rest", 0.002), ("review.accept", "ui", 0.001), ("review.keep_old", "ui", 0.0008),
     ("review.keep_both", "ui", 0.0004), ("memory.save", "mcp", 0.005),
 ]  # fmt: skip
-TOOLS = [("search_memory", 0.55), ("memory_save", 0.1), ("context_bootstrap", 0.1), ("claim_list", 0.05),
-         ("ingest", 0.12), ("recent_changes", 0.05), ("whoami", 0.03)]  # fmt: skip
+# What each surface's calls name (memory.api's endpoints, mcp_bridge.catalog's tools), and how often.
+TOOLS = {
+    "rest": [("query.search", 0.45), ("ingest.conversation", 0.25), ("context.bootstrap", 0.1), ("claim.list", 0.05),
+             ("memory.save", 0.05), ("query.recent_changes", 0.05), ("whoami", 0.05)],
+    "mcp": [("search_memory", 0.6), ("save_memory", 0.15), ("bootstrap_memory", 0.1), ("memory_get", 0.1),
+            ("record_metric", 0.05)],
+}  # fmt: skip
 
 
 def lived_in(user: Any, *, calls: float = 3.0) -> dict[str, Any]:
@@ -134,12 +139,13 @@ def _calls(user: Any, count: int) -> int:
     rng = random.Random(SEED + 1)  # noqa: S311
     tokens = _tokens(user)
     now = datetime.now(UTC)
-    names, weights = zip(*TOOLS, strict=True)
+    tools = {surface: tuple(zip(*named, strict=True)) for surface, named in TOOLS.items()}
     for offset in range(0, count, 20000):
         batch = []
         for _ in range(offset, min(count, offset + 20000)):
             token = rng.choice(tokens)
             failed = rng.random()
+            names, weights = tools[token.surface]
             batch.append(ToolEvent(
                 owner=user, token=token, surface=token.surface, tool=rng.choices(names, weights)[0],
                 partition_key="memory:personal", status_code=500 if failed < 0.001 else 400 if failed < 0.02 else 200,

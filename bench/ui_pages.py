@@ -104,7 +104,7 @@ def admin_pages(user: Any) -> list[tuple[str, str]]:
     claim = Claim.objects.filter(owner=user).order_by("-recorded_at").first()
     lists = [
         ("admin: API and MCP calls", "/admin/memory/toolevent/"),
-        ("admin: calls, a tool", "/admin/memory/toolevent/?tool=claim_list"),
+        ("admin: calls, a tool", "/admin/memory/toolevent/?tool=claim.list"),
         ("admin: calls, client errors", "/admin/memory/toolevent/?outcome=client_error"),
         ("admin: changes", "/admin/memory/memoryevent/"),
         ("admin: changes, an action", "/admin/memory/memoryevent/?action=review.accept"),
@@ -171,6 +171,8 @@ def main() -> None:
     if user is None:
         raise SystemExit(f"no user {options.user!r} in {settings.DATA_DIR}: build the store first (see above)")
     if not options.no_history:
+        if not any(part.startswith("bench-") for part in settings.DATA_DIR.parts):
+            raise SystemExit(f"{settings.DATA_DIR} is not a benchmark's store: its history is not replaced there")
         added = lived_in(user, calls=options.calls)
         print(f"history added: {added}" if added else "history kept from an earlier run", flush=True)
     staff, _ = User.objects.get_or_create(username="bench-admin", defaults={"is_staff": True, "is_superuser": True})

@@ -42,6 +42,7 @@ WORDS = {
     "alias.remove": "Alias removed",
     "task.create": "Task added",
     "task.status": "Task status changed",
+    "task.reschedule": "Task rescheduled",
     "task.dismiss": "Suggested task dismissed",
     "memory.save": "Memory saved",
     "memory.delete": "Memory deleted",

@@ -293,13 +293,9 @@ def _actions() -> list[str]:
 def _tool_names() -> list[str]:
     """Every tool a call can name: the REST endpoints' (memory.api) and the MCP tools' (mcp_bridge.catalog)."""
     from mcp_bridge.catalog import all_tools
-    from memory.api.base import Endpoint
+    from memory.api.base import endpoint_tools
 
-    def endpoints(cls: type) -> list[type]:
-        return [found for sub in cls.__subclasses__() for found in (sub, *endpoints(sub))]
-
-    rest = [getattr(endpoint, "tool", "") for endpoint in endpoints(Endpoint)]
-    return [name for name in rest if name] + [spec.name for spec in all_tools()]
+    return endpoint_tools() + [spec.name for spec in all_tools()]
 
 
 @admin.register(MemoryEvent)
@@ -312,7 +308,7 @@ class MemoryEventAdmin(ReadOnlyAdmin):
     search_help_text = "A target's id (claim_…, src_…) or an owner's username, exactly."
     list_select_related = ("owner", "actor_token")
     deferred = ("before", "after")
-    ordering = ("-id",)  # newest first by the primary key's index: ids are ULIDs, in the order rows were made
+    ordering = ("-id",)  # newest first, near enough, by the primary key's index: ids are ULIDs made as rows are written
 
 
 @admin.register(ToolEvent)
@@ -324,7 +320,7 @@ class ToolEventAdmin(ReadOnlyAdmin):
         vocabulary_filter("tool", "tool", _tool_names),
     )
     list_select_related = ("owner",)
-    ordering = ("-id",)  # newest first by the primary key's index (ids are given in the order calls are written)
+    ordering = ("-id",)  # newest first, near enough, by the primary key's index (a sequence, as batches are written)
 
 
 @admin.register(Source)

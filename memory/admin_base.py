@@ -20,6 +20,7 @@ from django.db import OperationalError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.text import capfirst
+from psycopg.errors import QueryCanceled
 
 # The columns a list never needs, per model, for the model itself and for a related row shown beside it.
 HEAVY = {
@@ -43,6 +44,7 @@ MATCHED_RELATED = 100
 # once, a filtered list's when counting its matches takes longer than COUNT_BUDGET_MS.
 ESTIMATED_FROM = 100_000
 COUNT_BUDGET_MS = 50
+LEAST_ESTIMATE = admin.ModelAdmin.list_max_show_all + 1
 
 
 class EstimatingPaginator(Paginator):
@@ -70,8 +72,13 @@ class EstimatingPaginator(Paginator):
                 counted = queryset.count()
                 cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])  # as it was
                 return counted
-        except OperationalError:  # the budget ran out (QueryCanceled): the planner's estimate instead
-            return int(json.loads(queryset.order_by().explain(format="json"))[0]["Plan"]["Plan Rows"])
+        except OperationalError as exc:
+            if not isinstance(exc.__cause__, QueryCanceled):
+                raise  # a lost connection or a lock timeout is not a count to estimate
+        # The budget ran out, so the list is long: never fewer than one page more than "Show all" lists at once (an
+        # estimate below that would have the admin read every match into one page).
+        estimate = json.loads(queryset.order_by().explain(format="json"))[0]["Plan"]["Plan Rows"]
+        return max(int(estimate), LEAST_ESTIMATE)
 
 
 def vocabulary_filter(field: str, title: str, values: Callable[[], Iterable[str]]) -> type[admin.SimpleListFilter]:

@@ -218,3 +218,12 @@ class Endpoint(APIView):
             request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
             response_bytes=len(getattr(response, "content", b"")),
         )
+
+
+def endpoint_tools() -> list[str]:
+    """The `tool` of every REST endpoint (each module of them imported: config.urls), as its calls are logged."""
+
+    def kinds(kind: type[Endpoint]) -> list[type[Endpoint]]:
+        return [kind, *(sub for child in kind.__subclasses__() for sub in kinds(child))]
+
+    return sorted({tool for kind in kinds(Endpoint) if (tool := getattr(kind, "tool", ""))})

@@ -57,6 +57,8 @@ class MemoryEvent(models.Model):
             models.Index(fields=["owner", "target_type", "target_id"], name="memoryevent_owner_target"),
             # One action's rows, newest first: the activity page's filter and the latest review decisions.
             models.Index(fields=["owner", "action", "-created_at"], name="memoryevent_owner_action"),
+            # A partition's newest change (coordination health), also for a partition with none.
+            models.Index(fields=["partition", "-created_at"], name="memoryevent_partition_recent"),
         ]
 
     def __str__(self) -> str:

@@ -93,7 +93,7 @@ def coordination_health(access: Access, *, now: datetime | None = None) -> dict[
         .order_by()
     }
     # Every change to memory is audited; session appends are not, so their sessions' times count too. Each
-    # partition's newest change from the end of the owner's trail (memoryevent_owner_recent), not a scan of it all.
+    # partition's newest change from the end of its own (memoryevent_partition_recent), not a scan of every change.
     newest = MemoryEvent.objects.filter(owner=access.user, partition=OuterRef("pk")).order_by("-created_at")
     writes = dict(
         Partition.objects.filter(pk__in=[partition.pk for partition in partitions])

@@ -11,7 +11,7 @@ import pytest
 from django.db import OperationalError, connection, transaction
 
 import config.urls  # noqa: F401  (every endpoint module imported)
-from memory.api.base import Endpoint
+from memory.api.base import endpoint_tools
 from memory.connectivity import READ_TOOLS, is_disconnect
 from memory.models import Claim
 from tests.conftest import Api, Persona, error_code
@@ -72,8 +72,5 @@ def test_only_genuine_disconnects_count() -> None:
 
 
 def test_every_read_tool_names_a_real_endpoint() -> None:
-    def endpoints(kind: type[Endpoint]) -> list[type[Endpoint]]:
-        return [kind, *(sub for child in kind.__subclasses__() for sub in endpoints(child))]
-
-    tools = {getattr(kind, "tool", None) for kind in endpoints(Endpoint)}
-    assert tools >= READ_TOOLS, sorted(READ_TOOLS - {tool for tool in tools if tool})
+    tools = set(endpoint_tools())
+    assert tools >= READ_TOOLS, sorted(READ_TOOLS - tools)
