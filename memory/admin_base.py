@@ -3,8 +3,8 @@ columns (embeddings, search vectors, long text) of their rows or of the rows the
 
 Lists of the large tables (claims, the audit trail, the call log) stay bounded at millions of rows: their counts
 come from PostgreSQL's estimates where counting would read too many rows (`EstimatingPaginator`), no filtered list
-counts the whole table beside its matches, and `vocabulary_filter` offers a column's known values instead of a
-DISTINCT over every row."""
+counts the whole table beside its matches, filters offer no per-choice counts ("Show counts"), and
+`vocabulary_filter` offers a column's known values instead of a DISTINCT over every row."""
 
 from __future__ import annotations
 
@@ -107,6 +107,8 @@ class ProductAdmin(admin.ModelAdmin):
     exact_search: tuple[str, ...] = ()
     paginator = EstimatingPaginator
     show_full_result_count = False  # a second count, of the whole table, beside every filtered list
+    # "Show counts" counts every choice of every filter over the table: 5.6 s for the call log at 300,000 calls.
+    show_facets = admin.ShowFacets.NEVER
 
     def get_search_fields(self, request: HttpRequest) -> list[str] | tuple[str, ...]:
         return self.exact_search or super().get_search_fields(request)

@@ -67,6 +67,14 @@ def test_the_call_log_filters_by_surface_and_tool_from_their_vocabulary(admin_cl
     assert [row.tool for row in cl.result_list] == ["search_memory"]
 
 
+def test_filters_offer_no_counts_of_every_choice(admin_client: Client, alice: User) -> None:
+    calls(alice, ("rest", "claim.list"))
+    page = admin_client.get("/admin/memory/toolevent/").content.decode()
+    assert "Show counts" not in page
+    _, sql = listed(admin_client, "/admin/memory/toolevent/?_facets=True")  # asked for by hand
+    assert not [statement for statement in sql if "FILTER (WHERE" in statement]  # a count per tool: 5.6 s at 300k
+
+
 def test_every_tool_a_call_can_name_is_offered() -> None:
     from django.urls import URLPattern, URLResolver, get_resolver
 
