@@ -94,7 +94,9 @@ def coordination_health(access: Access, *, now: datetime | None = None) -> dict[
     }
     # Every change to memory is audited; session appends are not, so their sessions' times count too. Each
     # partition's newest change from the end of its own (memoryevent_partition_recent), not a scan of every change.
-    newest = MemoryEvent.objects.filter(owner=access.user, partition=OuterRef("pk")).order_by("-created_at")
+    # By the partition alone (the owner's: read_partitions): with the owner too, the planner may walk the owner's
+    # whole trail for it, which for a partition without changes reads every change (2.7 s at 1.6 million).
+    newest = MemoryEvent.objects.filter(partition=OuterRef("pk")).order_by("-created_at")
     writes = dict(
         Partition.objects.filter(pk__in=[partition.pk for partition in partitions])
         .annotate(last=Subquery(newest.values("created_at")[:1]))
