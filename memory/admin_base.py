@@ -15,12 +15,15 @@ from functools import cached_property, reduce
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.paginator import Paginator
 from django.db import OperationalError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.text import capfirst
 from psycopg.errors import QueryCanceled
+
+from memory.models.search import words_of
 
 # The columns a list never needs, per model, for the model itself and for a related row shown beside it.
 HEAVY = {
@@ -92,7 +95,10 @@ def vocabulary_filter(field: str, title: str, values: Callable[[], Iterable[str]
             return [(value, value) for value in sorted(set(values()))]
 
         def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-            return queryset.filter(**{field: self.value()}) if self.value() else queryset
+            value = self.value()
+            if value and value not in set(values()):  # the admin's own answer to a hand-edited filter: ?e=1
+                raise IncorrectLookupParameters(f"{field}: not one of the values offered")
+            return queryset.filter(**{field: value}) if value else queryset
 
     VocabularyFilter.title = title
     return VocabularyFilter
@@ -100,25 +106,30 @@ def vocabulary_filter(field: str, title: str, values: Callable[[], Iterable[str]
 
 class ProductAdmin(admin.ModelAdmin):
     """`deferred`: columns the list and the page leave out of the query (loaded only if a page reads them).
-    `exact_search`: the list's search finds rows whose column equals the term (`owner__username`: rows of the
-    user of that name), each through its index, where Django's search compares every row's text."""
+    Searches through an index, where Django's compares every row's text: `exact_search`, rows whose column equals
+    the term (`owner__username`: rows of the user of that name); `words_search`, rows whose search vector (a
+    `searchable` column) holds the term's words, as the product's text filters read them (`words_of`)."""
 
     deferred: tuple[str, ...] = ()
     exact_search: tuple[str, ...] = ()
+    words_search = ""
     paginator = EstimatingPaginator
     show_full_result_count = False  # a second count, of the whole table, beside every filtered list
     # "Show counts" counts every choice of every filter over the table: 5.6 s for the call log at 300,000 calls.
     show_facets = admin.ShowFacets.NEVER
 
     def get_search_fields(self, request: HttpRequest) -> list[str] | tuple[str, ...]:
-        return self.exact_search or super().get_search_fields(request)
+        indexed = (*self.exact_search, *filter(None, [self.words_search]))
+        return indexed or super().get_search_fields(request)  # the box is shown; the search is get_search_results'
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
         term = search_term.strip()
-        if not self.exact_search or not term:
+        if not (self.exact_search or self.words_search) or not term:
             return super().get_search_results(request, queryset, search_term)
+        if self.words_search:
+            return queryset.filter(**{self.words_search: words_of(term)}), False
         return queryset.filter(reduce(operator.or_, (self._equal(path, term) for path in self.exact_search))), False
 
     def _equal(self, path: str, term: str) -> Q:

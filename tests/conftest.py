@@ -153,6 +153,13 @@ def issue(user: User, label: str = "test", **settings_: Any) -> Persona:
 
 
 @pytest.fixture
+def admin_client(client: Client) -> Client:
+    """The test client signed in as a superuser (the Django admin's pages)."""
+    client.force_login(UserFactory.create(username="root", is_staff=True, is_superuser=True))
+    return client
+
+
+@pytest.fixture
 def alice(db: None) -> User:
     return UserFactory.create(username="alice")
 

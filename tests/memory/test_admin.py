@@ -10,18 +10,11 @@ from django.test import Client
 
 from memory.models import AccessToken, MemoryEvent, Partition
 from tests.conftest import Api, Persona, error_code
-from tests.factories import PartitionFactory, UserFactory
+from tests.factories import PartitionFactory
 
 pytestmark = pytest.mark.django_db
 
 SECRET = re.compile(r'<code class="token-secret">(mem_[A-Za-z0-9_-]+)</code>')
-
-
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    admin = UserFactory.create(username="root", is_staff=True, is_superuser=True)
-    client.force_login(admin)
-    return client
 
 
 def test_creating_a_token_shows_its_secret_once(admin_client: Client, api: Api, alice) -> None:

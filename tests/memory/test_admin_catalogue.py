@@ -33,12 +33,6 @@ from tests.web.memories import say
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(UserFactory.create(username="root", is_staff=True, is_superuser=True))
-    return client
-
-
 def one_person(api: Api, n: int) -> None:
     """A person with a little of everything the admin lists: a processed conversation, a memory, an alias, a
     scratchpad, an agent session, a file, a reading, feedback, an e-mail address, a group."""

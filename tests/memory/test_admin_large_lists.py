@@ -35,12 +35,6 @@ def estimates_left_as_found() -> Iterator[None]:
         cursor.execute("ANALYZE memory_toolevent")
 
 
-@pytest.fixture
-def admin_client(client: Client) -> Client:
-    client.force_login(UserFactory.create(username="root", is_staff=True, is_superuser=True))
-    return client
-
-
 def listed(client: Client, url: str) -> tuple[Any, list[str]]:
     """The change list a page shows, and the SQL it sent."""
     with CaptureQueriesContext(connection) as captured:
@@ -186,3 +180,33 @@ def test_a_filtered_list_counted_past_its_budget_shows_the_planners_estimate(
     monkeypatch.setattr(admin_base, "LEAST_ESTIMATE", 500_000)  # as when the planner guesses a few rows
     cl, _ = listed(admin_client, "/admin/memory/toolevent/?tool=claim.list")
     assert cl.result_count == 500_000 and len(cl.result_list) == 100  # a page, never every match at once
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["?tool=not.a.tool", "?tool=claim.list%00", "?surface=host", "?action=claim.nothing", "?action=claim.pin%00"],
+)
+def test_a_filter_value_outside_its_vocabulary_is_the_admins_invalid_filter(
+    admin_client: Client, alice: User, query: str
+) -> None:
+    calls(alice, ("rest", "claim.list"))
+    model = "memoryevent" if "action" in query else "toolevent"
+    response = admin_client.get(f"/admin/memory/{model}/{query}")
+    assert response.status_code == 302 and response["Location"].endswith("?e=1")  # not a 500, not a false empty list
+
+
+@pytest.mark.parametrize("model", ["memoryevent", "evidence", "claim"])
+def test_searches_with_odd_terms_answer(admin_client: Client, alice: User, model: str) -> None:
+    ClaimFactory.create(owner=alice, statement="Alice lives in Utrecht.")
+    for term in ("a%00b", "%22unclosed", "-", "or", "x" * 500, "%27%3B drop table"):
+        assert admin_client.get(f"/admin/memory/{model}/?q={term}").status_code == 200, term
+
+
+@pytest.mark.parametrize("model", ["toolevent", "memoryevent", "claim", "evidence"])
+def test_the_large_lists_are_for_staff_with_the_permission_alone(client: Client, alice: User, model: str) -> None:
+    url = f"/admin/memory/{model}/"
+    assert client.get(url).status_code == 302  # nobody signed in: to the admin's login
+    client.force_login(alice)  # an owner, not staff
+    assert "/admin/login/" in client.get(url)["Location"]
+    client.force_login(UserFactory.create(username="helpdesk", is_staff=True))  # staff without the permission
+    assert client.get(url).status_code == 403
