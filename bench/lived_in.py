@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from ulid import ULID
@@ -55,7 +57,8 @@ def lived_in(user: Any, *, calls: float = 3.0) -> dict[str, Any]:
     """Give `user`'s claims their history, unless they have it already. Returns the rows added (none if kept)."""
     from django.db import connection
 
-    from memory.models import Claim, MemoryEvent
+    from memory.models import Claim, MemoryEvent, Partition, ToolEvent
+    from metrics.models import Observation
 
     claims = Claim.objects.filter(owner=user).count()
     if MemoryEvent.objects.filter(owner=user, action="claim.extract").count() == claims:
@@ -64,12 +67,30 @@ def lived_in(user: Any, *, calls: float = 3.0) -> dict[str, Any]:
     with connection.cursor() as cursor:  # this data directory belongs to the benchmark alone
         for table in ("memory_memoryevent", "memory_toolevent", "metrics_observation", "metrics_metricdefinition"):
             cursor.execute(f"DELETE FROM {table} WHERE owner_id = %s", [user.pk])  # noqa: S608 (fixed names)
-    added: dict[str, Any] = {"memory events": _audit_trail(user), "tool events": _calls(user, round(claims * calls))}
-    added.update(_metrics(user, claims // 2))
+    partition = Partition.objects.get(owner=user, key="memory:personal")
+    tokens = _tokens(user)
+    definitions = _definitions(user, partition)
+    added: dict[str, Any] = {
+        "metrics": len(definitions),
+        "readings": _written(Observation, _readings(user, definitions, claims // 2)),
+        "memory events": _written(MemoryEvent, _audit_trail(user, partition, tokens)),  # the readings' too
+        "tool events": _written(ToolEvent, _calls(user, tokens, round(claims * calls))),
+    }
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE memory_memoryevent, memory_toolevent, metrics_observation")
     added["seconds"] = round(time.perf_counter() - began, 1)
     return added
+
+
+def _written(model: Any, rows: Iterable[Any], size: int = 10_000) -> int:
+    """`rows` (unsaved instances of `model`) written with COPY, `size` at a time; how many."""
+    from bench.bulk_load import copy_insert
+
+    written, stream = 0, iter(rows)
+    while batch := list(islice(stream, size)):
+        copy_insert(model, batch)
+        written += len(batch)
+    return written
 
 
 def _event(user: Any, partition: Any, token: Any, moment: datetime, **fields: Any) -> Any:
@@ -96,100 +117,73 @@ def _tokens(user: Any) -> list[Any]:
     ]
 
 
-def _audit_trail(user: Any) -> int:
-    from bench.bulk_load import copy_insert
-    from memory.models import Claim, Partition, Source
+def _audit_trail(user: Any, partition: Any, tokens: list[Any]) -> Iterator[Any]:
+    """A source's ingestion, each claim's extraction and the person's changes to some, each reading's recording."""
+    from memory.models import Claim, Source
+    from metrics.models import Observation
 
     rng = random.Random(SEED)  # noqa: S311 (reproducible test data, not secrets)
-    partition = Partition.objects.get(owner=user, key="memory:personal")
-    tokens = _tokens(user)
-    added, batch = 0, list[Any]()
-
-    def flush() -> None:
-        nonlocal added, batch
-        copy_insert(type(batch[0]), batch)
-        added, batch = added + len(batch), []
-
     for source_id, moment in Source.objects.filter(owner=user).values_list("id", "occurred_at").iterator():
-        batch.append(_event(user, partition, rng.choice(tokens), moment, surface=rng.choice(("rest", "mcp")),
-                            action="source.ingest", target_type="source", target_id=source_id,
-                            after={"kind": "conversation", "version": 1, "messages": 40}))  # fmt: skip
+        yield _event(user, partition, rng.choice(tokens), moment, surface=rng.choice(("rest", "mcp")),
+                     action="source.ingest", target_type="source", target_id=source_id,
+                     after={"kind": "conversation", "version": 1, "messages": 40})  # fmt: skip
     rows = Claim.objects.filter(owner=user).values_list("id", "kind", "status", "recorded_at").order_by()
     for claim_id, kind, status, recorded in rows.iterator(chunk_size=5000):
-        batch.append(_event(user, partition, None, recorded, surface="pipeline", action="claim.extract",
-                            target_type="claim", target_id=claim_id,
-                            after={"kind": kind, "status": status, "extractor": "bench@1"}))  # fmt: skip
+        yield _event(user, partition, None, recorded, surface="pipeline", action="claim.extract",
+                     target_type="claim", target_id=claim_id,
+                     after={"kind": kind, "status": status, "extractor": "bench@1"})  # fmt: skip
         for action, surface, share in CHANGES:
             if rng.random() < share:
                 later = recorded + timedelta(days=rng.uniform(0.01, 60))
-                batch.append(_event(user, partition, rng.choice(tokens), later, surface=surface, action=action,
-                                    target_type="claim", target_id=claim_id,
-                                    before={"status": "active"}, after={"status": status}))  # fmt: skip
-        if len(batch) >= 5000:
-            flush()
-    if batch:
-        flush()
-    return added
+                yield _event(user, partition, rng.choice(tokens), later, surface=surface, action=action,
+                             target_type="claim", target_id=claim_id,
+                             before={"status": "active"}, after={"status": status})  # fmt: skip
+    readings = Observation.objects.filter(owner=user).values_list("id", "value", "occurred_at").order_by()
+    for reading_id, value, moment in readings.iterator(chunk_size=5000):
+        yield _event(user, partition, tokens[0], moment, surface="mcp", action="metric.observe",
+                     target_type="observation", target_id=reading_id, after={"value": value})  # fmt: skip
 
 
-def _calls(user: Any, count: int) -> int:
-    from bench.bulk_load import copy_insert
+def _calls(user: Any, tokens: list[Any], count: int) -> Iterator[Any]:
     from memory.models import ToolEvent
 
     rng = random.Random(SEED + 1)  # noqa: S311
-    tokens = _tokens(user)
     now = datetime.now(UTC)
     tools = {surface: tuple(zip(*named, strict=True)) for surface, named in TOOLS.items()}
-    for offset in range(0, count, 20000):
-        batch = []
-        for _ in range(offset, min(count, offset + 20000)):
-            token = rng.choice(tokens)
-            failed = rng.random()
-            names, weights = tools[token.surface]
-            batch.append(ToolEvent(
-                owner=user, token=token, surface=token.surface, tool=rng.choices(names, weights)[0],
-                partition_key="memory:personal", status_code=500 if failed < 0.001 else 400 if failed < 0.02 else 200,
-                outcome="server_error" if failed < 0.001 else "client_error" if failed < 0.02 else "ok",
-                error_code="" if failed >= 0.02 else "validation_error", duration_ms=rng.randint(3, 80),
-                request_bytes=rng.randint(80, 4000), response_bytes=rng.randint(200, 20000),
-                created_at=now - timedelta(days=730 * rng.random() ** 1.5),  # more calls lately
-            ))  # fmt: skip
-        copy_insert(ToolEvent, batch)
-    return count
+    for _ in range(count):
+        token = rng.choice(tokens)
+        failed = rng.random()
+        names, weights = tools[token.surface]
+        yield ToolEvent(
+            owner=user, token=token, surface=token.surface, tool=rng.choices(names, weights)[0],
+            partition_key="memory:personal", status_code=500 if failed < 0.001 else 400 if failed < 0.02 else 200,
+            outcome="server_error" if failed < 0.001 else "client_error" if failed < 0.02 else "ok",
+            error_code="" if failed >= 0.02 else "validation_error", duration_ms=rng.randint(3, 80),
+            request_bytes=rng.randint(80, 4000), response_bytes=rng.randint(200, 20000),
+            created_at=now - timedelta(days=730 * rng.random() ** 1.5),  # more calls lately
+        )  # fmt: skip
 
 
-def _metrics(user: Any, count: int) -> dict[str, int]:
-    from bench.bulk_load import copy_insert
+def _definitions(user: Any, partition: Any) -> list[Any]:
     from memory.ids import new_id
-    from memory.models import Partition
-    from metrics.models import MetricDefinition, Observation
+    from metrics.models import MetricDefinition
     from metrics.services import normalize_slug
 
-    rng = random.Random(SEED + 2)  # noqa: S311
-    partition = Partition.objects.get(owner=user, key="memory:personal")
-    definitions = MetricDefinition.objects.bulk_create(
+    return MetricDefinition.objects.bulk_create(
         MetricDefinition(
             id=new_id("metric"), owner=user, partition=partition, slug=normalize_slug(slug), label=label, unit=unit
         )
         for slug, label, unit in METRICS
     )
-    now, token = datetime.now(UTC), _tokens(user)[0]
-    for offset in range(0, count, 10000):
-        readings, events = [], []
-        for _ in range(offset, min(count, offset + 10000)):
-            moment = now - timedelta(days=730 * rng.random())
-            reading = Observation(
-                id=new_id("obs"),
-                owner=user,
-                definition=rng.choice(definitions),
-                value=round(rng.uniform(1, 100), 1),
-                occurred_at=moment,
-                created_at=moment,
-            )
-            readings.append(reading)
-            events.append(_event(user, partition, token, moment, surface="mcp", action="metric.observe",
-                                 target_type="observation", target_id=reading.pk,
-                                 after={"value": reading.value}))  # fmt: skip
-        copy_insert(Observation, readings)
-        copy_insert(type(events[0]), events)
-    return {"metrics": len(definitions), "readings": count}
+
+
+def _readings(user: Any, definitions: list[Any], count: int) -> Iterator[Any]:
+    from memory.ids import new_id
+    from metrics.models import Observation
+
+    rng = random.Random(SEED + 2)  # noqa: S311
+    now = datetime.now(UTC)
+    for _ in range(count):
+        moment = now - timedelta(days=730 * rng.random())
+        yield Observation(id=new_id("obs"), owner=user, definition=rng.choice(definitions),
+                          value=round(rng.uniform(1, 100), 1), occurred_at=moment, created_at=moment)  # fmt: skip

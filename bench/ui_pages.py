@@ -102,7 +102,7 @@ def admin_pages(user: Any) -> list[tuple[str, str]]:
     from memory.models import Claim
 
     claim = Claim.objects.filter(owner=user).order_by("-recorded_at").first()
-    lists = [
+    return [
         ("admin: API and MCP calls", "/admin/memory/toolevent/"),
         ("admin: calls, a tool", "/admin/memory/toolevent/?tool=claim.list"),
         ("admin: calls, client errors", "/admin/memory/toolevent/?outcome=client_error"),
@@ -117,7 +117,6 @@ def admin_pages(user: Any) -> list[tuple[str, str]]:
         ("admin: users", "/admin/memory/user/"),
         ("admin: access tokens", "/admin/memory/accesstoken/"),
     ]
-    return lists
 
 
 def _second_page(name: str, firsts: dict[str, str]) -> str:
