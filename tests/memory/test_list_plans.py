@@ -210,13 +210,18 @@ def test_a_metrics_count_and_ends_come_from_its_series_index(alice: User, readin
     assert definitions_with_stats(access, needs_review=True) == []
 
 
-def test_coordination_health_dates_each_partition_from_the_end_of_the_trail(alice: User, claims: None) -> None:
+def test_coordination_health_dates_each_partition_from_the_end_of_the_trail(
+    alice: User, bob: User, claims: None
+) -> None:
     for claim in Claim.objects.filter(owner=alice)[:10]:
         audit_record(actor=Actor.system(), owner=alice, action="claim.extract", target=claim, partition=claim.partition)
+    theirs = ClaimFactory.create(owner=bob)  # a later change of another person's: never alice's last write
+    audit_record(actor=Actor.system(), owner=bob, action="claim.extract", target=theirs, partition=theirs.partition)
     access = access_for_user(user=alice, workspace=True)
     plan = plan_of(lambda: coordination_health(access), "ORDER BY 1 DESC LIMIT 1")
     assert "memoryevent_partition_recent" in plan and "Aggregate" not in plan  # its newest change, not every one
     newest = MemoryEvent.objects.filter(owner=alice).latest("created_at").created_at
+    MemoryEvent.objects.filter(owner=bob).update(created_at=newest + timedelta(hours=1))  # later than any of hers
     (personal,) = coordination_health(access)["namespaces"]
     assert personal["staleness"]["lastWriteAt"] == newest
 
