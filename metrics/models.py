@@ -23,7 +23,7 @@ class Aggregation(models.TextChoices):
 
 class MetricDefinition(models.Model):
     id = PublicIdField(prefix="metric")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="metrics")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="metrics")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="metrics")
     slug = models.SlugField(max_length=64)
     label = models.CharField(max_length=200)
@@ -58,7 +58,9 @@ class MetricDefinition(models.Model):
 class Observation(models.Model):
     id = PublicIdField(prefix="obs")
     owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
-    definition = models.ForeignKey(MetricDefinition, on_delete=models.CASCADE, related_name="observations")
+    definition = models.ForeignKey(
+        MetricDefinition, db_index=False, on_delete=models.CASCADE, related_name="observations"
+    )
     value = models.FloatField()
     occurred_at = models.DateTimeField()
     note = models.CharField(max_length=500, blank=True)

@@ -40,7 +40,7 @@ class Partition(models.Model):
     """The tenant boundary inside one user's memory (`namespace` in MCP)."""
 
     id = PublicIdField(prefix="prt")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="partitions")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="partitions")
     key = models.CharField(max_length=64)
     label = models.CharField(max_length=200, blank=True)
     is_active = models.BooleanField(default=True)

@@ -32,8 +32,10 @@ class MemoryEvent(models.Model):
     """One change to memory. Rows are never updated, except that erasure blanks their content."""
 
     id = PublicIdField(prefix="evt")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memory_events")
-    partition = models.ForeignKey(Partition, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="memory_events")
+    partition = models.ForeignKey(
+        Partition, null=True, blank=True, db_index=False, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_kind = models.CharField(max_length=8, choices=ActorKind.choices)
     actor_user = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     actor_token = models.ForeignKey(
@@ -79,7 +81,9 @@ class ToolEvent(models.Model):
         SERVER_ERROR = "server_error", "Server error"
 
     id = models.BigAutoField(primary_key=True)
-    owner = models.ForeignKey(User, null=True, blank=True, on_delete=models.CASCADE, related_name="tool_events")
+    owner = models.ForeignKey(
+        User, null=True, blank=True, db_index=False, on_delete=models.CASCADE, related_name="tool_events"
+    )
     token = models.ForeignKey(AccessToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     surface = models.CharField(max_length=8)
     tool = models.CharField(max_length=64)
@@ -117,7 +121,7 @@ class Feedback(models.Model):
     stale memory, a bug, a suggestion. Kept apart from memory content; not tied to the token that sent it."""
 
     id = PublicIdField(prefix="fb")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="feedback")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="feedback")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=16, choices=FeedbackKind.choices)
     note = models.TextField()

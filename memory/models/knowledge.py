@@ -43,7 +43,7 @@ class Node(models.Model):
     """An entity: the user (`Self`), a person, a project, a task, an event, ..."""
 
     id = PublicIdField(prefix="node")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="nodes")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="nodes")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="nodes")
     type = models.CharField(max_length=32, choices=NodeType.choices)
     label = models.CharField(max_length=300)
@@ -94,8 +94,8 @@ class Alias(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="aliases")
+    partition = models.ForeignKey(Partition, db_index=False, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey(Node, db_index=False, on_delete=models.CASCADE, related_name="aliases")
     name = models.CharField(max_length=300)
     normalized = models.CharField(max_length=300)
     created_at = models.DateTimeField(db_default=Now())
@@ -148,12 +148,14 @@ class Claim(models.Model):
     """A sourced statement, optionally structured as subject - predicate - object node or value."""
 
     id = PublicIdField(prefix="claim")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="claims")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="claims")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="claims")
     scope = models.CharField(max_length=16, choices=SourceScope.choices, default=SourceScope.PERSONAL)
     statement = models.TextField()
     kind = models.CharField(max_length=32, choices=ClaimKind.choices, default=ClaimKind.FACT)
-    subject = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="claims")
+    subject = models.ForeignKey(
+        Node, null=True, blank=True, db_index=False, on_delete=models.CASCADE, related_name="claims"
+    )
     predicate = models.CharField(max_length=100, blank=True)
     object_node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.CASCADE, related_name="object_claims")
     object_value = models.JSONField(null=True, blank=True)
@@ -274,7 +276,7 @@ class Evidence(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
-    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="evidence")
+    claim = models.ForeignKey(Claim, db_index=False, on_delete=models.CASCADE, related_name="evidence")
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="evidence")
     chunk = models.ForeignKey(Chunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     excerpt = models.TextField()
@@ -311,7 +313,7 @@ class AgentSession(models.Model):
     """An agent's working session (seeds/004): an ordered log of events, scoped to a partition."""
 
     id = PublicIdField(prefix="ses")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="+")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="agent_sessions")
     title = models.CharField(max_length=300, blank=True)
     agent = models.CharField(max_length=200, blank=True)
@@ -332,7 +334,7 @@ class SessionEvent(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    session = models.ForeignKey(AgentSession, db_index=False, on_delete=models.CASCADE, related_name="events")
     sequence = models.PositiveIntegerField()
     kind = models.CharField(max_length=64)
     payload = models.JSONField(default=dict, blank=True)

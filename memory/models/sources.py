@@ -40,7 +40,7 @@ class Blob(models.Model):
     """Original bytes, content-addressed by SHA-256 and deduplicated per owner. Shared by files and artifacts."""
 
     id = PublicIdField(prefix="blb")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="blobs")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="blobs")
     sha256 = models.CharField(max_length=64)
     size = models.BigIntegerField()
     mime_type = models.CharField(max_length=200)
@@ -62,7 +62,7 @@ class ArtifactPlacement(models.Model):
     listed and read only in the partitions that put it, as everything else follows its partition."""
 
     owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
-    blob = models.ForeignKey(Blob, on_delete=models.CASCADE, related_name="placements")
+    blob = models.ForeignKey(Blob, db_index=False, on_delete=models.CASCADE, related_name="placements")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="artifact_placements")
     created_at = models.DateTimeField(db_default=Now())
 
@@ -105,12 +105,14 @@ class Source(models.Model):
     """
 
     id = PublicIdField(prefix="src")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="sources")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="sources")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=16, choices=SourceKind.choices)
     scope = models.CharField(max_length=16, choices=SourceScope.choices, default=SourceScope.PERSONAL)
     external_id = models.CharField(max_length=500)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, db_index=False, on_delete=models.CASCADE, related_name="children"
+    )
     ordinal = models.PositiveIntegerField(default=0, help_text="Position among the parent's children.")
     title = models.CharField(max_length=500, blank=True)
     content = models.TextField(blank=True, help_text="The text as sent (conversations, messages, documents).")
@@ -173,9 +175,9 @@ class Chunk(models.Model):
     """A searchable piece of a source's text, with the way back to its message (id, speaker, time)."""
 
     id = PublicIdField(prefix="chk")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="+")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
+    source = models.ForeignKey(Source, db_index=False, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField()
     text = models.TextField()
     char_start = models.PositiveIntegerField()
@@ -268,7 +270,7 @@ class Operation(models.Model):
     """A processing receipt: one run of the pipeline over one version of one source."""
 
     id = PublicIdField(prefix="op")
-    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="operations")
+    owner = models.ForeignKey(User, db_index=False, on_delete=models.CASCADE, related_name="operations")
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="operations")
     source_version = models.PositiveIntegerField()
