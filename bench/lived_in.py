@@ -145,12 +145,14 @@ def _audit_trail(user: Any, partition: Any, tokens: list[Any]) -> Iterator[Any]:
 
 
 def _calls(user: Any, tokens: list[Any], count: int) -> Iterator[Any]:
+    """`count` calls over two years, more of them lately (a call's age is 730 days times a uniform draw to the
+    power 1.5), in the order they were made: ids follow time, as the writer numbers them."""
     from memory.models import ToolEvent
 
     rng = random.Random(SEED + 1)  # noqa: S311
     now = datetime.now(UTC)
     tools = {surface: tuple(zip(*named, strict=True)) for surface, named in TOOLS.items()}
-    for _ in range(count):
+    for moment in _moments(rng, now, count, days=730):
         token = rng.choice(tokens)
         failed = rng.random()
         names, weights = tools[token.surface]
@@ -159,9 +161,19 @@ def _calls(user: Any, tokens: list[Any], count: int) -> Iterator[Any]:
             partition_key="memory:personal", status_code=500 if failed < 0.001 else 400 if failed < 0.02 else 200,
             outcome="server_error" if failed < 0.001 else "client_error" if failed < 0.02 else "ok",
             error_code="" if failed >= 0.02 else "validation_error", duration_ms=rng.randint(3, 80),
-            request_bytes=rng.randint(80, 4000), response_bytes=rng.randint(200, 20000),
-            created_at=now - timedelta(days=730 * rng.random() ** 1.5),  # more calls lately
+            request_bytes=rng.randint(80, 4000), response_bytes=rng.randint(200, 20000), created_at=moment,
         )  # fmt: skip
+
+
+def _moments(rng: random.Random, now: datetime, count: int, *, days: int) -> Iterator[datetime]:
+    """`count` moments, oldest first, a day at a time: day `age` gets the share of calls whose age, 730 times a
+    uniform draw to the power 1.5, falls in it (the draw's distribution: (age / days) ** (2 / 3))."""
+    made = 0
+    for age in range(days, 0, -1):
+        due = round(count * (1 - ((age - 1) / days) ** (2 / 3)))  # calls at least `age - 1` days old, in all
+        offsets = sorted((rng.random() for _ in range(due - made)), reverse=True)
+        yield from (now - timedelta(days=age - 1 + offset) for offset in offsets)
+        made = due
 
 
 def _definitions(user: Any, partition: Any) -> list[Any]:

@@ -271,6 +271,15 @@ TOOL_EVENTS_DEFERRED = env_bool("TOOL_EVENTS_DEFERRED", True)
 TOOL_EVENTS_FLUSH_S = env_int("TOOL_EVENTS_FLUSH_MS", 500) / 1000
 TOOL_EVENTS_BATCH = env_int("TOOL_EVENTS_BATCH", 200)
 TOOL_EVENTS_QUEUE_MAX = env_int("TOOL_EVENTS_QUEUE_MAX", 10_000)
+# The call log is telemetry, not the owner's record (that is the audit trail, kept): calls older than
+# TOOL_EVENTS_KEEP_DAYS are deleted once a day by beat (memory.services.telemetry.tool_events_prune); 0 keeps all.
+TOOL_EVENTS_KEEP_DAYS = env_int("TOOL_EVENTS_KEEP_DAYS", 90)
+if TOOL_EVENTS_KEEP_DAYS < 0:
+    raise ImproperlyConfigured(
+        f"TOOL_EVENTS_KEEP_DAYS must be 0 (keep every call) or more, got {TOOL_EVENTS_KEEP_DAYS}"
+    )
+if TOOL_EVENTS_KEEP_DAYS:
+    CELERY_BEAT_SCHEDULE["prune-call-log"] = {"task": "memory.prune_call_log", "schedule": 24 * 3600}
 # MCP: artifacts travel inside JSON-RPC messages, so artifact_put takes less than PUT /artifact (50 MB).
 MCP_ARTIFACT_MAX_BYTES = env_int("MCP_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024)
 # One MCP message (a POST to /mcp or /messages/): room for the largest artifact in base64, plus 1 MiB.

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
@@ -315,6 +316,13 @@ class ToolEventAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("owner",)
     ordering = ("-id",)  # newest first, near enough, by the primary key's index (a sequence, as batches are written)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        days = settings.TOOL_EVENTS_KEEP_DAYS
+        kept = f"Calls are kept for {days} days, then deleted" if days else "Every call is kept"
+        return super().changelist_view(
+            request, {"subtitle": f"{kept} (TOOL_EVENTS_KEEP_DAYS).", **(extra_context or {})}
+        )
 
 
 @admin.register(Source)

@@ -39,6 +39,14 @@ def maintain_claims() -> dict[str, int]:
     return run_maintenance().as_dict()
 
 
+@shared_task(name="memory.prune_call_log", ignore_result=True)
+def prune_call_log() -> dict[str, object]:
+    """Delete the calls older than TOOL_EVENTS_KEEP_DAYS (Celery beat, once a day)."""
+    from memory.services.telemetry import tool_events_prune
+
+    return tool_events_prune().as_dict()
+
+
 @shared_task(name="memory.flush_access")
 def flush_access() -> int:
     """Write the access counts searches noted in Redis into the claims (Celery beat, every minute)."""

@@ -5,6 +5,8 @@ the web process (TOOL_EVENTS_DEFERRED) rows go to a bounded in-process queue tha
 in batches, every TOOL_EVENTS_FLUSH_S or TOOL_EVENTS_BATCH rows. Nothing is dropped for speed: a full queue
 makes the caller write its row itself, and the queue is written out on a graceful shutdown (the ASGI lifespan's
 shutdown in the web process, atexit elsewhere). Elsewhere (tests, commands) rows are written at once.
+
+Calls older than TOOL_EVENTS_KEEP_DAYS are deleted once a day (`tool_events_prune`, beat), a batch a transaction.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import atexit
 import logging
 import threading
 from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -156,3 +160,44 @@ class ToolEventWriter:
 writer = ToolEventWriter(
     capacity=settings.TOOL_EVENTS_QUEUE_MAX, batch=settings.TOOL_EVENTS_BATCH, interval_s=settings.TOOL_EVENTS_FLUSH_S
 )
+
+
+PRUNE_BATCH = 10_000  # rows a transaction: a delete never holds many row locks or one long transaction
+
+
+@dataclass(frozen=True)
+class CallLogPruning:
+    keep_days: int  # 0: every call is kept
+    cutoff: datetime | None  # calls before it are deleted
+    deleted: int  # or, in a dry run, would be
+    dry_run: bool
+
+    def as_dict(self) -> dict[str, object]:
+        cutoff = self.cutoff.isoformat() if self.cutoff else None
+        return {"keepDays": self.keep_days, "cutoff": cutoff, "deleted": self.deleted, "dryRun": self.dry_run}
+
+
+def tool_events_prune(
+    *, keep_days: int | None = None, now: datetime | None = None, dry_run: bool = False, batch: int = PRUNE_BATCH
+) -> CallLogPruning:
+    """Delete the calls older than `keep_days` (TOOL_EVENTS_KEEP_DAYS unless given; 0 keeps them all), oldest first,
+    `batch` rows a transaction. The old calls are the first ids (ids are given as rows are written), so they are
+    walked by the primary key up to the first call of the kept period, never past it: the work is the rows
+    deleted, not the log. A call written late (a batch of the deferred writer) with an id below that first kept
+    call but a time inside the period is not deleted; a later run takes it when its time comes."""
+    keep = settings.TOOL_EVENTS_KEEP_DAYS if keep_days is None else keep_days
+    if keep <= 0:
+        return CallLogPruning(keep_days=keep, cutoff=None, deleted=0, dry_run=dry_run)
+    cutoff = (now or timezone.now()) - timedelta(days=keep)
+    old = ToolEvent.objects.filter(created_at__lt=cutoff).order_by("pk")
+    first_kept = ToolEvent.objects.filter(created_at__gte=cutoff).order_by("pk").values_list("pk", flat=True).first()
+    if first_kept is not None:
+        old = old.filter(pk__lt=first_kept)
+    deleted, last = 0, 0
+    while ids := list(old.filter(pk__gt=last).values_list("pk", flat=True)[:batch]):
+        if not dry_run:  # one DELETE of an id range, its own transaction
+            old.filter(pk__gt=last, pk__lte=ids[-1]).delete()
+        deleted, last = deleted + len(ids), ids[-1]
+    result = CallLogPruning(keep_days=keep, cutoff=cutoff, deleted=deleted, dry_run=dry_run)
+    logger.info("tool_events.pruned", extra=result.as_dict())
+    return result

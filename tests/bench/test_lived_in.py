@@ -28,6 +28,8 @@ def test_claims_get_their_history_once(alice: User, client: Client) -> None:
     ClaimFactory.create(owner=alice)  # as a rebuilt store: its claims are not the ones the history was made for
     assert lived_in(alice, calls=2)["tool events"] == 82
     assert ToolEvent.objects.filter(owner=alice).count() == 82  # made again, not added to
+    times = list(ToolEvent.objects.filter(owner=alice).order_by("pk").values_list("created_at", flat=True))
+    assert times == sorted(times) and times[0] < times[-1]  # ids follow time, as the writer numbers calls
     assert MetricDefinition.objects.filter(owner=alice).count() == 20
     client.force_login(alice)
     page = client.get("/ui/activity/?action=claim.extract")
