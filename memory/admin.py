@@ -21,7 +21,7 @@ from memory.access import Actor, access_for_user
 from memory.activity import WORDS
 from memory.admin_actions import merge_nodes
 from memory.admin_base import ProductAdmin, ReadOnlyAdmin, heavy, vocabulary_filter
-from memory.errors import ServiceError, ValidationFailed
+from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed
 from memory.models import (
     AccessToken,
     Blob,
@@ -339,7 +339,7 @@ class SourceAdmin(ReadOnlyAdmin):
 @admin.register(Operation)
 class OperationAdmin(ReadOnlyAdmin):
     list_display = ("id", "owner", "source", "status", "step", "error_code", "attempts", "queued_at", "finished_at")
-    list_filter = ("status", "error_code")
+    list_filter = ("status", vocabulary_filter("error_code", "error code", lambda: ERROR_KINDS))
     search_fields = ("id", "source__external_id", "owner__username")
     list_select_related = ("owner", "source")
     deferred = ("steps_done", "counts", *heavy("source", "source"))

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from memory.admin_base import ReadOnlyAdmin, heavy
+from memory.admin_base import ReadOnlyAdmin, heavy, vocabulary_filter
 from metrics.models import MetricDefinition, Observation
+
+
+def _slugs() -> list[str]:
+    return list(MetricDefinition.objects.values_list("slug", flat=True))
 
 
 @admin.register(MetricDefinition)
@@ -21,7 +25,10 @@ class MetricDefinitionAdmin(ReadOnlyAdmin):
 @admin.register(Observation)
 class ObservationAdmin(ReadOnlyAdmin):
     list_display = ("definition", "value", "occurred_at", "owner", "source")
-    list_filter = ("definition__slug",)
-    search_fields = ("definition__slug", "note", "owner__username")
+    # A search names a metric's slug or an owner exactly, found through `observation_series` or the owner's index, not
+    # a substring of every reading's note and slug; a slug outside the definitions is the admin's invalid filter.
+    list_filter = (vocabulary_filter("definition__slug", "metric", _slugs),)
+    exact_search = ("definition__slug", "owner__username")
+    search_help_text = "A metric's slug or an owner's username, exactly."
     list_select_related = ("definition", "owner", "source")
     deferred = heavy("metricdefinition", "definition") + heavy("source", "source")

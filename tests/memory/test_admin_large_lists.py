@@ -16,10 +16,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memory import admin_base
-from memory.access import Actor
+from memory.access import Actor, access_for_user
 from memory.admin import _tool_names
-from memory.models import Claim, Evidence, Source, ToolEvent, User
+from memory.models import Claim, Evidence, Operation, Source, ToolEvent, User
 from memory.services.audit import audit_record
+from metrics.services import observation_record
 from tests.factories import ClaimFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -210,3 +211,45 @@ def test_the_large_lists_are_for_staff_with_the_permission_alone(client: Client,
     assert "/admin/login/" in client.get(url)["Location"]
     client.force_login(UserFactory.create(username="helpdesk", is_staff=True))  # staff without the permission
     assert client.get(url).status_code == 403
+
+
+def test_readings_are_searched_exactly_and_filtered_by_the_definitions_slugs(
+    admin_client: Client, alice: User, bob: User
+) -> None:
+    for owner, slugs in ((alice, ("weight", "steps")), (bob, ("weight",))):
+        access = access_for_user(user=owner)
+        for slug in slugs:
+            observation_record(access, slug=slug, value=70.0, occurred_at=timezone.now(), note="after the run")
+    cl, _ = listed(admin_client, "/admin/metrics/observation/")
+    choices = {spec.title: [choice["display"] for choice in spec.choices(cl)] for spec in cl.filter_specs}
+    assert choices["metric"] == ["All", "steps", "weight"]
+    cl, _ = listed(admin_client, "/admin/metrics/observation/?definition__slug=weight")
+    assert sorted(row.owner.username for row in cl.result_list) == ["alice", "bob"]
+    cl, sql = listed(admin_client, "/admin/metrics/observation/?q=steps")
+    assert [(row.owner.username, row.definition.slug) for row in cl.result_list] == [("alice", "steps")]
+    assert not [statement for statement in sql if "LIKE" in statement]  # no substring read of every reading
+    cl, _ = listed(admin_client, "/admin/metrics/observation/?q=bob")
+    assert [row.owner.username for row in cl.result_list] == ["bob"]
+    for fragment in ("weig", "after the run"):  # a fragment, or a note: no longer a substring read of every reading
+        cl, _ = listed(admin_client, f"/admin/metrics/observation/?q={fragment}")
+        assert list(cl.result_list) == []
+    response = admin_client.get("/admin/metrics/observation/?definition__slug=height")
+    assert response.status_code == 302 and response["Location"].endswith("?e=1")
+
+
+def test_receipts_filter_by_error_code_from_the_error_kinds(admin_client: Client, alice: User) -> None:
+    source = Source.objects.create(owner=alice, partition=alice.partitions.get(), kind="note", external_id="n1",
+                                   occurred_at=timezone.now())  # fmt: skip
+    for code in ("CONVERSION_FAILED", "", "PROCESSING_INTERRUPTED"):
+        Operation.objects.create(owner=alice, partition=source.partition, source=source, source_version=1,
+                                 status="failed" if code else "completed", error_code=code)  # fmt: skip
+    cl, sql = listed(admin_client, "/admin/memory/operation/")
+    assert not [statement for statement in sql if "DISTINCT" in statement]
+    offered = [
+        choice["display"] for spec in cl.filter_specs if spec.title == "error code" for choice in spec.choices(cl)
+    ]
+    assert {"CONVERSION_FAILED", "PROCESSING_INTERRUPTED", "INTERNAL_ERROR", "CONFLICT"} <= set(offered)
+    cl, _ = listed(admin_client, "/admin/memory/operation/?error_code=CONVERSION_FAILED")
+    assert [row.error_code for row in cl.result_list] == ["CONVERSION_FAILED"]
+    response = admin_client.get("/admin/memory/operation/?error_code=conversion_failed")
+    assert response.status_code == 302 and response["Location"].endswith("?e=1")
