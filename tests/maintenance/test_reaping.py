@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from maintenance.reaping import reap, reap_everyone
@@ -157,6 +159,27 @@ def test_each_reaped_claim_is_audited_and_the_run_logged(alice: User, caplog: An
         (r.__dict__["ownerId"], r.__dict__["candidates"], r.__dict__["reaped"], r.__dict__["dryRun"]) for r in logged
     ]
     assert counted == [(alice.pk, 2, 2, False)]
+
+
+def test_the_count_and_the_first_claims_come_from_one_scan(alice: User, bob: User) -> None:
+    """A preview reads the claims once, for their count and the ids of the first (longest unread); the sample is
+    then read by those ids. The count and an ordered list read every claim twice (0.76 + 0.82 s at a million)."""
+    now = timezone.now()
+    claims = [idle_claim(alice, f"Trivia {n}.", recorded_at=now - OLD - timedelta(days=n)) for n in range(5)]
+    idle_claim(bob, "His trivia.")
+    with CaptureQueriesContext(connection) as statements:
+        preview = reap(owner_id=alice.pk, apply=False, sample=3)
+    reads = [q["sql"] for q in statements.captured_queries if 'FROM "memory_claim"' in q["sql"]]
+    assert len(reads) == 2 and "OVER ()" in reads[0] and '"memory_claim"."id" IN' in reads[1]
+    assert preview.candidates == 5
+    assert [claim.pk for claim in preview.sample] == [claim.pk for claim in claims[::-1][:3]]  # longest unread first
+    limited = reap(owner_id=alice.pk, apply=False, sample=3, limit=2)
+    assert limited.candidates == 5 and len(limited.sample) == 2
+    assert reap(owner_id=alice.pk, apply=False, sample=0).candidates == 5
+    applied = reap(owner_id=alice.pk, apply=True, limit=2, sample=5)
+    assert (applied.candidates, applied.reaped) == (5, 2)
+    assert {claim.pk for claim in applied.sample} == {claims[4].pk, claims[3].pk}
+    assert reap(owner_id=bob.pk, apply=False).candidates == 1
 
 
 def test_partitions_out_of_reach_are_left_alone(alice: User) -> None:
