@@ -14,7 +14,7 @@ RUN pip install --no-cache-dir -r requirements/base.txt
 
 COPY . .
 RUN useradd --system --home-dir /app --uid 10001 memory \
-    && mkdir -p /data/static \
+    && mkdir -p /data/static /data/beat \
     && SECRET_KEY=build-only DATABASE_URL=postgresql://build@localhost/build REDIS_URL=redis://localhost:6379/0 \
        python manage.py collectstatic --no-input \
     && chown -R memory /data

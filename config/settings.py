@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.embedded import Runtime
@@ -274,12 +275,12 @@ TOOL_EVENTS_QUEUE_MAX = env_int("TOOL_EVENTS_QUEUE_MAX", 10_000)
 # The call log is telemetry, not the owner's record (that is the audit trail, kept): calls older than
 # TOOL_EVENTS_KEEP_DAYS are deleted once a day by beat (memory.services.telemetry.tool_events_prune); 0 keeps all.
 TOOL_EVENTS_KEEP_DAYS = env_int("TOOL_EVENTS_KEEP_DAYS", 90)
-if TOOL_EVENTS_KEEP_DAYS < 0:
+if not 0 <= TOOL_EVENTS_KEEP_DAYS <= 36_500:
     raise ImproperlyConfigured(
-        f"TOOL_EVENTS_KEEP_DAYS must be 0 (keep every call) or more, got {TOOL_EVENTS_KEEP_DAYS}"
+        f"TOOL_EVENTS_KEEP_DAYS must be from 0 (keep every call) to 36500, got {TOOL_EVENTS_KEEP_DAYS}"
     )
-if TOOL_EVENTS_KEEP_DAYS:
-    CELERY_BEAT_SCHEDULE["prune-call-log"] = {"task": "memory.prune_call_log", "schedule": 24 * 3600}
+if TOOL_EVENTS_KEEP_DAYS:  # at a time of day, not 24 h after beat started: a beat restarted daily still prunes
+    CELERY_BEAT_SCHEDULE["prune-call-log"] = {"task": "memory.prune_call_log", "schedule": crontab(hour=3, minute=17)}
 # MCP: artifacts travel inside JSON-RPC messages, so artifact_put takes less than PUT /artifact (50 MB).
 MCP_ARTIFACT_MAX_BYTES = env_int("MCP_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024)
 # One MCP message (a POST to /mcp or /messages/): room for the largest artifact in base64, plus 1 MiB.

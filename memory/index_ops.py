@@ -4,12 +4,14 @@
 On PostgreSQL Django gives every foreign key an index of its own, and every indexed `varchar` column (each public
 id, and each foreign key to one) a second, `varchar_pattern_ops` index (`…_like`) that only a `LIKE 'prefix%'`
 can use. Public ids are only ever compared whole, and a foreign key that leads a composite index of its table is
-found through that index, so both are pure write cost: at a million claims 66 of them held 490 MB, and every new
-claim wrote 9 more index entries than its reads need.
+found through that index, so both are pure write cost: at a million claims the 75 of them held 470 MB, and every
+new claim wrote 9 more index entries than its reads need. New tables get no such pattern index
+(`config.database.schema`); these operations drop the ones databases made before.
 
 Both operations drop CONCURRENTLY (a migration using them sets `atomic = False`) and build the same indexes
-back, CONCURRENTLY, when unapplied. Their names are Django's own (`_create_index_name`), so a database built by
-these migrations is the one they act on; a missing index is skipped.
+back, CONCURRENTLY, when unapplied (first dropping what an interrupted build left invalid). Their names are
+Django's own (`_create_index_name`), so a database built by these migrations is the one they act on; a missing
+index is skipped.
 """
 
 from __future__ import annotations
@@ -30,24 +32,29 @@ def holds_public_id(field: models.Field[Any, Any]) -> bool:
     return bool(field.is_relation and field.concrete and isinstance(target, PublicIdField))
 
 
+def _name(schema_editor: Any, model: type[models.Model], field: models.Field[Any, Any], suffix: str = "") -> str:
+    """The name Django gives the index of `field` (`suffix` "_like" for its pattern index)."""
+    return str(schema_editor._create_index_name(model._meta.db_table, [field.column], suffix=suffix))
+
+
 def _drop(schema_editor: Any, name: str) -> None:
     schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_editor.quote_name(name)}")
 
 
-def _create(schema_editor: Any, model: type[models.Model], field: models.Field[Any, Any], **options: Any) -> None:
-    statement = schema_editor._create_index_sql(model, fields=[field], concurrently=True, **options)
-    schema_editor.execute(str(statement).replace(" CONCURRENTLY ", " CONCURRENTLY IF NOT EXISTS ", 1))
-
-
-def _like_name(schema_editor: Any, model: type[models.Model], field: models.Field[Any, Any]) -> str:
-    return str(schema_editor._create_index_name(model._meta.db_table, [field.column], suffix="_like"))
+def _create(schema_editor: Any, model: type[models.Model], field: models.Field[Any, Any], suffix: str = "") -> None:
+    name = _name(schema_editor, model, field, suffix)
+    _drop(schema_editor, name)  # an interrupted build leaves an invalid index of that name behind
+    opclasses = ["varchar_pattern_ops"] if suffix == "_like" else []
+    schema_editor.execute(
+        schema_editor._create_index_sql(model, fields=[field], name=name, opclasses=opclasses, concurrently=True)
+    )
 
 
 class DropIdPatternIndexes(Operation):
     """Drop the `…_like` index of every column of this app's tables that holds a public id."""
 
     reversible = True
-    reduces_to_sql = False
+    reduces_to_sql = True  # SQL alone: sqlmigrate shows it
 
     def __init__(self, app_label: str) -> None:
         self.app_label = app_label
@@ -69,13 +76,13 @@ class DropIdPatternIndexes(Operation):
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         for model, field in self._id_columns(to_state.apps):
-            _drop(schema_editor, _like_name(schema_editor, model, field))
+            _drop(schema_editor, _name(schema_editor, model, field, "_like"))
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         for model, field in self._id_columns(to_state.apps):
             # The columns Django gives a `_like` index: those it indexes.
             if field.primary_key or field.unique or getattr(field, "db_index", False):
-                _create(schema_editor, model, field, suffix="_like", opclasses=["varchar_pattern_ops"])
+                _create(schema_editor, model, field, "_like")
 
     def describe(self) -> str:
         return f"Drop the pattern (LIKE) indexes of {self.app_label}'s public-id columns"
@@ -86,7 +93,7 @@ class DropForeignKeyIndexes(Operation):
     composite index; used with a state-only AlterField to `db_index=False` (SeparateDatabaseAndState)."""
 
     reversible = True
-    reduces_to_sql = False
+    reduces_to_sql = True  # SQL alone: sqlmigrate shows it
 
     def __init__(self, fields: list[tuple[str, str]]) -> None:
         self.fields = fields  # (model name, field name)
@@ -106,14 +113,14 @@ class DropForeignKeyIndexes(Operation):
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         for model, field in self._columns(app_label, from_state):
-            _drop(schema_editor, str(schema_editor._create_index_name(model._meta.db_table, [field.column])))
-            _drop(schema_editor, _like_name(schema_editor, model, field))
+            _drop(schema_editor, _name(schema_editor, model, field))
+            _drop(schema_editor, _name(schema_editor, model, field, "_like"))
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         for model, field in self._columns(app_label, to_state):
             _create(schema_editor, model, field)
             if holds_public_id(field):
-                _create(schema_editor, model, field, suffix="_like", opclasses=["varchar_pattern_ops"])
+                _create(schema_editor, model, field, "_like")
 
     def describe(self) -> str:
         return f"Drop the indexes of {len(self.fields)} foreign keys that lead a composite index"

@@ -25,10 +25,10 @@ class MetricDefinitionAdmin(ReadOnlyAdmin):
 @admin.register(Observation)
 class ObservationAdmin(ReadOnlyAdmin):
     list_display = ("definition", "value", "occurred_at", "owner", "source")
-    # A search names a metric's slug or an owner exactly, found through `observation_series` or the owner's index, not
-    # a substring of every reading's note and slug; a slug outside the definitions is the admin's invalid filter.
+    # A search names an owner exactly (the owner's index), not a substring of every reading's note and slug; a
+    # metric is chosen by its slug in the filter (a slug outside the definitions is the admin's invalid filter).
     list_filter = (vocabulary_filter("definition__slug", "metric", _slugs),)
-    exact_search = ("definition__slug", "owner__username")
-    search_help_text = "A metric's slug or an owner's username, exactly."
+    exact_search = ("owner__username",)
+    search_help_text = "An owner's username, exactly; choose a metric in the filter."
     list_select_related = ("definition", "owner", "source")
     deferred = heavy("metricdefinition", "definition") + heavy("source", "source")

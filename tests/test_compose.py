@@ -38,6 +38,17 @@ def test_exactly_one_beat() -> None:
     assert services["beat"].get("deploy", {}).get("replicas", 1) == 1
 
 
+def test_beats_schedule_file_outlives_the_container() -> None:
+    """Each task's last run is in the schedule file: on a volume, a recreated beat keeps its intervals (a daily
+    reaping would otherwise wait a day after each start)."""
+    beat = compose()["services"]["beat"]
+    command = beat["command"]
+    schedule = command[command.index("--schedule") + 1]
+    mounts = [volume.split(":")[1] for volume in beat["volumes"]]
+    assert any(schedule.startswith(f"{mount}/") for mount in mounts)
+    assert "/data/beat" in (ROOT / "Dockerfile").read_text()  # made in the image, so the volume is the app's to write
+
+
 def test_servers_and_the_web_and_worker_have_health_checks() -> None:
     services = compose()["services"]
     for name in ("postgres", "redis", "web", "worker"):

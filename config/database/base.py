@@ -6,7 +6,7 @@ Django would give the pool psycopg_pool's own check, which makes the round trip 
 before the next borrow (1 s, then 2 s, ...): after a restart of PostgreSQL, each ended connection still in the
 pool cost the first request a second, past the pool's timeout (3 s) at the fourth. Here a failed check has the pool
 drop every idle connection the server ended at once (`ConnectionPool.check`, the round trip for each idle one)
-before lending another.
+before lending another. Its schema editor makes no pattern (`LIKE`) index for a public id (`config.database.schema`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db.backends.postgresql import base
 
 from config.database import connection_alive, connection_given_back
+from config.database.schema import DatabaseSchemaEditor
 from config.database.timestamps import utc_adapters
 
 # Borrows after a failed check before giving up (each after the pool dropped every ended idle connection).
@@ -29,6 +30,7 @@ BORROWS = 3
 class DatabaseWrapper(base.DatabaseWrapper):
     pool: Any  # Django's (django-stubs do not declare it), as `close_pool`
     close_pool: Callable[[], None]
+    SchemaEditorClass = DatabaseSchemaEditor  # no pattern index beside a public id
 
     def get_connection_params(self) -> dict[str, Any]:
         params: dict[str, Any] = super().get_connection_params()

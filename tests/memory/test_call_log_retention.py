@@ -11,6 +11,7 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from celery.schedules import crontab
 from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import connection
@@ -100,12 +101,12 @@ def test_the_setting_is_the_default_period(alice: User, settings: Any) -> None:
 # --- beat and the command -------------------------------------------------------------------------------------
 
 
-def test_beat_prunes_once_a_day_with_the_default_of_ninety_days(alice: User) -> None:
+def test_beat_prunes_at_a_time_of_day_with_the_default_of_ninety_days(alice: User) -> None:
     from config.celery import app
     from memory.tasks import prune_call_log
 
     entries = [entry for entry in settings.CELERY_BEAT_SCHEDULE.values() if entry["task"] == "memory.prune_call_log"]
-    assert [entry["schedule"] for entry in entries] == [24 * 3600]
+    assert [entry["schedule"] for entry in entries] == [crontab(hour=3, minute=17)]  # daily, whenever beat started
     assert settings.TOOL_EVENTS_KEEP_DAYS == 90
     app.autodiscover_tasks(force=True)
     assert "memory.prune_call_log" in app.tasks
@@ -128,13 +129,14 @@ def settings_with(**env: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_zero_days_leaves_beat_without_the_task_and_a_negative_period_is_refused() -> None:
+def test_zero_days_leaves_beat_without_the_task_and_a_period_out_of_range_is_refused() -> None:
     off = settings_with(TOOL_EVENTS_KEEP_DAYS="0")
     assert off.returncode == 0, off.stderr
     assert "prune-call-log" not in off.stdout and "reap-claims" in off.stdout
-    refused = settings_with(TOOL_EVENTS_KEEP_DAYS="-3")
-    assert refused.returncode != 0
-    assert "TOOL_EVENTS_KEEP_DAYS must be 0 (keep every call) or more, got -3" in refused.stderr
+    for wrong in ("-3", "999999"):
+        refused = settings_with(TOOL_EVENTS_KEEP_DAYS=wrong)
+        assert refused.returncode != 0
+        assert f"TOOL_EVENTS_KEEP_DAYS must be from 0 (keep every call) to 36500, got {wrong}" in refused.stderr
 
 
 def test_the_command_deletes_or_counts(alice: User) -> None:
@@ -154,8 +156,9 @@ def test_the_command_deletes_or_counts(alice: User) -> None:
     out = StringIO()
     call_command("prune_call_log", "--days", "0", stdout=out)
     assert "Every call is kept" in out.getvalue() and kept() == ["2"]
-    with pytest.raises(CommandError, match="--days must be 0"):
-        call_command("prune_call_log", "--days", "-1")
+    for wrong in ("-1", "36501"):
+        with pytest.raises(CommandError, match="--days must be from 0"):
+            call_command("prune_call_log", "--days", wrong)
 
 
 # --- the admin ------------------------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         days = settings.TOOL_EVENTS_KEEP_DAYS if options["days"] is None else options["days"]
-        if days < 0:
-            raise CommandError("--days must be 0 (keep every call) or more.")
+        if not 0 <= days <= 36_500:
+            raise CommandError("--days must be from 0 (keep every call) to 36500.")
         result = tool_events_prune(keep_days=days, dry_run=options["dry_run"])
         if result.cutoff is None:
             self.stdout.write("Every call is kept (0 days): nothing deleted.")
