@@ -21,7 +21,7 @@ from memory.access import Actor, access_for_user
 from memory.activity import WORDS
 from memory.admin_actions import merge_nodes
 from memory.admin_base import ProductAdmin, ReadOnlyAdmin, heavy, vocabulary_filter
-from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed
+from memory.errors import ServiceError, ValidationFailed
 from memory.models import (
     AccessToken,
     Blob,
@@ -39,6 +39,7 @@ from memory.models import (
     ToolEvent,
     User,
 )
+from memory.pipeline.steps import RECEIPT_ERROR_CODES
 from memory.services.account_erasure import account_erase, account_inventory, partition_erase
 from memory.services.audit import audit_record
 from memory.services.operations import operation_retry
@@ -339,7 +340,7 @@ class SourceAdmin(ReadOnlyAdmin):
 @admin.register(Operation)
 class OperationAdmin(ReadOnlyAdmin):
     list_display = ("id", "owner", "source", "status", "step", "error_code", "attempts", "queued_at", "finished_at")
-    list_filter = ("status", vocabulary_filter("error_code", "error code", lambda: ERROR_KINDS))
+    list_filter = ("status", vocabulary_filter("error_code", "error code", lambda: RECEIPT_ERROR_CODES))
     search_fields = ("id", "source__external_id", "owner__username")
     list_select_related = ("owner", "source")
     deferred = ("steps_done", "counts", *heavy("source", "source"))

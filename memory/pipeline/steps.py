@@ -29,8 +29,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger("memory.pipeline")
 
 
+# The codes a receipt's `error_code` holds (the admin's filter offers these): a step's failures and the runner's own.
+RECEIPT_ERROR_CODES = ("CONFLICT", "CONVERSION_FAILED", "INTERNAL_ERROR", "PROCESSING_INTERRUPTED")
+
+
 class StepFailed(Exception):
     def __init__(self, code: str, message: str) -> None:
+        if code not in RECEIPT_ERROR_CODES:
+            raise ValueError(f"{code} is not a receipt's error code (RECEIPT_ERROR_CODES)")
         super().__init__(message)
         self.code = code
         self.message = message

@@ -183,8 +183,8 @@ def tool_events_prune(
     """Delete the calls older than `keep_days` (TOOL_EVENTS_KEEP_DAYS unless given; 0 keeps them all), oldest first,
     `batch` rows a transaction. The old calls are the first ids (ids are given as rows are written), so they are
     walked by the primary key up to the first call of the kept period, never past it: the work is the rows
-    deleted, not the log. A call written late (a batch of the deferred writer) with an id below that first kept
-    call but a time inside the period is not deleted; a later run takes it when its time comes."""
+    deleted, not the log. A call written late (by a batch of the deferred writer) whose time is before the cutoff
+    but whose id comes after that first kept call waits for a later run, whose walk reaches it."""
     keep = settings.TOOL_EVENTS_KEEP_DAYS if keep_days is None else keep_days
     if keep <= 0:
         return CallLogPruning(keep_days=keep, cutoff=None, deleted=0, dry_run=dry_run)

@@ -6,7 +6,9 @@ index (exact ids and usernames; a claim's words). bench/ui_pages.py times them o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,8 @@ from memory import admin_base
 from memory.access import Actor, access_for_user
 from memory.admin import _tool_names
 from memory.models import Claim, Evidence, Operation, Source, ToolEvent, User
+from memory.pipeline import runner
+from memory.pipeline.steps import RECEIPT_ERROR_CODES, StepFailed
 from memory.services.audit import audit_record
 from metrics.services import observation_record
 from tests.factories import ClaimFactory, UserFactory
@@ -235,7 +239,7 @@ def test_readings_are_searched_by_owner_exactly_and_filtered_by_the_definitions_
     assert response.status_code == 302 and response["Location"].endswith("?e=1")
 
 
-def test_receipts_filter_by_error_code_from_the_error_kinds(admin_client: Client, alice: User) -> None:
+def test_receipts_filter_by_the_error_codes_a_receipt_can_hold(admin_client: Client, alice: User) -> None:
     source = Source.objects.create(owner=alice, partition=alice.partitions.get(), kind="note", external_id="n1",
                                    occurred_at=timezone.now())  # fmt: skip
     for code in ("CONVERSION_FAILED", "", "PROCESSING_INTERRUPTED"):
@@ -246,8 +250,22 @@ def test_receipts_filter_by_error_code_from_the_error_kinds(admin_client: Client
     offered = [
         choice["display"] for spec in cl.filter_specs if spec.title == "error code" for choice in spec.choices(cl)
     ]
-    assert {"CONVERSION_FAILED", "PROCESSING_INTERRUPTED", "INTERNAL_ERROR", "CONFLICT"} <= set(offered)
+    assert offered == ["All", "CONFLICT", "CONVERSION_FAILED", "INTERNAL_ERROR", "PROCESSING_INTERRUPTED"]
     cl, _ = listed(admin_client, "/admin/memory/operation/?error_code=CONVERSION_FAILED")
     assert [row.error_code for row in cl.result_list] == ["CONVERSION_FAILED"]
     response = admin_client.get("/admin/memory/operation/?error_code=conversion_failed")
     assert response.status_code == 302 and response["Location"].endswith("?e=1")
+
+
+def test_every_error_code_the_pipeline_writes_is_offered() -> None:
+    """The codes the runner finishes a receipt with and those a step fails with, read from the code: each is one
+    the receipts' filter offers (and a step cannot fail with another: StepFailed refuses it)."""
+    written = set()
+    for source in Path(runner.__file__).parent.glob("*.py"):
+        text = source.read_text()
+        written |= set(re.findall(r'StepFailed\(\s*"([A-Z_]+)"', text))
+        written |= set(re.findall(r'OperationStatus\.FAILED,\s*"([A-Z_]+)"', text))
+    assert {"CONFLICT", "CONVERSION_FAILED", "INTERNAL_ERROR", "PROCESSING_INTERRUPTED"} <= written
+    assert written <= set(RECEIPT_ERROR_CODES)
+    with pytest.raises(ValueError, match="not a receipt's error code"):
+        StepFailed("NOT_FOUND", "a code no receipt holds")
