@@ -275,9 +275,11 @@ TOOL_EVENTS_QUEUE_MAX = env_int("TOOL_EVENTS_QUEUE_MAX", 10_000)
 # The call log is telemetry, not the owner's record (that is the audit trail, kept): calls older than
 # TOOL_EVENTS_KEEP_DAYS are deleted once a day by beat (memory.services.telemetry.tool_events_prune); 0 keeps all.
 TOOL_EVENTS_KEEP_DAYS = env_int("TOOL_EVENTS_KEEP_DAYS", 90)
-if not 0 <= TOOL_EVENTS_KEEP_DAYS <= 36_500:
+TOOL_EVENTS_KEEP_DAYS_MAX = 36_500  # a century; more overflows a date
+if not 0 <= TOOL_EVENTS_KEEP_DAYS <= TOOL_EVENTS_KEEP_DAYS_MAX:
     raise ImproperlyConfigured(
-        f"TOOL_EVENTS_KEEP_DAYS must be from 0 (keep every call) to 36500, got {TOOL_EVENTS_KEEP_DAYS}"
+        f"TOOL_EVENTS_KEEP_DAYS must be from 0 (keep every call) to {TOOL_EVENTS_KEEP_DAYS_MAX}, "
+        f"got {TOOL_EVENTS_KEEP_DAYS}"
     )
 if TOOL_EVENTS_KEEP_DAYS:  # at a time of day, not 24 h after beat started: a beat restarted daily still prunes
     CELERY_BEAT_SCHEDULE["prune-call-log"] = {"task": "memory.prune_call_log", "schedule": crontab(hour=3, minute=17)}

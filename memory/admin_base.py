@@ -96,7 +96,8 @@ def vocabulary_filter(field: str, title: str, values: Callable[[], Iterable[str]
 
         def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
             value = self.value()
-            if value and value not in set(values()):  # the admin's own answer to a hand-edited filter: ?e=1
+            offered = {choice for choice, _ in self.lookup_choices}  # lookups(), made once as the filter was
+            if value and value not in offered:  # the admin's own answer to a hand-edited filter: ?e=1
                 raise IncorrectLookupParameters(f"{field}: not one of the values offered")
             return queryset.filter(**{field: value}) if value else queryset
 

@@ -9,7 +9,7 @@ from metrics.models import MetricDefinition, Observation
 
 
 def _slugs() -> list[str]:
-    return list(MetricDefinition.objects.values_list("slug", flat=True))
+    return list(MetricDefinition.objects.order_by().values_list("slug", flat=True).distinct())
 
 
 @admin.register(MetricDefinition)

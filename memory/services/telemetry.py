@@ -23,7 +23,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memory.connectivity import outage_noted
-from memory.errors import ERROR_KINDS
+from memory.errors import ERROR_KINDS, ValidationFailed
 from memory.models import AccessToken, ToolEvent, User
 
 logger = logging.getLogger("memory.telemetry")
@@ -186,7 +186,11 @@ def tool_events_prune(
     deleted, not the log. A call written late (by a batch of the deferred writer) whose time is before the cutoff
     but whose id comes after that first kept call waits for a later run, whose walk reaches it."""
     keep = settings.TOOL_EVENTS_KEEP_DAYS if keep_days is None else keep_days
-    if keep <= 0:
+    if not 0 <= keep <= settings.TOOL_EVENTS_KEEP_DAYS_MAX:
+        raise ValidationFailed(
+            f"must be from 0 (keep every call) to {settings.TOOL_EVENTS_KEEP_DAYS_MAX}.", details={"keepDays": [keep]}
+        )
+    if keep == 0:
         return CallLogPruning(keep_days=keep, cutoff=None, deleted=0, dry_run=dry_run)
     cutoff = (now or timezone.now()) - timedelta(days=keep)
     old = ToolEvent.objects.filter(created_at__lt=cutoff).order_by("pk")

@@ -207,9 +207,13 @@ def test_searches_with_odd_terms_answer(admin_client: Client, alice: User, model
         assert admin_client.get(f"/admin/memory/{model}/?q={term}").status_code == 200, term
 
 
-@pytest.mark.parametrize("model", ["toolevent", "memoryevent", "claim", "evidence"])
+@pytest.mark.parametrize(
+    "model",
+    ["memory/toolevent", "memory/memoryevent", "memory/claim", "memory/evidence", "memory/operation",
+     "metrics/observation"],
+)  # fmt: skip
 def test_the_large_lists_are_for_staff_with_the_permission_alone(client: Client, alice: User, model: str) -> None:
-    url = f"/admin/memory/{model}/"
+    url = f"/admin/{model}/"
     assert client.get(url).status_code == 302  # nobody signed in: to the admin's login
     client.force_login(alice)  # an owner, not staff
     assert "/admin/login/" in client.get(url)["Location"]

@@ -19,6 +19,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from memory.errors import ValidationFailed
 from memory.models import MemoryEvent, ToolEvent, User
 from memory.services.telemetry import tool_events_prune
 from tests.process import ROOT
@@ -88,6 +89,14 @@ def test_zero_days_keeps_every_call(alice: User) -> None:
     call(alice, 5000)
     result = tool_events_prune(keep_days=0, now=NOW)
     assert (result.deleted, result.cutoff) == (0, None)
+    assert ToolEvent.objects.count() == 1
+
+
+@pytest.mark.parametrize("days", [-1, 36_501])
+def test_a_period_out_of_range_is_refused_and_nothing_deleted(alice: User, days: int) -> None:
+    call(alice, 100)
+    with pytest.raises(ValidationFailed, match="must be from 0"):
+        tool_events_prune(keep_days=days, now=NOW)
     assert ToolEvent.objects.count() == 1
 
 

@@ -6,12 +6,13 @@ And migrations 0037 / metrics 0002 can be unapplied: the indexes come back (memo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.apps import apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import Model
+from django.db.models import Field, Model
 
 from memory.index_ops import holds_public_id
 
@@ -47,7 +48,7 @@ def _indexes() -> list[tuple[str, str, list[str | None], list[str], bool, bool, 
         return cursor.fetchall()
 
 
-def _column_field(table: str, column: str | None) -> object | None:
+def _column_field(table: str, column: str | None) -> Field[Any, Any] | None:
     fields = {field.column: field for field in _tables()[table]._meta.local_concrete_fields}
     return fields.get(column or "")
 
@@ -58,7 +59,7 @@ def test_no_public_id_column_has_a_pattern_index() -> None:
         for table, name, columns, opclasses, *_ in _indexes()
         if any(opclass.endswith("_pattern_ops") for opclass in opclasses)
         and (field := _column_field(table, columns[0])) is not None  # an expression, or a column of no field
-        and holds_public_id(field)  # type: ignore[arg-type]
+        and holds_public_id(field)
     ]
     assert pattern == []
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memory.errors import ServiceError
 from memory.services.telemetry import tool_events_prune
 
 
@@ -18,10 +18,10 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="Count the calls that would be deleted.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        days = settings.TOOL_EVENTS_KEEP_DAYS if options["days"] is None else options["days"]
-        if not 0 <= days <= 36_500:
-            raise CommandError("--days must be from 0 (keep every call) to 36500.")
-        result = tool_events_prune(keep_days=days, dry_run=options["dry_run"])
+        try:
+            result = tool_events_prune(keep_days=options["days"], dry_run=options["dry_run"])
+        except ServiceError as exc:
+            raise CommandError(f"--days {exc.message}") from exc
         if result.cutoff is None:
             self.stdout.write("Every call is kept (0 days): nothing deleted.")
             return
