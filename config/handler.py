@@ -10,12 +10,15 @@ answer from the loop. A streaming answer (artifacts, ranges) is closed after it 
 
 Threads are reused, so a thread's database connection must not outlive its request: request_finished closes it
 (returns it to the pool in the web process), as it does under Django's handler.
+
+An ordinary call of the hot read endpoints is answered by the fast lane (memory.api.lane) before the middleware
+chain: same request, same signals, the chain and the view skipped; the lane hands anything else back.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -23,8 +26,11 @@ from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers import base
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
-from django.http import FileResponse, HttpResponseBase
+from django.http import FileResponse, HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
+
+if TYPE_CHECKING:
+    from memory.api.lane import FastLane
 
 
 class OneHopHandler(ASGIHandler):
@@ -32,6 +38,7 @@ class OneHopHandler(ASGIHandler):
         base.BaseHandler.__init__(self)
         self.load_middleware(is_async=False)  # the whole chain runs on the request's thread
         self.executor = ThreadPoolExecutor(max_workers=settings.WEB_THREADS, thread_name_prefix="web")
+        self._lane: FastLane | None = None  # made on the first POST: it imports the API and walks the URLs
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -59,10 +66,20 @@ class OneHopHandler(ASGIHandler):
             assert refusal is not None
             response = refusal
         else:
-            response = self.get_response(request)
+            answered = self._lane_answer(request)
+            response = answered if answered is not None else self.get_response(request)
             response._handler_class = self.__class__  # type: ignore[attr-defined]
             if isinstance(response, FileResponse):
                 response.block_size = self.chunk_size
         if not response.streaming:
             response.close()  # its content is in memory: request_finished runs here, in the request's thread
         return response
+
+    def _lane_answer(self, request: HttpRequest) -> HttpResponseBase | None:
+        if request.method != "POST" or not settings.REST_FAST_LANE:
+            return None
+        if self._lane is None:
+            from memory.api.lane import FastLane
+
+            self._lane = FastLane()
+        return self._lane.answer(request)

@@ -32,6 +32,7 @@ from mcp_bridge.refusals import refuse as _refuse
 from mcp_bridge.server import mcp_server
 from memory.access import WORKSPACE_HEADER
 from memory.connectivity import UNAVAILABLE_MESSAGE, database_reachable, is_unavailable, note_outage, outage_noted
+from memory.credentials import bearer_secret
 from memory.errors import AuthenticationError
 from memory.services.tokens import token_call_for_secret, token_touch
 
@@ -58,8 +59,7 @@ def _presented(scope: Scope) -> tuple[str, bool] | None:
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
     authorization = headers.get("authorization", "")
     if authorization:
-        kind, _, secret = authorization.partition(" ")
-        return (secret.strip() if kind.lower() == "bearer" else "", False)
+        return bearer_secret(authorization), False
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if "token" in query:
         return query["token"][0], True

@@ -103,6 +103,12 @@ def gate(*, window: str = "", limit: int = 0) -> Gate | None:
     return Gate(generation, allowed=answer[1] == b"1", wait_s=float(answer[2]), window=window)
 
 
+def bearer_secret(authorization: str) -> str:
+    """The secret of an `Authorization: Bearer <secret>` header (REST and MCP alike); "" when it is not of that form."""
+    scheme, _, secret = authorization.partition(" ")
+    return secret.strip() if scheme.lower() == "bearer" else ""
+
+
 def window_key(token: AccessToken | None, ident: str = "") -> str:
     return f"memory:throttle:token:{token.pk}" if token is not None else f"memory:throttle:ip:{ident}"
 

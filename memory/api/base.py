@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
+from memory.api.handover import handed_over
 from memory.api.openapi import ERROR_STATUSES, ErrorSerializer
 from memory.api.parsers import BodyRequest
 from memory.api.shapes import shaped
@@ -110,6 +111,8 @@ class Endpoint(APIView):
     # statuses it gives beyond the ones every endpoint can (memory.api.openapi.ERROR_STATUSES).
     success_statuses: ClassVar[tuple[int, ...]] = ()
     more_error_statuses: ClassVar[tuple[int, ...]] = ()
+    # Ordinary calls answered by the fast lane, without Django's middleware chain and DRF (memory.api.lane).
+    fast_lane: ClassVar[bool] = False
     http_method_names = ["post", "options"]
     schema = EndpointSchema()
 
@@ -128,7 +131,8 @@ class Endpoint(APIView):
         )
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        self._started = self._started or time.perf_counter()
+        handed = handed_over(request)  # the fast lane's attempt counts in the call's duration
+        self._started = self._started or (handed.started if handed else time.perf_counter())
         super().initial(request, *args, **kwargs)
         self._initialized = True
 
@@ -166,27 +170,29 @@ class Endpoint(APIView):
         result = self.handle(self.access, data)
         if isinstance(result, HttpResponseBase):
             return result
-        if self.response_serializer is not None:
-            result = shaped(self.response_serializer, result).data
-        return Response(result, status=self.success_status)
+        return Response(self.answer_of(result), status=self.success_status)
 
     def parse(self, request: Request) -> dict[str, Any]:
         """The validated request fields (a JSON body by default)."""
-        incoming = shaped(self.request_serializer, data=request.data)
+        return self.validated(request.data)
+
+    @classmethod
+    def validated(cls, data: Any) -> dict[str, Any]:
+        """The fields of a parsed JSON body, checked by the request serializer (ValidationError otherwise)."""
+        incoming = shaped(cls.request_serializer, data=data)
         incoming.is_valid(raise_exception=True)
         return dict(incoming.validated_data)
+
+    @classmethod
+    def answer_of(cls, result: Any) -> Any:
+        """What `handle()` returned, as the JSON answer holds it."""
+        return shaped(cls.response_serializer, result).data if cls.response_serializer is not None else result
 
     def build_access(self, request: Request, data: dict[str, Any]) -> Access:
         token = request.auth
         if not isinstance(token, AccessToken):
             raise AuthenticationError("Authentication credentials were not provided.")
-        return access_for_token(
-            token=token,
-            user_id=data.pop("userId", None),
-            partition_key=data.pop("partitionKey", None),
-            workspace=workspace_requested(request.headers.get(WORKSPACE_HEADER)),
-            surface=ChangeSurface.REST,
-        )
+        return rest_access(token, data, request.headers.get(WORKSPACE_HEADER))
 
     def handle(self, access: Access, data: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -201,23 +207,58 @@ class Endpoint(APIView):
     def _record_tool_event(self, request: Request, response: Any) -> None:
         if outage_noted():  # also: reading request.auth after a failed authentication would authenticate again
             return
-        token = request.auth if isinstance(request.auth, AccessToken) else None
         status = response.status_code
         error_code = ""
         if status >= 400 and isinstance(getattr(response, "data", None), dict):
             error_code = str(response.data.get("error", {}).get("code", ""))
-        tool_event_record(
-            owner=self.access.user if self.access else (token.owner if token else None),
-            token=token,
-            surface="rest",
+        rest_call_record(
             tool=self.tool,
-            partition_key=self.access.partition.key if self.access and self.access.partition else "",
+            token=request.auth if isinstance(request.auth, AccessToken) else None,
+            access=self.access,
             status=status,
             error_code=error_code,
-            duration_ms=int((time.perf_counter() - (self._started or time.perf_counter())) * 1000),
-            request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
+            started=self._started,
+            request=request,
             response_bytes=len(getattr(response, "content", b"")),
         )
+
+
+def rest_access(token: AccessToken, data: dict[str, Any], workspace_header: str | None) -> Access:
+    """The Access of a REST call: whose memory (`userId`) and which partition (`partitionKey`), both taken out of
+    the call's fields, and the access-scope header."""
+    return access_for_token(
+        token=token,
+        user_id=data.pop("userId", None),
+        partition_key=data.pop("partitionKey", None),
+        workspace=workspace_requested(workspace_header),
+        surface=ChangeSurface.REST,
+    )
+
+
+def rest_call_record(
+    *,
+    tool: str,
+    token: AccessToken | None,
+    access: Access | None,
+    status: int,
+    error_code: str,
+    started: float,
+    request: HttpRequest | Request,
+    response_bytes: int,
+) -> None:
+    """The call's row in the call log (memory.services.telemetry), as every REST call writes it."""
+    tool_event_record(
+        owner=access.user if access else (token.owner if token else None),
+        token=token,
+        surface="rest",
+        tool=tool,
+        partition_key=access.partition.key if access and access.partition else "",
+        status=status,
+        error_code=error_code,
+        duration_ms=int((time.perf_counter() - (started or time.perf_counter())) * 1000),
+        request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
+        response_bytes=response_bytes,
+    )
 
 
 def endpoint_tools() -> list[str]:

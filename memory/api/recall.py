@@ -113,6 +113,7 @@ class QuerySearch(Endpoint):
     request_serializer = SearchIn
     example_request = {"query": "What did I say about morning meetings?"}
     scope = SourceScope.PERSONAL
+    fast_lane = True
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         request = SearchRequest(
@@ -152,6 +153,7 @@ class StewardRecall(Endpoint):
     response_schema = shape("RecallOut", memories=many(SearchResultOut), formattedResult=text(**FORMATTED))
     request_serializer = StewardRecallIn
     example_request = {"query": "Plan my week"}
+    fast_lane = True
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:
         request = SearchRequest(

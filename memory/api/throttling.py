@@ -10,6 +10,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from memory.api.handover import handed_over
 from memory.credentials import Gate, gate, rate_for, window_key
 from memory.models import AccessToken
 
@@ -19,9 +20,12 @@ class TokenRateThrottle(BaseThrottle):
 
     def allow_request(self, request: Request, view: Any) -> bool:
         token = request.auth if isinstance(request.auth, AccessToken) else None
-        verdict: Gate | None = getattr(request, "rate_verdict", None) if token is not None else None
-        if verdict is None:
-            verdict = gate(window=window_key(token, self.get_ident(request)), limit=rate_for(token))
+        handed = handed_over(request)
+        if handed is not None:  # the fast lane settled this call's verdict (memory.api.lane)
+            verdict = handed.verdict
+        else:
+            counted: Gate | None = getattr(request, "rate_verdict", None) if token is not None else None
+            verdict = rate_verdict(token, counted, ident=self.get_ident(request))
         if verdict is None:
             return True  # failing open: an unreachable Redis must not take the API down; /healthz reports it
         self._wait = verdict.wait_s
@@ -31,10 +35,16 @@ class TokenRateThrottle(BaseThrottle):
         return self._wait
 
 
+def rate_verdict(token: AccessToken | None, counted: Gate | None, *, ident: str = "") -> Gate | None:
+    """The rate window's verdict on a call: `counted` when the token's check counted the call in the same round
+    trip, else the call counted now; None when Redis is unreachable (the call is not limited)."""
+    return counted or gate(window=window_key(token, ident), limit=rate_for(token))
+
+
 def token_call_wait(token: AccessToken, verdict: Gate | None = None) -> int | None:
     """The same per-token window for a call that is not a DRF request (an MCP tool call): None when the call
     may go ahead, else the seconds to wait. `verdict`: the window already counted with the token's check."""
-    verdict = verdict or gate(window=window_key(token), limit=rate_for(token))
+    verdict = rate_verdict(token, verdict)
     if verdict is None or verdict.allowed:
         return None
     return math.ceil(verdict.wait_s or 1)

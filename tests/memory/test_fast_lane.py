@@ -1,0 +1,289 @@
+"""The fast lane (memory.api.lane): which calls it answers, that its answer is Django's path's to the byte and the
+header, and that a call it hands over is counted, touched and logged once, and answered by Django's path."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+from django.core.handlers.base import BaseHandler
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.test import RequestFactory
+from django.test.utils import CaptureQueriesContext
+
+from config.handler import OneHopHandler
+from memory.access import WORKSPACE_HEADER, access_for_token
+from memory.api.handover import handed_over
+from memory.api.lane import CHECKED_MIDDLEWARE, FastLane, lane_routes
+from memory.api.recall import QueryReference, QuerySearch, StewardRecall
+from memory.connectivity import note_outage
+from memory.models import ChangeSurface, Scope, ToolEvent, User
+from memory.recall.search import SearchRequest, search
+from tests.conftest import Api, Persona, error_code, issue
+from tests.memory.test_recall_api import save_reference, say
+from tests.process import AsgiService, served_on_test_database
+
+pytestmark = pytest.mark.django_db
+
+CALLS: dict[str, dict[str, Any]] = {
+    "/query/search": {"query": "zeppelin balloon rides", "limit": 5},
+    "/query/reference": {"query": "zeppelin balloon handbook"},
+    "/recall": {"query": "zeppelin balloon rides"},
+}
+SEARCH = "/query/search"
+ASKED = CALLS[SEARCH]
+
+
+@pytest.fixture
+def memory(api: Api, owner: Persona) -> None:
+    say(api, owner, "I love zeppelin balloon rides over the lake.", "My sister Ada flies zeppelins for a living.")
+    save_reference(api, owner, "handbook", "The zeppelin balloon handbook: check the envelope before every ride.")
+
+
+def post(
+    path: str,
+    persona: Persona | None,
+    body: Any = ASKED,
+    *,
+    raw: str | None = None,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+    **meta: str,
+) -> HttpRequest:
+    """A request as the web process makes it (the lane reads the request, never the ASGI scope)."""
+    sent = {**(persona.headers if persona else {}), **(headers or {})}
+    payload = raw if raw is not None else json.dumps(body)
+    made = RequestFactory().generic("POST", path, payload, content_type=content_type, headers=sent)
+    made.META.update(meta)
+    return made
+
+
+def djangos_path(request: HttpRequest) -> HttpResponse:
+    """The answer of the middleware chain and the view to this very request (the lane's findings on it included),
+    readable as the test client's."""
+    handler = BaseHandler()
+    handler.load_middleware()
+    response = handler.get_response(request)
+    assert isinstance(response, HttpResponse)
+    response.json = lambda: json.loads(response.content)  # type: ignore[attr-defined]
+    return response
+
+
+AS_OF = re.compile(r' as_of="[^"]*"')
+
+
+def answer_of(content: bytes) -> Any:
+    """The JSON answer, without the moment its prompt block was rendered (two calls never share it)."""
+    answer = json.loads(content)
+    if isinstance(answer, dict) and "formattedResult" in answer:
+        answer["formattedResult"] = AS_OF.sub("", answer["formattedResult"])
+    return answer
+
+
+def same_answer(answered: HttpResponse, expected: HttpResponse) -> None:
+    assert answered.status_code == expected.status_code
+    assert answer_of(answered.content) == answer_of(expected.content)
+    assert sorted(answered.items()) == sorted(expected.items())
+
+
+@pytest.mark.parametrize("path", list(CALLS))
+def test_the_lane_answers_an_ordinary_call_as_djangos_path_does(
+    api: Api, owner: Persona, memory: None, path: str
+) -> None:
+    answered = FastLane().answer(post(path, owner, CALLS[path]))
+    assert answered is not None
+    expected = api.post(path, owner, CALLS[path])
+    assert expected.status_code == 200
+    same_answer(answered, expected)
+    assert answer_of(answered.content)[("memories" if path == "/recall" else "searchResults")]  # found something
+
+
+def test_the_lane_takes_the_read_endpoints_that_ask_for_it_under_the_chain_it_was_checked_against() -> None:
+    # A change of the middleware chain turns the lane off until someone checks what the new middleware does to an API
+    # call, and adds it to CHECKED_MIDDLEWARE (memory.api.lane) or makes the lane run it.
+    assert tuple(settings.MIDDLEWARE) == CHECKED_MIDDLEWARE
+    assert lane_routes() == {"/query/search": QuerySearch, "/query/reference": QueryReference, "/recall": StewardRecall}
+
+
+def test_another_middleware_chain_turns_the_lane_off(settings: Any, owner: Persona, memory: None) -> None:
+    settings.MIDDLEWARE = [*CHECKED_MIDDLEWARE, "django.middleware.gzip.GZipMiddleware"]
+    lane = FastLane()
+    assert lane.answer(post(SEARCH, owner)) is None
+    assert lane.routes() == {}
+
+
+def test_the_web_process_asks_the_lane_unless_it_is_turned_off(settings: Any, owner: Persona, memory: None) -> None:
+    handler = OneHopHandler()
+    assert handler._lane_answer(post(SEARCH, owner)) is not None
+    settings.REST_FAST_LANE = False
+    assert handler._lane_answer(post(SEARCH, owner)) is None
+
+
+def _deep(levels: int) -> str:
+    return '{"query": "x", "extra": ' + "[" * levels + "]" * levels + "}"
+
+
+# Each call, and the status Django's path answers it with.
+HANDED_OVER_AS_THEY_CAME: dict[str, tuple[dict[str, Any], int]] = {
+    "a query string": ({"QUERY_STRING": "token=abc"}, 200),  # the header's token wins, as always
+    "a cookie": ({"headers": {"Cookie": "sessionid=abc"}}, 200),
+    "a chunked body": ({"HTTP_TRANSFER_ENCODING": "chunked"}, 200),
+    "a form": ({"content_type": "application/x-www-form-urlencoded", "raw": "query=zeppelin"}, 415),
+    "an empty body": ({"raw": ""}, 400),
+    "malformed JSON": ({"raw": '{"query": "zeppelin"'}, 400),
+    "NaN": ({"raw": '{"query": "zeppelin", "limit": NaN}'}, 400),
+    "a lone surrogate": ({"raw": '{"query": "\\ud800"}'}, 400),
+    "JSON nested too deep": ({"raw": _deep(200)}, 400),
+    "a charset the body is not in": ({"content_type": "application/json; charset=utf-16"}, 400),
+    "an unknown field": ({"body": {"query": "zeppelin", "colour": "red"}}, 400),
+    "no query": ({"body": {}}, 400),
+    "a list": ({"body": ["zeppelin"]}, 400),
+    "HTML asked for": ({"headers": {"Accept": "text/html"}}, 406),
+    "indented JSON asked for": ({"headers": {"Accept": "application/json; indent=4"}}, 200),
+    "an empty Accept": ({"headers": {"Accept": ""}}, 406),
+    "Basic credentials": ({"headers": {"Authorization": "Basic YWxpY2U6cHc="}}, 401),
+    "no credentials": ({"persona": None}, 401),
+    "an unknown token": ({"persona": "outsider"}, 401),
+    "a revoked token": ({"persona": "revoked"}, 401),
+    "a host not allowed": ({"headers": {"Host": "evil.example"}}, 400),
+    "GET": ({"method": "GET"}, 405),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(HANDED_OVER_AS_THEY_CAME))
+def test_a_call_out_of_the_ordinary_is_handed_over_as_it_came_and_answered_by_djangos_path(
+    request: pytest.FixtureRequest, owner: Persona, memory: None, case: str
+) -> None:
+    given, status = HANDED_OVER_AS_THEY_CAME[case]
+    options = dict(given)
+    persona = options.pop("persona", owner)
+    if isinstance(persona, str):
+        persona = request.getfixturevalue(persona)
+    method = options.pop("method", "POST")
+    made = post(SEARCH, persona, **options)
+    made.method = method
+    assert FastLane().answer(made) is None
+    assert handed_over(made) is None  # nothing counted, touched or learned: Django's path starts afresh
+    answer = djangos_path(made)
+    assert answer.status_code == status, answer.content
+    if status >= 400 and answer["Content-Type"] == "application/json":
+        assert error_code(answer)
+
+
+def test_a_call_of_a_payload_over_the_cap_is_handed_over(settings: Any, owner: Persona, memory: None) -> None:
+    settings.MAX_JSON_BODY_BYTES = 64
+    made = post(SEARCH, owner, {"query": "zeppelin " * 20})
+    assert FastLane().answer(made) is None
+    assert handed_over(made) is None
+    assert error_code(djangos_path(made)) == "PAYLOAD_TOO_LARGE"
+
+
+def test_no_call_takes_the_lane_while_an_outage_is_noted(owner: Persona, memory: None) -> None:
+    note_outage()  # the suite's fixture probes the database afterwards, which ends it
+    assert FastLane().answer(post(SEARCH, owner)) is None
+
+
+def test_a_refused_rate_is_answered_by_djangos_path_and_a_handed_over_call_counts_once(
+    alice: User, memory: None
+) -> None:
+    limited = issue(alice, "limited", scopes=Scope.values, rate_limit_per_minute=3)
+    lane = FastLane()
+    assert lane.answer(post(SEARCH, limited)) is not None  # the first call of the minute
+    # The second: counted and touched by the lane, refused while building its Access (an unknown access scope).
+    second = post(SEARCH, limited, headers={WORKSPACE_HEADER: "everything"})
+    assert lane.answer(second) is None
+    handed = handed_over(second)
+    assert handed is not None and handed.token.pk == limited.token.pk  # type: ignore[union-attr]
+    assert handed.verdict is not None and handed.verdict.allowed
+    assert error_code(djangos_path(second)) == "VALIDATION_ERROR"
+    assert lane.answer(post(SEARCH, limited)) is not None  # the third: had the second counted twice, refused here
+    fourth = post(SEARCH, limited)
+    assert lane.answer(fourth) is None
+    refused = handed_over(fourth)
+    assert refused is not None and refused.verdict is not None and not refused.verdict.allowed
+    answer = djangos_path(fourth)
+    assert error_code(answer) == "RATE_LIMITED"
+    assert int(answer["Retry-After"]) >= 1
+    logged = ToolEvent.objects.filter(token=limited.token).order_by("id").values_list("status_code", "error_code")
+    assert list(logged) == [(200, ""), (400, "VALIDATION_ERROR"), (200, ""), (429, "RATE_LIMITED")]
+
+
+def test_an_access_refused_after_the_tokens_check_is_answered_by_djangos_path(
+    api: Api, owner: Persona, other: Persona, memory: None
+) -> None:
+    body = {**ASKED, "userId": "alice"}  # bob may not act for alice
+    made = post(SEARCH, other, body)
+    assert FastLane().answer(made) is None
+    assert handed_over(made) is not None
+    same_answer(djangos_path(made), api.post(SEARCH, other, body))
+    assert error_code(djangos_path(post(SEARCH, other, body))) in ("NOT_FOUND", "SCOPE_REQUIRED", "FORBIDDEN")
+
+
+def test_the_lanes_call_is_logged_and_its_token_touched(alice: User, memory: None) -> None:
+    persona = issue(alice, "fresh", scopes=Scope.values)
+    assert persona.token is not None and persona.token.last_used_at is None
+    made = post(SEARCH, persona, {**ASKED, "partitionKey": "memory:personal"})
+    answered = FastLane().answer(made)
+    assert answered is not None
+    persona.token.refresh_from_db()
+    assert persona.token.last_used_at is not None
+    event = ToolEvent.objects.get(token=persona.token)
+    assert (event.surface, event.tool, event.status_code, event.error_code) == ("rest", "query.search", 200, "")
+    assert (event.owner_id, event.partition_key) == (alice.pk, "memory:personal")
+    assert (event.request_bytes, event.response_bytes) == (int(made.META["CONTENT_LENGTH"]), len(answered.content))
+
+
+def test_the_lane_adds_no_statement_to_the_search_but_its_call_log_row(owner: Persona, memory: None) -> None:
+    lane = FastLane()
+    assert lane.answer(post(SEARCH, owner)) is not None  # the token and the word counts are known from here on
+    assert owner.token is not None
+    access = access_for_token(
+        token=owner.token, user_id=None, partition_key=None, workspace=False, surface=ChangeSurface.REST
+    )
+    with CaptureQueriesContext(connection) as searched:
+        search(access, SearchRequest(query=ASKED["query"], limit=ASKED["limit"]))
+    with CaptureQueriesContext(connection) as laned:
+        assert lane.answer(post(SEARCH, owner)) is not None
+    log_row = [] if settings.TOOL_EVENTS_DEFERRED else ['INSERT INTO "memory_toolevent"']
+    assert statements(laned) == statements(searched) + log_row
+
+
+def statements(captured: CaptureQueriesContext) -> list[str]:
+    """Each statement's start; the savepoints of the test's own transaction left out."""
+    return [query["sql"].strip()[:30] for query in captured if "SAVEPOINT" not in query["sql"]]
+
+
+@pytest.fixture
+def server(transactional_db: None) -> Iterator[AsgiService]:
+    with served_on_test_database("fast-lane-server.log", RATE_LIMIT_PER_MINUTE="100000") as service:
+        yield service
+
+
+def test_a_served_call_is_answered_as_djangos_path_answers_it_for_every_persona(
+    server: AsgiService, api: Api, owner: Persona, other: Persona, outsider: Persona, revoked: Persona, memory: None
+) -> None:
+    calls: list[tuple[str, Persona | None, dict[str, Any] | str]] = [
+        *((path, owner, body) for path, body in CALLS.items()),
+        (SEARCH, other, ASKED),  # bob's own (empty) memory
+        (SEARCH, other, {**ASKED, "userId": "alice"}),
+        (SEARCH, outsider, ASKED),
+        (SEARCH, revoked, ASKED),
+        (SEARCH, None, ASKED),
+        (SEARCH, owner, {"query": ""}),
+        (SEARCH, owner, '{"query": '),
+    ]
+    for path, persona, body in calls:
+        raw = body if isinstance(body, str) else json.dumps(body)
+        headers = {"Content-Type": "application/json", **(persona.headers if persona else {})}
+        served = httpx.post(f"{server.url}{path}", content=raw, headers=headers, timeout=60)
+        expected = api.post(path, persona, raw=raw)
+        assert served.status_code == expected.status_code, (path, persona and persona.name, served.text)
+        assert answer_of(served.content) == answer_of(expected.content)
+        sent = {name: value for name, value in served.headers.items() if name not in ("date", "server")}
+        assert sent == {name.lower(): value for name, value in expected.items()}, (path, persona and persona.name)
