@@ -17,6 +17,7 @@ chain: same request, same signals, the chain and the view skipped; the lane hand
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,8 @@ from django.urls import set_script_prefix
 
 if TYPE_CHECKING:
     from memory.api.lane import FastLane
+
+logger = logging.getLogger("memory.api")
 
 
 class OneHopHandler(ASGIHandler):
@@ -76,10 +79,14 @@ class OneHopHandler(ASGIHandler):
         return response
 
     def _lane_answer(self, request: HttpRequest) -> HttpResponseBase | None:
-        if request.method != "POST" or not settings.REST_FAST_LANE:
+        if request.method != "POST" or not settings.REST_FAST_LANE:  # the lane is made on the first POST
             return None
         if self._lane is None:
             from memory.api.lane import FastLane
 
             self._lane = FastLane()
-        return self._lane.answer(request)
+        try:
+            return self._lane.answer(request)
+        except Exception:  # the lane's own fault: Django's path answers, with what the lane handed over
+            logger.exception("api.fast_lane_failed")
+            return None

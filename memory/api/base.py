@@ -165,6 +165,11 @@ class Endpoint(APIView):
         return self.respond(request)
 
     def respond(self, request: Request) -> HttpResponseBase:
+        handed = handed_over(request)
+        if handed is not None and handed.failure is not None and not self._reconnected:
+            # The fast lane's attempt failed: answered as if this one had (a dropped connection is retried once).
+            self.access = handed.access
+            raise handed.failure
         data = self.parse(request)
         self.access = self.build_access(request, data)
         result = self.handle(self.access, data)

@@ -1,26 +1,26 @@
 """The fast lane: the hot read calls (`/query/search`, `/query/reference`, `/recall`) answered without Django's
 middleware chain, URL resolver and DRF's view machinery, by the same services, parser, serializer and renderer.
 
-Around a search those cost 0.7-1.0 ms of the request's thread in process, more when served (docs/benchmarks.md,
+Around a search those cost 0.6-0.8 ms of the request's thread in process and 0.8-1.3 ms served (docs/benchmarks.md,
 thirty-second pass), for a call that needs none of them: a bearer token, a JSON body, a JSON answer, no cookie.
 `config.handler.OneHopHandler` makes the request as always and asks the lane first. The lane answers an ordinary
-call only, and hands every other one to Django's path as it came:
+call only, and hands every other one to Django's path:
 
-- before it has done anything a second attempt would repeat (the route, the headers, the host, the body and its
-  fields), with nothing learned: Django's path answers as it always did, every error included;
-- once the token is checked and the call counted in its rate window, with what it learned (memory.api.handover):
-  Django's path takes the token and the verdict from there, so nothing is counted twice. A refused rate, an Access
-  that cannot be built (an unknown userId, a partition out of reach) or a failed service call are answered there in
-  the one error shape, with the reconnect and the outage handling of every endpoint. The lane takes read calls only
-  (memory.connectivity.READ_TOOLS), which may run twice.
+- as it came, before the lane has done anything a second attempt would repeat (the route, the headers, the host,
+  the body and its fields, a token that is refused): Django's path answers as it always did, every error included;
+- with what the lane learned (memory.api.handover), once the token is checked and the call counted in its rate
+  window: Django's path takes the token and the count from there, so nothing is counted twice. A refused rate is
+  answered there; so is a failure of the Access (an unknown userId, a partition out of reach), the service or the
+  answer, raised there as if Django's path had met it, with the reconnect and the outage handling of every endpoint.
+  The lane takes read calls only (memory.connectivity.READ_TOOLS).
 
-So the lane answers 200 only, and every refusal has one path. Its answer goes through the middleware that acts on
-an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware: their own process_request and
-process_response); the rest of the chain does nothing for a request without a cookie whose view reads neither
+So the lane answers 200 only; Django's path answers every refusal and failure. Its answer goes through the middleware
+that acts on an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware: their own process_request
+and process_response); the rest of the chain does nothing for a request without a cookie whose view reads neither
 the session nor the user. The lane is off when the chain is not the one it was checked against
-(`CHECKED_MIDDLEWARE`), and takes an endpoint only under the DRF policy it reproduces (`_reproducible`).
-tests/memory/test_fast_lane.py compares its answers with Django's, header by header. REST_FAST_LANE=false turns it
-off.
+(`CHECKED_MIDDLEWARE`), and takes an endpoint only under the DRF policy and the steps it reproduces
+(`_reproducible`) at a path no other pattern takes first. tests/memory/test_fast_lane.py compares its answers with
+Django's path's: the bytes and the headers in order. REST_FAST_LANE=false turns it off.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import io
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -35,18 +36,19 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RoutePattern
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 
-from memory.access import WORKSPACE_HEADER
+from memory.access import WORKSPACE_HEADER, Access
 from memory.api.authentication import BearerTokenAuthentication
 from memory.api.base import Endpoint, rest_access, rest_call_record
 from memory.api.handover import LaneCall, hand_over
 from memory.api.parsers import LimitedJSONParser
 from memory.api.throttling import TokenRateThrottle, rate_verdict
-from memory.connectivity import READ_TOOLS, is_unavailable, note_outage, outage_noted
+from memory.connectivity import READ_TOOLS, is_disconnect, is_unavailable, outage_noted, probe, reconnect
 from memory.credentials import bearer_secret
 from memory.services.tokens import token_call_for_secret, token_touch
 
@@ -65,7 +67,10 @@ CHECKED_MIDDLEWARE = (
     "django.middleware.clickjacking.XFrameOptionsMiddleware",  # run by the lane
     "allauth.account.middleware.AccountMiddleware",  # acts on a 404 only
 )
-JSON_RANGES = frozenset({"*/*", "application/*", "application/json"})
+# The Content-Type and Accept headers the lane takes, as clients send them (curl, httpx, requests, fetch); DRF's
+# parser and content negotiation take more, and answer the rest: Django's path gets those.
+JSON_BODIES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
+JSON_ANSWERS = frozenset({"*/*", "application/json"})
 
 
 class FastLane:
@@ -87,7 +92,7 @@ class FastLane:
 
     def answer(self, request: HttpRequest) -> HttpResponse | None:
         """The answer to an ordinary call of a lane endpoint; None hands the call to Django's path."""
-        endpoint = self.routes().get(request.path_info) if request.method == "POST" else None
+        endpoint = self.routes().get(request.path_info)
         if endpoint is None or not self._ordinary(request):
             return None
         started = time.perf_counter()
@@ -96,36 +101,26 @@ class FastLane:
             token, counted = token_call_for_secret(
                 bearer_secret(request.META["HTTP_AUTHORIZATION"]), via_query=False, count_call=True
             )
-        except Exception as exc:  # a refusal is Django's path's to answer; nothing was counted for a usable token
-            _noted(exc)
+        except Exception as exc:  # Django's path answers a refusal; nothing was counted for a usable token
+            _before_another_attempt(exc)
             return None
         try:
             token_touch(token)
-            call = LaneCall(token=token, verdict=rate_verdict(token, counted), started=started)
         except Exception as exc:
-            _failed(request, LaneCall(token=token, verdict=counted, started=started), exc)
+            hand_over(request, LaneCall(token=token, counted=counted, touched=False, started=started))
+            _before_another_attempt(exc)
             return None
-        if call.verdict is not None and not call.verdict.allowed:
-            hand_over(request, call)
+        call = LaneCall(token=token, counted=rate_verdict(token, counted), touched=True, started=started)
+        hand_over(request, call)  # from here on, Django's path takes the call as the lane leaves it
+        if call.counted is not None and not call.counted.allowed:
             return None
-        view = endpoint()
+        access = None
         try:
             access = rest_access(token, data, request.META.get(_WORKSPACE_META))
-            result = view.handle(access, data)
+            response = self._answered(request, endpoint, access, data)
         except Exception as exc:
-            _failed(request, call, exc)
+            hand_over(request, replace(call, access=access, failure=exc))
             return None
-        response = HttpResponse(
-            self._renderer.render(endpoint.answer_of(result)),
-            content_type=self._renderer.media_type,
-            status=endpoint.success_status,
-        )
-        for name, value in view.default_response_headers.items():
-            response[name] = value
-        # Innermost first, as the chain runs them; each sets its headers on this response and returns it.
-        self._frames.process_response(request, response)
-        self._common.process_response(request, response)
-        self._security.process_response(request, response)
         rest_call_record(
             tool=endpoint.tool,
             token=token,
@@ -138,17 +133,36 @@ class FastLane:
         )
         return response
 
+    def _answered(
+        self, request: HttpRequest, endpoint: type[Endpoint], access: Access, data: dict[str, Any]
+    ) -> HttpResponse:
+        view = endpoint()
+        response = HttpResponse(
+            self._renderer.render(endpoint.answer_of(view.handle(access, data))),
+            content_type=self._renderer.media_type,
+            status=endpoint.success_status,
+        )
+        for name, value in view.default_response_headers.items():
+            response[name] = value
+        # Innermost first, as the chain runs them; each sets its headers on this response and returns it.
+        self._frames.process_response(request, response)
+        self._common.process_response(request, response)
+        self._security.process_response(request, response)
+        return response
+
     def _ordinary(self, request: HttpRequest) -> bool:
         """A call the lane answers as Django's path would: a bearer token, a JSON body of a declared length, an
         answer in plain JSON, no cookie, no query string, a valid host, no redirect, no outage."""
         meta = request.META
-        if meta.get("QUERY_STRING") or meta.get("HTTP_COOKIE") or "HTTP_TRANSFER_ENCODING" in meta:
+        if request.method != "POST" or meta.get("QUERY_STRING") or meta.get("HTTP_COOKIE"):
             return False
-        if meta.get("CONTENT_TYPE", "").partition(";")[0].strip().lower() != "application/json":
+        if "HTTP_TRANSFER_ENCODING" in meta or not meta.get("CONTENT_LENGTH", "").isdecimal():
             return False
-        if not meta.get("CONTENT_LENGTH", "").isdigit() or int(meta["CONTENT_LENGTH"]) == 0:
+        if meta.get("CONTENT_TYPE", "").lower() not in JSON_BODIES or int(meta["CONTENT_LENGTH"]) == 0:
             return False
-        if not bearer_secret(meta.get("HTTP_AUTHORIZATION", "")) or not _accepts_plain_json(meta.get("HTTP_ACCEPT")):
+        if meta.get("HTTP_ACCEPT", "*/*").lower() not in JSON_ANSWERS or not bearer_secret(
+            meta.get("HTTP_AUTHORIZATION", "")
+        ):
             return False
         if outage_noted():
             return False
@@ -163,31 +177,16 @@ class FastLane:
         return self._parser.parse(io.BytesIO(request.body), "application/json", context)
 
 
-def _failed(request: HttpRequest, call: LaneCall, exc: Exception) -> None:
-    """Django's path answers a failure after the token's check: it runs the call again, with the token and the
-    verdict the lane had."""
-    hand_over(request, call)
-    _noted(exc)
-
-
-def _noted(exc: Exception) -> None:
-    """A database that is away is noted before Django's path takes the call, so that it answers 503 at once
-    instead of waiting on the connection pool a second time."""
-    if is_unavailable(exc):
-        note_outage()
-
-
 _WORKSPACE_META = "HTTP_" + WORKSPACE_HEADER.upper().replace("-", "_")
 
 
-def _accepts_plain_json(accept: str | None) -> bool:
-    """DRF's content negotiation would answer this Accept header in JSON without an indent (JSONRenderer is the
-    API's only renderer; an absent header means */*)."""
-    if accept is None:
-        return True
-    if "indent" in accept.lower():
-        return False
-    return any(part.partition(";")[0].strip().lower() in JSON_RANGES for part in accept.split(","))
+def _before_another_attempt(exc: Exception) -> None:
+    """Before Django's path takes a call the lane could not check, what its own failure handling would do first: a
+    dropped connection replaced, a database that refuses connections noted (so that it answers 503 at once)."""
+    if is_disconnect(exc):
+        reconnect()
+    elif is_unavailable(exc):
+        probe()
 
 
 def lane_routes() -> dict[str, type[Endpoint]]:
@@ -203,20 +202,32 @@ def lane_routes() -> dict[str, type[Endpoint]]:
             elif isinstance(entry, URLPattern):
                 kind = getattr(entry.callback, "cls", None)
                 if isinstance(kind, type) and issubclass(kind, Endpoint) and kind.fast_lane:
-                    if _reproducible(kind):
-                        routes["/" + prefix + str(entry.pattern)] = kind
+                    path = "/" + prefix + str(entry.pattern)
+                    if _reproducible(kind) and getattr(resolve(path).func, "cls", None) is kind:
+                        routes[path] = kind
                     else:
-                        logger.warning("api.fast_lane_skipped", extra={"tool": kind.tool})
+                        logger.warning("api.fast_lane_skipped", extra={"tool": kind.tool, "path": path})
 
     walk(get_resolver().url_patterns, "")
     return routes
 
 
+# Endpoint's steps the lane runs in its own order; a subclass that changes one is not answered by the lane.
+LANE_STEPS = (
+    "initialize_request", "initial", "post", "respond", "parse", "validated", "build_access", "answer_of",
+    "finalize_response", "handle_exception", "get_parser_context", "get_renderer_context",
+)  # fmt: skip
+
+
 def _reproducible(kind: type[Endpoint]) -> bool:
     """The endpoint answers under the policy the lane reproduces: a read call with a JSON body and answer, the
-    bearer token, the rate window, the API's parser and renderer, no versioning."""
+    bearer token, the rate window, the API's parser, renderer and content negotiation, no versioning, and
+    Endpoint's own steps around its `handle`."""
+    below = kind.__mro__[: kind.__mro__.index(Endpoint)]
     return (
         kind.tool in READ_TOOLS
+        and not any(step in vars(klass) for klass in below for step in LANE_STEPS)
+        and kind.content_negotiation_class is DefaultContentNegotiation
         and "post" in kind.http_method_names
         and not kind.answer_media_type
         and list(kind.authentication_classes) == [BearerTokenAuthentication]

@@ -10,7 +10,6 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from memory.api.handover import handed_over
 from memory.credentials import Gate, gate, rate_for, window_key
 from memory.models import AccessToken
 
@@ -20,12 +19,8 @@ class TokenRateThrottle(BaseThrottle):
 
     def allow_request(self, request: Request, view: Any) -> bool:
         token = request.auth if isinstance(request.auth, AccessToken) else None
-        handed = handed_over(request)
-        if handed is not None:  # the fast lane settled this call's verdict (memory.api.lane)
-            verdict = handed.verdict
-        else:
-            counted: Gate | None = getattr(request, "rate_verdict", None) if token is not None else None
-            verdict = rate_verdict(token, counted, ident=self.get_ident(request))
+        counted: Gate | None = getattr(request, "rate_verdict", None) if token is not None else None
+        verdict = rate_verdict(token, counted, ident=self.get_ident(request))
         if verdict is None:
             return True  # failing open: an unreachable Redis must not take the API down; /healthz reports it
         self._wait = verdict.wait_s

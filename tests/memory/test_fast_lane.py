@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,17 +17,19 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
+from django.urls import path as url
 
 from config.handler import OneHopHandler
 from memory.access import WORKSPACE_HEADER, access_for_token
-from memory.api.handover import handed_over
+from memory.api.handover import LaneCall, hand_over, handed_over
 from memory.api.lane import CHECKED_MIDDLEWARE, FastLane, lane_routes
 from memory.api.recall import QueryReference, QuerySearch, StewardRecall
-from memory.connectivity import note_outage
+from memory.connectivity import note_outage, outage_noted
 from memory.models import ChangeSurface, Scope, ToolEvent, User
 from memory.recall.search import SearchRequest, search
 from tests.conftest import Api, Persona, error_code, issue
 from tests.memory.test_recall_api import save_reference, say
+from tests.memory.test_reconnect import drop_connection
 from tests.process import AsgiService, served_on_test_database
 
 pytestmark = pytest.mark.django_db
@@ -75,21 +78,22 @@ def djangos_path(request: HttpRequest) -> HttpResponse:
     return response
 
 
-AS_OF = re.compile(r' as_of="[^"]*"')
+AS_OF = re.compile(rb' as_of=\\"[^"\\]*\\"')  # inside the JSON text of `formattedResult`
 
 
-def answer_of(content: bytes) -> Any:
-    """The JSON answer, without the moment its prompt block was rendered (two calls never share it)."""
-    answer = json.loads(content)
-    if isinstance(answer, dict) and "formattedResult" in answer:
-        answer["formattedResult"] = AS_OF.sub("", answer["formattedResult"])
-    return answer
+def answer_of(content: bytes) -> bytes:
+    """The answer's bytes, without the moment its prompt block was rendered (two calls never share it)."""
+    return AS_OF.sub(b"", content)
 
 
 def same_answer(answered: HttpResponse, expected: HttpResponse) -> None:
     assert answered.status_code == expected.status_code
     assert answer_of(answered.content) == answer_of(expected.content)
-    assert sorted(answered.items()) == sorted(expected.items())
+    headers = [(name, value) for name, value in answered.items() if name != "Content-Length"]
+    assert headers == [(name, value) for name, value in expected.items() if name != "Content-Length"]
+    assert len(answered.content) - len(answer_of(answered.content)) == len(expected.content) - len(
+        answer_of(expected.content)
+    )  # the same length of `as_of`: Content-Length is compared through the rest of the bytes
 
 
 @pytest.mark.parametrize("path", list(CALLS))
@@ -101,7 +105,16 @@ def test_the_lane_answers_an_ordinary_call_as_djangos_path_does(
     expected = api.post(path, owner, CALLS[path])
     assert expected.status_code == 200
     same_answer(answered, expected)
-    assert answer_of(answered.content)[("memories" if path == "/recall" else "searchResults")]  # found something
+    assert json.loads(answered.content)[("memories" if path == "/recall" else "searchResults")]  # found something
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"Accept": "application/json"}, {"Accept": "*/*"}, {"Content-Type": "application/json; charset=UTF-8"}],
+)
+def test_the_lane_takes_the_headers_clients_send(owner: Persona, memory: None, headers: dict[str, str]) -> None:
+    content_type = headers.pop("Content-Type", "application/json")
+    assert FastLane().answer(post(SEARCH, owner, content_type=content_type, headers=headers)) is not None
 
 
 def test_the_lane_takes_the_read_endpoints_that_ask_for_it_under_the_chain_it_was_checked_against() -> None:
@@ -145,6 +158,9 @@ HANDED_OVER_AS_THEY_CAME: dict[str, tuple[dict[str, Any], int]] = {
     "no query": ({"body": {}}, 400),
     "a list": ({"body": ["zeppelin"]}, 400),
     "HTML asked for": ({"headers": {"Accept": "text/html"}}, 406),
+    "HTML or JSON asked for": ({"headers": {"Accept": "text/html, application/json"}}, 200),
+    "JSON asked for past 64 other types": ({"headers": {"Accept": "text/html, " * 64 + "application/json"}}, 406),
+    "a Content-Type over 256 characters": ({"content_type": "application/json; x=" + "y" * 300}, 415),
     "indented JSON asked for": ({"headers": {"Accept": "application/json; indent=4"}}, 200),
     "an empty Accept": ({"headers": {"Accept": ""}}, 406),
     "Basic credentials": ({"headers": {"Authorization": "Basic YWxpY2U6cHc="}}, 401),
@@ -200,13 +216,13 @@ def test_a_refused_rate_is_answered_by_djangos_path_and_a_handed_over_call_count
     assert lane.answer(second) is None
     handed = handed_over(second)
     assert handed is not None and handed.token.pk == limited.token.pk  # type: ignore[union-attr]
-    assert handed.verdict is not None and handed.verdict.allowed
+    assert handed.counted is not None and handed.counted.allowed
     assert error_code(djangos_path(second)) == "VALIDATION_ERROR"
     assert lane.answer(post(SEARCH, limited)) is not None  # the third: had the second counted twice, refused here
     fourth = post(SEARCH, limited)
     assert lane.answer(fourth) is None
     refused = handed_over(fourth)
-    assert refused is not None and refused.verdict is not None and not refused.verdict.allowed
+    assert refused is not None and refused.counted is not None and not refused.counted.allowed
     answer = djangos_path(fourth)
     assert error_code(answer) == "RATE_LIMITED"
     assert int(answer["Retry-After"]) >= 1
@@ -223,6 +239,59 @@ def test_an_access_refused_after_the_tokens_check_is_answered_by_djangos_path(
     assert handed_over(made) is not None
     same_answer(djangos_path(made), api.post(SEARCH, other, body))
     assert error_code(djangos_path(post(SEARCH, other, body))) in ("NOT_FOUND", "SCOPE_REQUIRED", "FORBIDDEN")
+
+
+def test_a_token_the_lane_could_not_touch_is_touched_by_djangos_path(alice: User, memory: None) -> None:
+    persona = issue(alice, "untouched", scopes=Scope.values)
+    assert persona.token is not None and persona.token.last_used_at is None
+    made = post(SEARCH, persona)
+    hand_over(made, LaneCall(token=persona.token, counted=None, touched=False, started=time.perf_counter()))
+    assert djangos_path(made).status_code == 200
+    persona.token.refresh_from_db()
+    assert persona.token.last_used_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_dropped_under_the_lane_is_replaced_once_by_djangos_path(owner: Persona, memory: None) -> None:
+    lane = FastLane()
+    assert lane.answer(post(SEARCH, owner)) is not None  # the token and its partitions known: no statement before
+    drop_connection()  # the search's first statement meets the dropped connection
+    made = post(SEARCH, owner)
+    try:
+        assert lane.answer(made) is None
+        handed = handed_over(made)
+        assert handed is not None and handed.failure is not None and handed.access is not None
+        answer = djangos_path(made)  # the failure answered as its own: reconnect once, run again
+        assert answer.status_code == 200, answer.content
+        assert not outage_noted()  # one dropped connection is no outage
+        searches = ToolEvent.objects.filter(token=owner.token, tool="query.search")
+        assert sorted(searches.values_list("status_code", flat=True)) == [200, 200]  # one row a call
+    finally:
+        connection.close()
+
+
+class OtherParse(QuerySearch):
+    def parse(self, request: Any) -> dict[str, Any]:
+        return super().parse(request)
+
+
+def other_view(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(b"{}", content_type="application/json")
+
+
+# A URL configuration for the test below (ROOT_URLCONF = this module): a path taken by an earlier pattern, and an
+# endpoint that changes one of the steps the lane runs in its own way.
+urlpatterns = [
+    url("query/search", other_view),
+    url("query/search", QuerySearch.as_view()),
+    url("query/other", OtherParse.as_view()),
+    url("recall", StewardRecall.as_view()),
+]
+
+
+def test_the_lane_leaves_a_path_another_pattern_takes_and_an_endpoint_that_changes_its_steps(settings: Any) -> None:
+    settings.ROOT_URLCONF = __name__
+    assert lane_routes() == {"/recall": StewardRecall}
 
 
 def test_the_lanes_call_is_logged_and_its_token_touched(alice: User, memory: None) -> None:
@@ -285,5 +354,7 @@ def test_a_served_call_is_answered_as_djangos_path_answers_it_for_every_persona(
         expected = api.post(path, persona, raw=raw)
         assert served.status_code == expected.status_code, (path, persona and persona.name, served.text)
         assert answer_of(served.content) == answer_of(expected.content)
-        sent = {name: value for name, value in served.headers.items() if name not in ("date", "server")}
-        assert sent == {name.lower(): value for name, value in expected.items()}, (path, persona and persona.name)
+        sent = [(name, value) for name, value in served.headers.items() if name not in ("date", "server")]
+        assert sent == [(name.lower(), value) for name, value in expected.items()], (path, persona and persona.name)
+    logged = server.log.read_text()
+    assert "api.fast_lane" not in logged  # the lane was on (not turned off, no endpoint skipped) and never failed
