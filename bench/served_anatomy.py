@@ -122,7 +122,7 @@ def _instrumented() -> Any:
     _timed(lane, "token_call_for_secret", "lane_auth", "lane_auth_end")
     _timed(lane, "rate_verdict", None, "lane_verdict")
     _timed(lane, "rest_access", None, "access_end")
-    _timed(lane, "rest_call_record", "lane_record", "lane_record_end")
+    _timed(lane, "call_record", "lane_record", "lane_record_end")
     send_response = OneHopHandler.send_response
 
     async def timed_send(handler: Any, response: Any, send: Any) -> None:

@@ -27,7 +27,7 @@ from memory.connectivity import is_disconnect, probe, reconnect, replay_safe
 from memory.credentials import Gate
 from memory.errors import ERROR_KINDS, ServiceError, ValidationFailed, error_body
 from memory.models import AccessToken, ChangeSurface, Scope
-from memory.services.telemetry import tool_event_record
+from memory.services.telemetry import call_record
 from memory.services.tokens import token_call_for_id, token_touch
 
 logger = logging.getLogger("mcp_bridge")
@@ -139,15 +139,14 @@ def _record(
     arguments: dict[str, Any],
     started: float,
 ) -> None:
-    tool_event_record(
-        owner=access.user if access else (token.owner if token else None),
-        token=token,
+    call_record(
         surface="mcp",
         tool=spec.name,
-        partition_key=access.partition.key if access and access.partition else "",
+        token=token,
+        access=access,
         status=ERROR_KINDS[outcome.error_code].status if outcome.is_error else 200,
         error_code=outcome.error_code,
-        duration_ms=int((time.perf_counter() - started) * 1000),
+        started=started,
         request_bytes=len(json.dumps(arguments, cls=JSONEncoder)),
         response_bytes=len(outcome.text.encode()),
     )

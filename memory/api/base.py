@@ -27,7 +27,7 @@ from memory.api.shapes import shaped
 from memory.connectivity import READ_TOOLS, is_disconnect, outage_noted, probe, reconnect, replay_safe
 from memory.errors import AuthenticationError
 from memory.models import AccessToken, ChangeSurface
-from memory.services.telemetry import tool_event_record
+from memory.services.telemetry import call_record
 
 logger = logging.getLogger("memory.api")
 
@@ -216,14 +216,15 @@ class Endpoint(APIView):
         error_code = ""
         if status >= 400 and isinstance(getattr(response, "data", None), dict):
             error_code = str(response.data.get("error", {}).get("code", ""))
-        rest_call_record(
+        call_record(
+            surface="rest",
             tool=self.tool,
             token=request.auth if isinstance(request.auth, AccessToken) else None,
             access=self.access,
             status=status,
             error_code=error_code,
-            started=self._started,
-            request=request,
+            started=self._started or time.perf_counter(),
+            request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
             response_bytes=len(getattr(response, "content", b"")),
         )
 
@@ -237,32 +238,6 @@ def rest_access(token: AccessToken, data: dict[str, Any], workspace_header: str 
         partition_key=data.pop("partitionKey", None),
         workspace=workspace_requested(workspace_header),
         surface=ChangeSurface.REST,
-    )
-
-
-def rest_call_record(
-    *,
-    tool: str,
-    token: AccessToken | None,
-    access: Access | None,
-    status: int,
-    error_code: str,
-    started: float,
-    request: HttpRequest | Request,
-    response_bytes: int,
-) -> None:
-    """The call's row in the call log (memory.services.telemetry), as every REST call writes it."""
-    tool_event_record(
-        owner=access.user if access else (token.owner if token else None),
-        token=token,
-        surface="rest",
-        tool=tool,
-        partition_key=access.partition.key if access and access.partition else "",
-        status=status,
-        error_code=error_code,
-        duration_ms=int((time.perf_counter() - (started or time.perf_counter())) * 1000),
-        request_bytes=int(request.META.get("CONTENT_LENGTH") or 0),
-        response_bytes=response_bytes,
     )
 
 

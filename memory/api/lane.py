@@ -44,12 +44,13 @@ from rest_framework.renderers import JSONRenderer
 
 from memory.access import WORKSPACE_HEADER, Access
 from memory.api.authentication import BearerTokenAuthentication
-from memory.api.base import Endpoint, rest_access, rest_call_record
+from memory.api.base import Endpoint, rest_access
 from memory.api.handover import LaneCall, hand_over
 from memory.api.parsers import LimitedJSONParser
 from memory.api.throttling import TokenRateThrottle, rate_verdict
 from memory.connectivity import READ_TOOLS, is_disconnect, is_unavailable, outage_noted, probe, reconnect
 from memory.credentials import bearer_secret
+from memory.services.telemetry import call_record
 from memory.services.tokens import token_call_for_secret, token_touch
 
 logger = logging.getLogger("memory.api")
@@ -121,14 +122,15 @@ class FastLane:
         except Exception as exc:
             hand_over(request, replace(call, access=access, failure=exc))
             return None
-        rest_call_record(
+        call_record(
+            surface="rest",
             tool=endpoint.tool,
             token=token,
             access=access,
             status=response.status_code,
             error_code="",
             started=started,
-            request=request,
+            request_bytes=int(request.META["CONTENT_LENGTH"]),
             response_bytes=len(response.content),
         )
         return response

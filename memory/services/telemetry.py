@@ -14,9 +14,11 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -25,6 +27,9 @@ from django.utils import timezone
 from memory.connectivity import outage_noted
 from memory.errors import ERROR_KINDS, ValidationFailed
 from memory.models import AccessToken, ToolEvent, User
+
+if TYPE_CHECKING:
+    from memory.access import Access
 
 logger = logging.getLogger("memory.telemetry")
 
@@ -71,6 +76,34 @@ def tool_event_record(
         writer.add(event)
     else:
         _write([event])
+
+
+def call_record(
+    *,
+    surface: str,
+    tool: str,
+    token: AccessToken | None,
+    access: Access | None,
+    status: int,
+    error_code: str,
+    started: float,
+    request_bytes: int,
+    response_bytes: int,
+) -> None:
+    """The row of a REST or MCP call: whose memory and which partition from its Access (else the token's owner),
+    its duration from `started` (time.perf_counter())."""
+    tool_event_record(
+        owner=access.user if access else (token.owner if token else None),
+        token=token,
+        surface=surface,
+        tool=tool,
+        partition_key=access.partition.key if access and access.partition else "",
+        status=status,
+        error_code=error_code,
+        duration_ms=int((time.perf_counter() - started) * 1000),
+        request_bytes=request_bytes,
+        response_bytes=response_bytes,
+    )
 
 
 def tool_events_flush() -> None:
