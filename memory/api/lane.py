@@ -1,10 +1,10 @@
 """The fast lane: the hot read calls (`/query/search`, `/query/reference`, `/recall`) answered without Django's
 middleware chain, URL resolver and DRF's view machinery, by the same services, parser, serializer and renderer.
 
-Around a search those cost 0.6-0.8 ms of the request's thread in process and 0.8-1.3 ms served (docs/benchmarks.md,
-thirty-second pass), for a call that needs none of them: a bearer token, a JSON body, a JSON answer, no cookie.
-`config.handler.OneHopHandler` makes the request as always and asks the lane first. The lane answers an ordinary
-call only, and hands every other one to Django's path:
+Around a search those cost 0.6-0.8 ms of the request's thread in process and a median 0.7 ms served (0.3-1.3 a
+round; docs/benchmarks.md, thirty-second pass), for a call that needs none of them: a bearer token, a JSON body, a
+JSON answer, no cookie. `config.handler.OneHopHandler` makes the request as always and asks the lane first. The lane
+answers an ordinary call only, and hands every other one to Django's path:
 
 - as it came, before the lane has done anything a second attempt would repeat (the route, the headers, the host,
   the body and its fields, a token that is refused): Django's path answers as it always did, every error included;
@@ -72,6 +72,7 @@ CHECKED_MIDDLEWARE = (
 # parser and content negotiation take more, and answer the rest: Django's path gets those.
 JSON_BODIES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
 JSON_ANSWERS = frozenset({"*/*", "application/json"})
+_WORKSPACE_META = "HTTP_" + WORKSPACE_HEADER.upper().replace("-", "_")
 
 
 class FastLane:
@@ -177,9 +178,6 @@ class FastLane:
         """The JSON body, through the API's parser under DRF's encoding rule (ParseError, ValidationError, ...)."""
         context = {"request": request, "encoding": request.encoding or settings.DEFAULT_CHARSET}
         return self._parser.parse(io.BytesIO(request.body), "application/json", context)
-
-
-_WORKSPACE_META = "HTTP_" + WORKSPACE_HEADER.upper().replace("-", "_")
 
 
 def _before_another_attempt(exc: Exception) -> None:
