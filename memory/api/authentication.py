@@ -9,7 +9,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from memory.api.handover import handed_over
+from memory.api.handover import failure_taken, handed_over
 from memory.credentials import bearer_secret
 from memory.errors import AuthenticationError
 from memory.models import AccessToken, User
@@ -20,8 +20,10 @@ class BearerTokenAuthentication(BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[User, AccessToken] | None:
-        handed = handed_over(request)
-        if handed is not None:  # checked by the fast lane (memory.api.lane), its call counted there
+        handed = handed_over(request)  # checked by the fast lane (memory.api.lane), its call counted there
+        if handed is not None and not handed.touched and (failure := failure_taken(request)) is not None:
+            raise failure  # the lane's check or touch failed: as if it had failed here
+        if handed is not None and handed.token is not None:
             if not handed.touched:
                 token_touch(handed.token)
             request.rate_verdict = handed.counted  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.access import WORKSPACE_HEADER, Access, access_for_token, workspace_requested
-from memory.api.handover import handed_over
+from memory.api.handover import failure_taken, handed_over
 from memory.api.openapi import ERROR_STATUSES, ErrorSerializer
 from memory.api.parsers import BodyRequest
 from memory.api.shapes import shaped
@@ -166,10 +166,10 @@ class Endpoint(APIView):
 
     def respond(self, request: Request) -> HttpResponseBase:
         handed = handed_over(request)
-        if handed is not None and handed.failure is not None and not self._reconnected:
+        if handed is not None and (failure := failure_taken(request)) is not None:
             # The fast lane's attempt failed: answered as if this one had (a dropped connection is retried once).
             self.access = handed.access
-            raise handed.failure
+            raise failure
         data = self.parse(request)
         self.access = self.build_access(request, data)
         result = self.handle(self.access, data)
@@ -210,7 +210,7 @@ class Endpoint(APIView):
         return response
 
     def _record_tool_event(self, request: Request, response: Any) -> None:
-        if outage_noted():  # also: reading request.auth after a failed authentication would authenticate again
+        if outage_noted():
             return
         status = response.status_code
         error_code = ""
@@ -219,7 +219,7 @@ class Endpoint(APIView):
         call_record(
             surface="rest",
             tool=self.tool,
-            token=request.auth if isinstance(request.auth, AccessToken) else None,
+            token=token if isinstance(token := request.__dict__.get("_auth"), AccessToken) else None,
             access=self.access,
             status=status,
             error_code=error_code,

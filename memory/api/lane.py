@@ -7,12 +7,13 @@ JSON answer, no cookie. `config.handler.OneHopHandler` makes the request as alwa
 answers an ordinary call only, and hands every other one to Django's path:
 
 - as it came, before the lane has done anything a second attempt would repeat (the route, the headers, the host,
-  the body and its fields, a token that is refused): Django's path answers as it always did, every error included;
+  the body and its fields), or after a token was refused (a refused token this process held was counted in its
+  window, to no effect: it cannot call): Django's path answers as it always did, every error included;
 - with what the lane learned (memory.api.handover), once the token is checked and the call counted in its rate
   window: Django's path takes the token and the count from there, so nothing is counted twice. A refused rate is
-  answered there; so is a failure of the Access (an unknown userId, a partition out of reach), the service or the
-  answer, raised there as if Django's path had met it, with the reconnect and the outage handling of every endpoint.
-  The lane takes read calls only (memory.connectivity.READ_TOOLS).
+  answered there; so is a failure of the token's check or touch, of the Access (an unknown userId, a partition out
+  of reach), the service or the answer, raised there once as if Django's path had met it, with the reconnect and the
+  outage handling of every endpoint. The lane takes read calls only (memory.connectivity.READ_TOOLS).
 
 So the lane answers 200 only; Django's path answers every refusal and failure. Its answer goes through the middleware
 that acts on an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware: their own process_request
@@ -25,6 +26,7 @@ Django's path's: the bytes and the headers in order. REST_FAST_LANE=false turns 
 
 from __future__ import annotations
 
+import inspect
 import io
 import logging
 import time
@@ -48,8 +50,9 @@ from memory.api.base import Endpoint, rest_access
 from memory.api.handover import LaneCall, hand_over
 from memory.api.parsers import LimitedJSONParser
 from memory.api.throttling import TokenRateThrottle, rate_verdict
-from memory.connectivity import READ_TOOLS, is_disconnect, is_unavailable, outage_noted, probe, reconnect
+from memory.connectivity import READ_TOOLS, outage_noted
 from memory.credentials import bearer_secret
+from memory.errors import AuthenticationError
 from memory.services.telemetry import call_record
 from memory.services.tokens import token_call_for_secret, token_touch
 
@@ -100,17 +103,21 @@ class FastLane:
         started = time.perf_counter()
         try:
             data = endpoint.validated(self._parsed(request))
+        except Exception:  # Django's path answers a body it refuses
+            return None
+        try:
             token, counted = token_call_for_secret(
                 bearer_secret(request.META["HTTP_AUTHORIZATION"]), via_query=False, count_call=True
             )
-        except Exception as exc:  # Django's path answers a refusal; nothing was counted for a usable token
-            _before_another_attempt(exc)
+        except AuthenticationError:  # Django's path checks the token again and refuses it
+            return None
+        except Exception as exc:
+            hand_over(request, LaneCall(token=None, counted=None, touched=False, started=started, failure=exc))
             return None
         try:
             token_touch(token)
         except Exception as exc:
-            hand_over(request, LaneCall(token=token, counted=counted, touched=False, started=started))
-            _before_another_attempt(exc)
+            hand_over(request, LaneCall(token=token, counted=counted, touched=False, started=started, failure=exc))
             return None
         call = LaneCall(token=token, counted=rate_verdict(token, counted), touched=True, started=started)
         hand_over(request, call)  # from here on, Django's path takes the call as the lane leaves it
@@ -180,15 +187,6 @@ class FastLane:
         return self._parser.parse(io.BytesIO(request.body), "application/json", context)
 
 
-def _before_another_attempt(exc: Exception) -> None:
-    """Before Django's path takes a call the lane could not check, what its own failure handling would do first: a
-    dropped connection replaced, a database that refuses connections noted (so that it answers 503 at once)."""
-    if is_disconnect(exc):
-        reconnect()
-    elif is_unavailable(exc):
-        probe()
-
-
 def lane_routes() -> dict[str, type[Endpoint]]:
     """The URL configuration's plain routes (no converter) to endpoints that ask for the lane (`fast_lane`)."""
     routes: dict[str, type[Endpoint]] = {}
@@ -203,7 +201,8 @@ def lane_routes() -> dict[str, type[Endpoint]]:
                 kind = getattr(entry.callback, "cls", None)
                 if isinstance(kind, type) and issubclass(kind, Endpoint) and kind.fast_lane:
                     path = "/" + prefix + str(entry.pattern)
-                    if _reproducible(kind) and getattr(resolve(path).func, "cls", None) is kind:
+                    plain = not getattr(entry.callback, "initkwargs", None)  # as_view() without overrides
+                    if plain and _reproducible(kind) and getattr(resolve(path).func, "cls", None) is kind:
                         routes[path] = kind
                     else:
                         logger.warning("api.fast_lane_skipped", extra={"tool": kind.tool, "path": path})
@@ -212,10 +211,13 @@ def lane_routes() -> dict[str, type[Endpoint]]:
     return routes
 
 
-# Endpoint's steps the lane runs in its own order; a subclass that changes one is not answered by the lane.
+# Endpoint's (and DRF's) steps the lane runs in its own way; an endpoint that changes one is not answered by the lane.
 LANE_STEPS = (
-    "initialize_request", "initial", "post", "respond", "parse", "validated", "build_access", "answer_of",
-    "finalize_response", "handle_exception", "get_parser_context", "get_renderer_context",
+    "dispatch", "initialize_request", "initial", "perform_authentication", "check_permissions", "check_throttles",
+    "perform_content_negotiation", "get_authenticators", "get_permissions", "get_throttles", "get_parsers",
+    "get_renderers", "get_content_negotiator", "get_exception_handler", "get_parser_context", "get_renderer_context",
+    "default_response_headers", "post", "respond", "parse", "validated", "build_access", "answer_of",
+    "finalize_response", "handle_exception",
 )  # fmt: skip
 
 
@@ -223,10 +225,9 @@ def _reproducible(kind: type[Endpoint]) -> bool:
     """The endpoint answers under the policy the lane reproduces: a read call with a JSON body and answer, the
     bearer token, the rate window, the API's parser, renderer and content negotiation, no versioning, and
     Endpoint's own steps around its `handle`."""
-    below = kind.__mro__[: kind.__mro__.index(Endpoint)]
     return (
         kind.tool in READ_TOOLS
-        and not any(step in vars(klass) for klass in below for step in LANE_STEPS)
+        and all(inspect.getattr_static(kind, step) is inspect.getattr_static(Endpoint, step) for step in LANE_STEPS)
         and kind.content_negotiation_class is DefaultContentNegotiation
         and "post" in kind.http_method_names
         and not kind.answer_media_type

@@ -13,18 +13,20 @@ import httpx
 import pytest
 from django.conf import settings
 from django.core.handlers.base import BaseHandler
-from django.db import connection
+from django.db import OperationalError, connection
 from django.http import HttpRequest, HttpResponse
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import path as url
+from psycopg_pool import PoolTimeout
 
 from config.handler import OneHopHandler
 from memory.access import WORKSPACE_HEADER, access_for_token
 from memory.api.handover import LaneCall, hand_over, handed_over
 from memory.api.lane import CHECKED_MIDDLEWARE, FastLane, lane_routes
 from memory.api.recall import QueryReference, QuerySearch, StewardRecall
-from memory.connectivity import note_outage, outage_noted
+from memory.connectivity import note_outage, outage_noted, probe
+from memory.errors import NotFound
 from memory.models import ChangeSurface, Scope, ToolEvent, User
 from memory.recall.search import SearchRequest, search
 from tests.conftest import Api, Persona, error_code, issue
@@ -241,14 +243,61 @@ def test_an_access_refused_after_the_tokens_check_is_answered_by_djangos_path(
     assert error_code(djangos_path(post(SEARCH, other, body))) in ("NOT_FOUND", "SCOPE_REQUIRED", "FORBIDDEN")
 
 
-def test_a_token_the_lane_could_not_touch_is_touched_by_djangos_path(alice: User, memory: None) -> None:
-    persona = issue(alice, "untouched", scopes=Scope.values)
+def test_a_token_the_lane_could_not_touch_is_touched_and_counted_once_by_djangos_path(
+    alice: User, memory: None
+) -> None:
+    persona = issue(alice, "untouched", scopes=Scope.values, rate_limit_per_minute=2)
     assert persona.token is not None and persona.token.last_used_at is None
-    made = post(SEARCH, persona)
+    made = post(SEARCH, persona)  # nothing counted yet (counted=None): Django's path counts the call
     hand_over(made, LaneCall(token=persona.token, counted=None, touched=False, started=time.perf_counter()))
     assert djangos_path(made).status_code == 200
     persona.token.refresh_from_db()
     assert persona.token.last_used_at is not None
+    lane = FastLane()
+    assert lane.answer(post(SEARCH, persona)) is not None  # the second call of the minute
+    assert lane.answer(post(SEARCH, persona)) is None  # the third is refused: the first counted once
+
+
+def test_a_failure_the_lane_met_is_raised_once_by_djangos_path_without_running_the_call_again(
+    owner: Persona, memory: None
+) -> None:
+    assert owner.token is not None
+    lane_access = access_for_token(
+        token=owner.token, user_id=None, partition_key=None, workspace=False, surface=ChangeSurface.REST
+    )
+    made = post(SEARCH, owner)
+    failure = NotFound("No such thing.")
+    hand_over(made, LaneCall(owner.token, None, True, time.perf_counter(), access=lane_access, failure=failure))
+    with CaptureQueriesContext(connection) as ran:
+        answer = djangos_path(made)
+    assert error_code(answer) == "NOT_FOUND"
+    assert not [query for query in ran if "memory_claim" in query["sql"]]  # the search did not run again
+    event = ToolEvent.objects.get(token=owner.token, tool="query.search")
+    assert (event.status_code, event.partition_key) == (404, lane_access.partition.key)  # type: ignore[union-attr]
+
+
+def test_a_token_check_that_met_an_unavailable_database_is_answered_503_once(alice: User, memory: None) -> None:
+    limited = issue(alice, "limited", scopes=Scope.values, rate_limit_per_minute=1)
+    made = post(SEARCH, limited)
+    failure = OperationalError("the pool timed out")
+    failure.__cause__ = PoolTimeout("couldn't get a connection after 3.00 sec")
+    hand_over(made, LaneCall(token=None, counted=None, touched=False, started=time.perf_counter(), failure=failure))
+    answer = djangos_path(made)  # without waiting on the pool a second time: the lane's failure is raised
+    assert error_code(answer) == "SERVICE_UNAVAILABLE"
+    assert answer["Retry-After"] == "5"
+    probe()  # the answer noted an outage; the database is here
+    assert FastLane().answer(post(SEARCH, limited)) is not None  # raised before the token's check: nothing counted
+
+
+def test_the_lanes_own_fault_is_logged_and_the_call_answered_by_djangos_path(
+    owner: Persona, memory: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(lane: FastLane, request: HttpRequest) -> None:
+        raise RuntimeError("a bug of the lane")
+
+    monkeypatch.setattr(FastLane, "answer", broken)
+    assert OneHopHandler()._lane_answer(post(SEARCH, owner)) is None
+    assert "api.fast_lane_failed" in caplog.text
 
 
 @pytest.mark.django_db(transaction=True)
