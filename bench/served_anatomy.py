@@ -34,8 +34,14 @@ TIMED_PATHS = ("/query/search", "/whoami")
 TIMINGS_PATH = "/__served_anatomy__"  # served by this module's application only
 LIMIT = 10
 # Each part: the clock reads it lies between (the first read of each name in a request).
+# The hops between the event loop and the request's thread, and the answer's sending: the same for every call.
+_TO_THREAD = [("event loop to the request's thread", "asgi", "thread")]
+_FROM_THREAD = [
+    ("the request's thread to the event loop", "thread_end", "send"),
+    ("the answer sent", "send", "asgi_end"),
+]
 PARTS = [
-    ("event loop to the request's thread", "asgi", "thread"),
+    *_TO_THREAD,
     ("Django's handler, middleware, URL, DRF set-up", "thread", "initial"),
     ("authentication and throttle", "initial", "initial_end"),
     ("validation of the body", "initial_end", "parse_end"),
@@ -44,12 +50,11 @@ PARTS = [
     ("the answer built (results as JSON and formattedResult; whoami: its serializer)", "service_end", "finalize"),
     ("rendered to JSON, ToolEvent queued", "finalize", "finalize_end"),
     ("middleware out, request_finished", "finalize_end", "thread_end"),
-    ("the request's thread to the event loop", "thread_end", "send"),
-    ("the answer sent", "send", "asgi_end"),
+    *_FROM_THREAD,
 ]
 # The same for a call the fast lane answered (memory.api.lane: the body is checked before the token there).
 LANE_PARTS = [
-    ("event loop to the request's thread", "asgi", "thread"),
+    *_TO_THREAD,
     ("Django's request, the lane's checks", "thread", "lane_checked"),
     ("the body parsed and validated", "lane_checked", "lane_auth"),
     ("authentication and throttle", "lane_auth", "lane_verdict"),
@@ -58,8 +63,7 @@ LANE_PARTS = [
     ("the answer built, rendered to JSON, its headers", "service_end", "lane_record"),
     ("ToolEvent queued", "lane_record", "lane_record_end"),
     ("request_finished", "lane_record_end", "thread_end"),
-    ("the request's thread to the event loop", "thread_end", "send"),
-    ("the answer sent", "send", "asgi_end"),
+    *_FROM_THREAD,
 ]
 
 

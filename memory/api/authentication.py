@@ -21,13 +21,14 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     def authenticate(self, request: Request) -> tuple[User, AccessToken] | None:
         handed = handed_over(request)  # checked by the fast lane (memory.api.lane), its call counted there
-        if handed is not None and not handed.touched and (failure := failure_taken(request)) is not None:
-            raise failure  # the lane's check or touch failed: as if it had failed here
-        if handed is not None and handed.token is not None:
-            if not handed.touched:
-                token_touch(handed.token)
-            request.rate_verdict = handed.counted  # type: ignore[attr-defined]
-            return handed.token.owner, handed.token
+        if handed is not None:
+            if not handed.touched and (failure := failure_taken(request)) is not None:
+                raise failure  # the lane's check or touch failed: as if it had failed here
+            if handed.token is not None:
+                if not handed.touched:
+                    token_touch(handed.token)
+                request.rate_verdict = handed.counted  # type: ignore[attr-defined]
+                return handed.token.owner, handed.token
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if header:
             secret = bearer_secret(header)

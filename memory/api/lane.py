@@ -105,6 +105,7 @@ class FastLane:
             data = endpoint.validated(self._parsed(request))
         except Exception:  # Django's path answers a body it refuses
             return None
+        call = LaneCall(token=None, counted=None, touched=False, started=started)
         try:
             token, counted = token_call_for_secret(
                 bearer_secret(request.META["HTTP_AUTHORIZATION"]), via_query=False, count_call=True
@@ -112,14 +113,15 @@ class FastLane:
         except AuthenticationError:  # Django's path checks the token again and refuses it
             return None
         except Exception as exc:
-            hand_over(request, LaneCall(token=None, counted=None, touched=False, started=started, failure=exc))
+            hand_over(request, replace(call, failure=exc))
             return None
+        call = replace(call, token=token, counted=counted)
         try:
             token_touch(token)
         except Exception as exc:
-            hand_over(request, LaneCall(token=token, counted=counted, touched=False, started=started, failure=exc))
+            hand_over(request, replace(call, failure=exc))
             return None
-        call = LaneCall(token=token, counted=rate_verdict(token, counted), touched=True, started=started)
+        call = replace(call, counted=rate_verdict(token, counted), touched=True)
         hand_over(request, call)  # from here on, Django's path takes the call as the lane leaves it
         if call.counted is not None and not call.counted.allowed:
             return None
