@@ -40,9 +40,11 @@ from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RoutePattern
+from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 
 from memory.access import WORKSPACE_HEADER, Access
 from memory.api.authentication import BearerTokenAuthentication
@@ -71,10 +73,9 @@ CHECKED_MIDDLEWARE = (
     "django.middleware.clickjacking.XFrameOptionsMiddleware",  # run by the lane
     "allauth.account.middleware.AccountMiddleware",  # acts on a 404 only
 )
-# The Content-Type and Accept headers the lane takes, as clients send them (curl, httpx, requests, fetch); DRF's
-# parser and content negotiation take more, and answer the rest: Django's path gets those.
+# The Content-Type headers the lane takes, as clients send them (curl, httpx, requests, fetch, axios); DRF's parser
+# takes more, and answers the rest: Django's path gets those. The Accept header is negotiated by DRF's own class.
 JSON_BODIES = frozenset({"application/json", "application/json; charset=utf-8", "application/json;charset=utf-8"})
-JSON_ANSWERS = frozenset({"*/*", "application/json"})
 _WORKSPACE_META = "HTTP_" + WORKSPACE_HEADER.upper().replace("-", "_")
 
 
@@ -86,6 +87,7 @@ class FastLane:
         self._frames = XFrameOptionsMiddleware(_never_called)
         self._parser = LimitedJSONParser()
         self._renderer = JSONRenderer()
+        self._negotiation = DefaultContentNegotiation()
 
     def routes(self) -> dict[str, type[Endpoint]]:
         """Each path the lane answers (path_info), and its endpoint: from the URL configuration, on first use."""
@@ -98,7 +100,7 @@ class FastLane:
     def answer(self, request: HttpRequest) -> HttpResponse | None:
         """The answer to an ordinary call of a lane endpoint; None hands the call to Django's path."""
         endpoint = self.routes().get(request.path_info)
-        if endpoint is None or not self._ordinary(request):
+        if endpoint is None or not self._ordinary(request) or (accepted := self._accepted(request)) is None:
             return None
         started = time.perf_counter()
         try:
@@ -128,7 +130,7 @@ class FastLane:
         access = None
         try:
             access = rest_access(token, data, request.META.get(_WORKSPACE_META))
-            response = self._answered(request, endpoint, access, data)
+            response = self._answered(request, endpoint, access, data, accepted)
         except Exception as exc:
             hand_over(request, replace(call, access=access, failure=exc))
             return None
@@ -146,11 +148,11 @@ class FastLane:
         return response
 
     def _answered(
-        self, request: HttpRequest, endpoint: type[Endpoint], access: Access, data: dict[str, Any]
+        self, request: HttpRequest, endpoint: type[Endpoint], access: Access, data: dict[str, Any], accepted: str
     ) -> HttpResponse:
         view = endpoint()
         response = HttpResponse(
-            self._renderer.render(endpoint.answer_of(view.handle(access, data))),
+            self._renderer.render(endpoint.answer_of(view.handle(access, data)), accepted_media_type=accepted),
             content_type=self._renderer.media_type,
             status=endpoint.success_status,
         )
@@ -163,8 +165,8 @@ class FastLane:
         return response
 
     def _ordinary(self, request: HttpRequest) -> bool:
-        """A call the lane answers as Django's path would: a bearer token, a JSON body of a declared length, an
-        answer in plain JSON, no cookie, no query string, a valid host, no redirect, no outage."""
+        """A call the lane answers as Django's path would: a bearer token, a JSON body of a declared length, no
+        cookie, no query string, a valid host, no redirect, no outage."""
         meta = request.META
         if request.method != "POST" or meta.get("QUERY_STRING") or meta.get("HTTP_COOKIE"):
             return False
@@ -172,9 +174,7 @@ class FastLane:
             return False
         if meta.get("CONTENT_TYPE", "").lower() not in JSON_BODIES or int(meta["CONTENT_LENGTH"]) == 0:
             return False
-        if meta.get("HTTP_ACCEPT", "*/*").lower() not in JSON_ANSWERS or not bearer_secret(
-            meta.get("HTTP_AUTHORIZATION", "")
-        ):
+        if not bearer_secret(meta.get("HTTP_AUTHORIZATION", "")):
             return False
         if outage_noted():
             return False
@@ -182,6 +182,14 @@ class FastLane:
             return self._security.process_request(request) is None and self._common.process_request(request) is None
         except Exception:
             return False
+
+    def _accepted(self, request: HttpRequest) -> str | None:
+        """The media type DRF's content negotiation accepts for the answer (the JSON renderer's, with what the Accept
+        header adds to it: `indent=4`), as DRF renders it; None when it accepts none (Django's path answers 406)."""
+        try:
+            return self._negotiation.select_renderer(Request(request), [self._renderer])[1]
+        except NotAcceptable:
+            return None
 
     def _parsed(self, request: HttpRequest) -> Any:
         """The JSON body, through the API's parser under DRF's encoding rule (ParseError, ValidationError, ...)."""
