@@ -88,7 +88,9 @@ def test_served_rows_use_mem0s_served_seconds_and_ours_over_rest() -> None:
     )
     rest = [0.010, 0.012]
     ours = measured(
-        common | {"query_seconds": rest, "served_seconds": rest, "served_found": found, "in_process_seconds": [0.004]},
+        common
+        | {"query_seconds": rest, "served_seconds": rest, "served_found": found, "in_process_seconds": [0.004]}
+        | {"again_seconds": [0.008, 0.010]},
         3,
         questions,
     )
@@ -98,15 +100,18 @@ def test_served_rows_use_mem0s_served_seconds_and_ours_over_rest() -> None:
     assert (mem0["frac"], mem0["served_frac"]) == (1.0, 0.0)  # each side's answers scored as they came
     assert (ours["p50"], ours["served_p50"], ours["in_process_p50"]) == pytest.approx((11.0, 11.0, 4.0))
     assert ours["served_frac"] == ours["frac"] == 1.0
+    # The questions asked again: ours over REST a second time; mem0, which keeps nothing between searches, as it was.
+    assert (ours["again_p50"], mem0["again_p50"]) == pytest.approx((9.0, 6.0))
 
 
 def test_the_report_puts_each_rows_figures_of_both_sides_beside_their_ratio(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.peers import report
 
     figures = {"ingest": 200.0, "ingest_polled": 190.0, "p50": 10.0, "p95": 16.0, "served_p50": 10.0,
-               "served_p95": 16.0, "in_process_p50": 5.0, "embed_p50": 1.0, "frac": 0.75, "served_frac": 0.75,
-               "rss": 800.0, "pss": 400.0, "per_category": {}}  # fmt: skip
+               "served_p95": 16.0, "in_process_p50": 5.0, "again_p50": 9.0, "embed_p50": 1.0, "frac": 0.75,
+               "served_frac": 0.75, "rss": 800.0, "pss": 400.0, "per_category": {}}  # fmt: skip
     peer = figures | {"ingest": 100.0, "p50": 5.0, "served_p50": 8.0, "in_process_p50": 5.0, "frac": 0.5, "pss": 320.0}
+    peer["again_p50"] = 5.0
     ours_raw = {"migrate_seconds": 1.0, "stored": {}, "embedder": "minilm", "failed": 0, "planner_statistics": {},
                 "peak_parts": {}}  # fmt: skip
     peer_raw = {"version": "mem0ai", "stored": 1, "notes": [], "peak_parts": {}}
@@ -119,6 +124,8 @@ def test_the_report_puts_each_rows_figures_of_both_sides_beside_their_ratio(caps
     assert rows["query p50, ms (ours over REST, mem0 in process)"] == ["10.0", "5.0", "2.00"]
     served = "query p50, both served over HTTP (mem0: FastAPI + uvicorn, as its REST server), ms"
     assert rows[served] == ["10.0", "8.0", "1.25"]
+    again = "query p50, each question asked again (ours over REST, its words counted; mem0 in process), ms"
+    assert rows[again] == ["9.0", "5.0", "1.80"]
     assert rows["frac@10, categories 1-4"] == ["0.750", "0.500", "1.50"]
     assert rows["peak memory PSS, MiB (all processes)"] == ["400.0", "320.0", "1.25"]
 
