@@ -11,10 +11,11 @@ the user) and the same questions (categories 1-4), and alternates which side goe
   `POST /ingest/conversation` per session (message id = dia id, the session's date and time), timed from the
   first request until the last receipt finished (its `finishedAt`, found by polling `POST /source/processing/get`
   every 0.1 s as a chat host does; the rate as the polling saw it is printed too); then one `POST /query/search`
-  with `limit: 10` per question, timed as the HTTP round trip (every question the store's first of its words), and the
-  same questions again (their words' counts cached: the cold part of the first pass, told apart). No ANALYZE is run:
-  the store is searched the way a user would find it. The driver closes its own database connection before the
-  measured part and opens it again only after: a chat host has no backend of its own in the service.
+  with `limit: 10` per question, timed as the HTTP round trip (most questions bring words the store has not been asked
+  before), and the same questions again (their words' counts cached: the cold part of the first pass, told apart; mem0
+  asks its questions twice too). No ANALYZE is run: the store is searched the way a user would find it. The driver
+  closes its own database connection before the measured part and opens it again only after: a chat host has no
+  backend of its own in the service.
   After that, on mem0's footing, the same questions through `search()` in the driver's process on the same store
   (no HTTP, no request path), and each question's embedding alone: rows of their own, beside the goal's.
 - mem0 (`mem0ai==2.2.1`) in a virtualenv of its own (var/peers/venv, created and filled by this script, never a
@@ -392,9 +393,9 @@ def ours(sample: dict[str, Any], data_dir: Path, concurrency: int) -> dict[str, 
                 answer = post(clients["peers"], "/query/search", {"query": question["question"], "limit": LIMIT})
                 seconds.append(time.perf_counter() - began)
                 found.append([message_ids([result]) for result in answer["searchResults"]])
-            # Every question above was the store's first of its words (their rows counted on the search's path, as
-            # memory.recall.word_statistics says); asked again, they are not: the two passes part the cold cost from
-            # the request path's.
+            # Above, most questions met some of their words for the first time (their rows counted on the search's
+            # path, memory.recall.word_statistics); asked again, they find them counted: the second pass tells that
+            # cold part from the request path's. Inside the peak-memory window, as searching is part of the work.
             again: list[float] = []
             for question in questions:
                 began = time.perf_counter()
@@ -506,8 +507,7 @@ def measured(side: dict[str, Any], turns: int, questions: list[dict[str, Any]]) 
             # mem0's search is in process already: its query_seconds
             "in_process_p50": 1000 * statistics.median(side.get("in_process_seconds", side["query_seconds"])),
             "embed_p50": 1000 * statistics.median(side["embed_seconds"]),
-            # mem0 keeps nothing from one search for the next: its one pass in process
-            "again_p50": 1000 * statistics.median(side.get("again_seconds", side["query_seconds"])),
+            "again_p50": 1000 * statistics.median(side["again_seconds"]),
             "frac": overall, "per_category": per_category,
             "rss": side["peak_rss"], "pss": side["peak_pss"]}  # fmt: skip
 
@@ -526,7 +526,7 @@ def report(
             ("query p95, ms (ours over REST, mem0 in process)", "p95", ""),
             ("query p50, both served over HTTP (mem0: FastAPI + uvicorn, as its REST server), ms", "served_p50", ""),
             ("query p95, both served over HTTP, ms", "served_p95", ""),
-            ("query p50, each question asked again (ours over REST, its words counted; mem0 in process), ms",
+            ("query p50, the questions asked again (ours over REST, their words counted; mem0 in process), ms",
              "again_p50", ""),
             ("query p50 in process (ours: search() on the same store, no HTTP), ms", "in_process_p50", ""),
             ("the query's embedding alone, p50, ms", "embed_p50", ""), ("frac@10, categories 1-4", "frac", "> 1"),

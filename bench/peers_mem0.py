@@ -3,7 +3,8 @@ project's. bench/peers.py imports `dia_ids` from it (this module imports only th
 
 Reads one job as JSON on stdin: the turns to add, the questions to ask, where to keep the Qdrant store, the
 MiniLM model file with its sha256 and the tokenizer file. Writes one JSON object on stdout: the seconds the adds
-took, each question's seconds and its results in rank order (each as a list of the one dia id it holds).
+took, each question's seconds (asked once, then all again) and its results in rank order (each as a list of the one
+dia id it holds).
 
 With a `port` in the job, it serves that store instead, as mem0's own REST server does (`server/main.py` of mem0's
 repository: FastAPI on uvicorn, a plain `def` endpoint that FastAPI runs on its thread pool, its answer encoded by
@@ -165,6 +166,11 @@ def main() -> None:
         results = mem.search(question, top_k=job["limit"], filters={"user_id": user})["results"]
         seconds.append(time.perf_counter() - began)
         found.append(dia_ids(results))
+    again = []  # the same questions a second time, as the other side asks them again
+    for question in job["questions"]:
+        began = time.perf_counter()
+        mem.search(question, top_k=job["limit"], filters={"user_id": user})
+        again.append(time.perf_counter() - began)
     embedded = []  # the query's embedding alone: the part of a search both sides pay alike
     for question in job["questions"]:
         began = time.perf_counter()
@@ -176,6 +182,7 @@ def main() -> None:
         {
             "ingest_seconds": added,
             "query_seconds": seconds,
+            "again_seconds": again,
             "embed_seconds": embedded,
             "found": found,
             "stored": len(mem.get_all(filters={"user_id": user}, top_k=100_000)["results"]),

@@ -127,6 +127,7 @@ def test_the_lane_answers_an_ordinary_call_as_djangos_path_does(
 def test_the_lane_takes_the_headers_clients_send_and_answers_as_djangos_path_does(
     api: Api, owner: Persona, memory: None, headers: dict[str, str]
 ) -> None:
+    headers = dict(headers)  # the parameter's own dict stays as it is, for a rerun
     content_type = headers.pop("Content-Type", "application/json")
     answered = FastLane().answer(post(SEARCH, owner, content_type=content_type, headers=headers))
     assert answered is not None
@@ -244,16 +245,18 @@ def test_a_refused_rate_is_answered_by_djangos_path_and_a_handed_over_call_count
     assert list(logged) == [(200, ""), (400, "VALIDATION_ERROR"), (200, ""), (429, "RATE_LIMITED")]
 
 
+@pytest.mark.parametrize("accept", [{}, {"Accept": "application/json; indent=4"}])  # handed over once negotiated
 def test_an_access_refused_after_the_tokens_check_is_answered_by_djangos_path(
-    api: Api, owner: Persona, other: Persona, memory: None
+    api: Api, owner: Persona, other: Persona, memory: None, accept: dict[str, str]
 ) -> None:
     body = {**ASKED, "userId": "alice"}  # bob may not act for alice
-    made = post(SEARCH, other, body)
+    made = post(SEARCH, other, body, headers=accept)
     assert FastLane().answer(made) is None
     assert handed_over(made) is not None
     answer = djangos_path(made)
-    same_answer(answer, api.post(SEARCH, other, body))
+    same_answer(answer, api.post(SEARCH, other, body, headers=accept))
     assert error_code(answer) == "NOT_FOUND"  # out of reach reads as not found
+    assert (b'\n    "error"' in answer.content) == bool(accept)  # indented as asked, by Django's path
 
 
 def test_a_token_the_lane_could_not_touch_is_touched_and_counted_once_by_djangos_path(
