@@ -105,6 +105,7 @@ class MemoryGet(Endpoint):
     """The current value of a key."""
 
     tool = "memory.get"
+    fast_lane = True
     response_schema = shape("OneMemoryOut", memory=one(MemoryOut))
     request_serializer = ReadIn
     example_request = {"key": "project.apollo.db"}
@@ -161,6 +162,7 @@ class MemorySearch(Endpoint):
     substring) up to `limit`."""
 
     tool = "memory.search"
+    fast_lane = True
     response_schema = MemoriesOut
     request_serializer = MemorySearchIn
     example_request = {"query": "apollo database"}

@@ -283,6 +283,7 @@ class ContextBootstrap(Endpoint):
     and all of it as `formattedResult`."""
 
     tool = "context.bootstrap"
+    fast_lane = True
     response_schema = shape(
         "BootstrapOut", atlas=text(allow_blank=True), pinned=many(ClaimBriefOut), preferences=many(ClaimBriefOut),
         openCommitments=many(CommitmentOut), formattedResult=text(**FORMATTED),

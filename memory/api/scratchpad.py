@@ -48,6 +48,7 @@ class ScratchpadRead(Endpoint):
     """The partition's scratchpad and its version."""
 
     tool = "scratchpad.read"
+    fast_lane = True
     response_schema = ScratchpadOut
 
     def handle(self, access: Access, data: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,9 @@ from config.handler import OneHopHandler
 from memory.access import WORKSPACE_HEADER, access_for_token
 from memory.api.handover import LaneCall, hand_over, handed_over
 from memory.api.lane import CHECKED_MIDDLEWARE, FastLane, lane_routes
-from memory.api.recall import QueryReference, QuerySearch, StewardRecall
+from memory.api.memories import MemoryGet, MemorySearch
+from memory.api.recall import ContextBootstrap, QueryReference, QuerySearch, StewardRecall
+from memory.api.scratchpad import ScratchpadRead
 from memory.connectivity import note_outage, outage_noted, probe
 from memory.errors import NotFound
 from memory.models import ChangeSurface, Scope, ToolEvent, User
@@ -40,6 +42,20 @@ CALLS: dict[str, dict[str, Any]] = {
     "/query/search": {"query": "zeppelin balloon rides", "limit": 5},
     "/query/reference": {"query": "zeppelin balloon handbook"},
     "/recall": {"query": "zeppelin balloon rides"},
+    "/context/bootstrap": {},
+    "/memory/get": {"key": "balloon.pilot"},
+    "/memory/search": {"query": "Ada"},
+    "/scratchpad/read": {},
+}
+# What each answer holds when it found the memory the fixture made.
+FOUND = {
+    "/query/search": "searchResults",
+    "/query/reference": "searchResults",
+    "/recall": "memories",
+    "/context/bootstrap": "formattedResult",
+    "/memory/get": "memory",
+    "/memory/search": "memories",
+    "/scratchpad/read": "content",
 }
 SEARCH = "/query/search"
 ASKED = CALLS[SEARCH]
@@ -49,6 +65,11 @@ ASKED = CALLS[SEARCH]
 def memory(api: Api, owner: Persona) -> None:
     say(api, owner, "I love zeppelin balloon rides over the lake.", "My sister Ada flies zeppelins for a living.")
     save_reference(api, owner, "handbook", "The zeppelin balloon handbook: check the envelope before every ride.")
+    for path, body in (
+        ("/memory/save", {"key": "balloon.pilot", "value": "Ada", "kind": "fact"}),
+        ("/scratchpad/write", {"content": "Ask Ada about the next zeppelin ride."}),
+    ):
+        assert api.post(path, owner, body).status_code == 200
 
 
 def post(
@@ -107,7 +128,7 @@ def test_the_lane_answers_an_ordinary_call_as_djangos_path_does(
     expected = api.post(path, owner, CALLS[path])
     assert expected.status_code == 200
     same_answer(answered, expected)
-    assert json.loads(answered.content)[("memories" if path == "/recall" else "searchResults")]  # found something
+    assert json.loads(answered.content)[FOUND[path]]  # found something
 
 
 @pytest.mark.parametrize(
@@ -138,7 +159,15 @@ def test_the_lane_takes_the_read_endpoints_that_ask_for_it_under_the_chain_it_wa
     # A change of the middleware chain turns the lane off until someone checks what the new middleware does to an API
     # call, and adds it to CHECKED_MIDDLEWARE (memory.api.lane) or makes the lane run it.
     assert tuple(settings.MIDDLEWARE) == CHECKED_MIDDLEWARE
-    assert lane_routes() == {"/query/search": QuerySearch, "/query/reference": QueryReference, "/recall": StewardRecall}
+    assert lane_routes() == {
+        "/query/search": QuerySearch,
+        "/query/reference": QueryReference,
+        "/recall": StewardRecall,
+        "/context/bootstrap": ContextBootstrap,
+        "/memory/get": MemoryGet,
+        "/memory/search": MemorySearch,
+        "/scratchpad/read": ScratchpadRead,
+    }
 
 
 def test_another_middleware_chain_turns_the_lane_off(settings: Any, owner: Persona, memory: None) -> None:
@@ -403,12 +432,13 @@ def test_a_served_call_is_answered_as_djangos_path_answers_it_for_every_persona(
     server: AsgiService, api: Api, owner: Persona, other: Persona, outsider: Persona, revoked: Persona, memory: None
 ) -> None:
     calls: list[tuple[str, Persona | None, dict[str, Any] | str]] = [
-        *((path, owner, body) for path, body in CALLS.items()),
-        (SEARCH, other, ASKED),  # bob's own (empty) memory
-        (SEARCH, other, {**ASKED, "userId": "alice"}),
-        (SEARCH, outsider, ASKED),
-        (SEARCH, revoked, ASKED),
-        (SEARCH, None, ASKED),
+        *(
+            (path, persona, body)
+            for path, body in CALLS.items()
+            for persona in (owner, other, outsider, revoked, None)  # bob's own memory: empty, or NOT_FOUND
+        ),
+        *((path, other, {**body, "userId": "alice"}) for path, body in CALLS.items()),
+        *((path, owner, "[]") for path in CALLS),
         (SEARCH, owner, {"query": ""}),
         (SEARCH, owner, '{"query": '),
     ]
