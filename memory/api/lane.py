@@ -1,5 +1,6 @@
-"""The fast lane: the hot read calls (`/query/search`, `/query/reference`, `/recall`) answered without Django's
-middleware chain, URL resolver and DRF's view machinery, by the same services, parser, serializer and renderer.
+"""The fast lane: the hot read calls (the searches, `/recall`, `/context/bootstrap`, `/memory/get`, `/memory/search`,
+`/scratchpad/read`: endpoints that set `fast_lane`) answered without Django's middleware chain, URL resolver and DRF's
+view machinery, by the same services, parser, serializer and renderer.
 
 Around a search those cost 0.6-0.8 ms of the request's thread in process and a median 0.7 ms served (0.3-1.3 a
 round; docs/benchmarks.md, thirty-second pass), for a call that needs none of them: a bearer token, a JSON body, a
