@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -48,14 +48,14 @@ CALLS: dict[str, dict[str, Any]] = {
     "/scratchpad/read": {},
 }
 # What each answer holds when it found the memory the fixture made.
-FOUND = {
-    "/query/search": "searchResults",
-    "/query/reference": "searchResults",
-    "/recall": "memories",
-    "/context/bootstrap": "formattedResult",
-    "/memory/get": "memory",
-    "/memory/search": "memories",
-    "/scratchpad/read": "content",
+FOUND: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "/query/search": lambda answer: bool(answer["searchResults"]),
+    "/query/reference": lambda answer: bool(answer["searchResults"]),
+    "/recall": lambda answer: bool(answer["memories"]),
+    "/context/bootstrap": lambda answer: "zeppelin" in json.dumps(answer["preferences"] + answer["pinned"]),
+    "/memory/get": lambda answer: "\nAda\n" in answer["memory"]["value"],  # between the untrusted-data markers
+    "/memory/search": lambda answer: bool(answer["memories"]),
+    "/scratchpad/read": lambda answer: "Ask Ada about the next zeppelin ride." in answer["content"],
 }
 SEARCH = "/query/search"
 ASKED = CALLS[SEARCH]
@@ -128,7 +128,48 @@ def test_the_lane_answers_an_ordinary_call_as_djangos_path_does(
     expected = api.post(path, owner, CALLS[path])
     assert expected.status_code == 200
     same_answer(answered, expected)
-    assert json.loads(answered.content)[FOUND[path]]  # found something
+    assert FOUND[path](json.loads(answered.content))  # found what the fixture made
+
+
+@pytest.mark.parametrize("path", list(CALLS))
+def test_the_lane_answers_another_users_call_of_their_own_memory_as_djangos_path_does(
+    api: Api, other: Persona, memory: None, path: str
+) -> None:
+    answered = FastLane().answer(post(path, other, CALLS[path]))  # bob's memory holds nothing: found nothing, or 404
+    expected = api.post(path, other, CALLS[path])
+    if expected.status_code == 200:
+        assert answered is not None
+        same_answer(answered, expected)
+        assert not FOUND[path](json.loads(answered.content))
+    else:
+        assert answered is None
+        assert error_code(expected) == "NOT_FOUND"
+
+
+@pytest.mark.parametrize("path", ["/context/bootstrap", "/scratchpad/read"])  # their bodies are optional
+def test_a_call_without_a_body_is_handed_over_and_one_of_blanks_is_answered_as_djangos_path_does(
+    api: Api, owner: Persona, memory: None, path: str
+) -> None:
+    bare = post(path, owner, raw="")
+    assert FastLane().answer(bare) is None
+    assert handed_over(bare) is None
+    same_answer(djangos_path(bare), api.post(path, owner, raw=""))
+    answered = FastLane().answer(post(path, owner, raw=" "))  # parsed as {} by the API's parser
+    assert answered is not None
+    same_answer(answered, api.post(path, owner, raw=" "))
+
+
+def test_a_scratchpad_read_without_a_partition_is_refused_by_djangos_path_once_counted(
+    api: Api, owner: Persona, memory: None
+) -> None:
+    workspace = {WORKSPACE_HEADER: "everything"}  # every partition in reach: which scratchpad is not said
+    made = post("/scratchpad/read", owner, {}, headers=workspace)
+    assert FastLane().answer(made) is None
+    handed = handed_over(made)
+    assert handed is not None and handed.counted is not None
+    answer = djangos_path(made)
+    same_answer(answer, api.post("/scratchpad/read", owner, {}, headers=workspace))
+    assert answer.status_code == 400
 
 
 @pytest.mark.parametrize(
