@@ -60,6 +60,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from bench.locomo import CATEGORIES, CATEGORY_NAMES, asked_qa, sample_named, score, scored_ids, sessions  # noqa: E402
+from bench.peers_mem0 import timed  # noqa: E402
 from bench.report import headline, percentile  # noqa: E402
 
 # mem0's side, pinned. The embedding runtime is pinned to the project's own versions (requirements/base.txt).
@@ -279,8 +280,6 @@ def served_mem0(python: Path, job: dict[str, Any], environment: dict[str, str]) 
     with log_path.open("w") as log:
         child = subprocess.Popen([python, str(ROOT / "bench" / "peers_mem0.py")], stdin=subprocess.PIPE,
                                  stdout=log, stderr=subprocess.STDOUT, text=True, env=environment)  # fmt: skip
-    seconds: list[float] = []
-    found: list[Any] = []
     try:
         assert child.stdin is not None
         child.stdin.write(json.dumps(served_job | {"port": port, "api_key": key}))
@@ -302,11 +301,9 @@ def served_mem0(python: Path, job: dict[str, Any], environment: dict[str, str]) 
             asked = {"user_id": job["user"], "top_k": job["limit"]}
             # The server's first request, outside the measurement, as this project's warm-up search.
             post(client, "/search", asked | {"query": "What do I like?"})
-            for question in job["questions"]:
-                began = time.perf_counter()
-                answer = post(client, "/search", asked | {"query": question})
-                seconds.append(time.perf_counter() - began)
-                found.append(dia_ids(answer["results"]))
+            seconds, answers = timed(lambda question: post(client, "/search", asked | {"query": question}),
+                                     job["questions"])  # fmt: skip
+            found = [dia_ids(answer["results"]) for answer in answers]
     finally:
         stop(child)
     return seconds, found
@@ -386,21 +383,16 @@ def ours(sample: dict[str, Any], data_dir: Path, concurrency: int) -> dict[str, 
             polled = time.perf_counter() - began
             ingested = finished - sent  # the service's own clock, on this machine: not the polling's delay
             searched_from = time.time()
-            seconds: list[float] = []
-            found: list[list[list[str]]] = []
-            for question in questions:
-                began = time.perf_counter()
-                answer = post(clients["peers"], "/query/search", {"query": question["question"], "limit": LIMIT})
-                seconds.append(time.perf_counter() - began)
-                found.append([message_ids([result]) for result in answer["searchResults"]])
+
+            def searched(question: dict[str, Any]) -> dict[str, Any]:
+                return post(clients["peers"], "/query/search", {"query": question["question"], "limit": LIMIT})
+
+            seconds, answers = timed(searched, questions)
+            found = [[message_ids([result]) for result in answer["searchResults"]] for answer in answers]
             # Above, most questions met some of their words for the first time (their rows counted on the search's
             # path, memory.recall.word_statistics); asked again, they find them counted: the second pass tells that
             # cold part from the request path's. Inside the peak-memory window, as searching is part of the work.
-            again: list[float] = []
-            for question in questions:
-                began = time.perf_counter()
-                post(clients["peers"], "/query/search", {"query": question["question"], "limit": LIMIT})
-                again.append(time.perf_counter() - began)
+            again, _ = timed(searched, questions)
             for client in clients.values():
                 client.close()
         in_process, embedded = searched_in_process("peers", [question["question"] for question in questions])
@@ -429,16 +421,8 @@ def searched_in_process(username: str, questions: list[str]) -> tuple[list[float
 
     access = access_for_user(user=User.objects.get(username=username))
     search(access, SearchRequest(query="What do I like?", limit=LIMIT))  # the model's first run in this process
-    searched, embedded = [], []
-    for question in questions:
-        began = time.perf_counter()
-        search(access, SearchRequest(query=question, limit=LIMIT))
-        searched.append(time.perf_counter() - began)
-    embedder = get_embedder()
-    for question in questions:
-        began = time.perf_counter()
-        embedder.embed_query(question)
-        embedded.append(time.perf_counter() - began)
+    searched, _ = timed(lambda question: search(access, SearchRequest(query=question, limit=LIMIT)), questions)
+    embedded, _ = timed(get_embedder().embed_query, questions)
     return searched, embedded
 
 

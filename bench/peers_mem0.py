@@ -28,6 +28,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,18 @@ TEXTS = {
 }
 
 
+def timed(
+    ask: Callable[[Any], Any], items: list[Any], clock: Callable[[], float] = time.perf_counter
+) -> tuple[list[float], list[Any]]:
+    """Each item asked in turn: the seconds each took, and each answer (every timed loop of both sides)."""
+    seconds, answers = [], []
+    for item in items:
+        began = clock()
+        answers.append(ask(item))
+        seconds.append(clock() - began)
+    return seconds, answers
+
+
 def dia_ids(results: list[dict[str, Any]]) -> list[list[str]]:
     """Each result of a mem0 search, in rank order, as the dia id of the turn it holds (bench/peers.py scores them)."""
     return [[dia_id] if (dia_id := (result.get("metadata") or {}).get("dia_id")) else [] for result in results]
@@ -159,23 +172,15 @@ def main() -> None:
         message = {"role": turn["role"], "content": content, "name": turn["speaker"]}
         mem.add([message], user_id=user, metadata={"dia_id": turn["dia_id"], "session": turn["session"]}, infer=False)
     added = time.perf_counter() - began
-    seconds: list[float] = []
-    found: list[list[list[str]]] = []
-    for question in job["questions"]:
-        began = time.perf_counter()
-        results = mem.search(question, top_k=job["limit"], filters={"user_id": user})["results"]
-        seconds.append(time.perf_counter() - began)
-        found.append(dia_ids(results))
-    again = []  # the same questions a second time, as the other side asks them again
-    for question in job["questions"]:
-        began = time.perf_counter()
-        mem.search(question, top_k=job["limit"], filters={"user_id": user})
-        again.append(time.perf_counter() - began)
-    embedded = []  # the query's embedding alone: the part of a search both sides pay alike
-    for question in job["questions"]:
-        began = time.perf_counter()
-        mem.embedding_model.embed(question, "search")
-        embedded.append(time.perf_counter() - began)
+
+    def searched(question: str) -> Any:
+        return mem.search(question, top_k=job["limit"], filters={"user_id": user})["results"]
+
+    seconds, answers = timed(searched, job["questions"])
+    found = [dia_ids(results) for results in answers]
+    again, _ = timed(searched, job["questions"])  # the same questions a second time, as the other side asks them
+    # The query's embedding alone: the part of a search both sides pay alike.
+    embedded, _ = timed(lambda question: mem.embedding_model.embed(question, "search"), job["questions"])
     import mem0
 
     json.dump(

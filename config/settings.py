@@ -122,8 +122,9 @@ DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 10)
 # Threads of the web process that run Django's (synchronous) middleware and views, one request each
 # (config.handler); requests beyond them wait for one on the event loop.
 WEB_THREADS = env_int("WEB_THREADS", 32)
-# Ordinary calls of the hot read endpoints (search, reference, recall) are answered without the middleware chain,
-# the URL resolver and DRF's view machinery, by the same services; anything else takes Django's path (memory.api.lane).
+# Ordinary calls of the hot read endpoints (those that set `fast_lane`: the searches, recall, the bootstrap, keyed
+# memories, the scratchpad) are answered without the middleware chain, the URL resolver and DRF's view machinery, by
+# the same services; anything else takes Django's path (memory.api.lane).
 REST_FAST_LANE = env_bool("REST_FAST_LANE", True)
 DATABASES: dict[str, Any] = {
     # Health checks: a kept or pooled connection the server dropped while idle (a restart, an admin's terminate)

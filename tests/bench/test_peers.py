@@ -138,3 +138,12 @@ def test_mem0_results_are_read_as_the_dia_ids_of_their_turns() -> None:
     results: list[dict[str, Any]] = [{"metadata": {"dia_id": "D1:1"}}, {"metadata": None}, {"memory": "no metadata"}]
 
     assert dia_ids(results) == [["D1:1"], [], []]
+
+
+def test_timed_gives_each_answer_in_order_with_the_seconds_it_took() -> None:
+    from bench.peers_mem0 import timed
+
+    clock = iter([10.0, 10.5, 20.0, 20.0, 30.0, 30.25])  # each item's start and end, as the clock reads them
+    seconds, answers = timed(lambda item: item * 2, [2, 0, 1], clock=lambda: next(clock))
+    assert answers == [4, 0, 2]
+    assert seconds == [0.5, 0.0, 0.25]
