@@ -21,8 +21,9 @@ that acts on an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMid
 and process_response); the rest of the chain does nothing for a request without a cookie whose view reads neither
 the session nor the user. The lane is off when the chain is not the one it was checked against
 (`CHECKED_MIDDLEWARE`), and takes an endpoint only under the DRF policy and the steps it reproduces
-(`_reproducible`) at a path no other pattern takes first. tests/memory/test_fast_lane.py compares its answers with
-Django's path's: the bytes and the headers in order. REST_FAST_LANE=false turns it off.
+(`_reproducible`), made by `as_view()` without arguments or decorator, at a path no other pattern takes first.
+tests/memory/test_fast_lane.py compares its answers with Django's path's: the bytes and the headers in order.
+REST_FAST_LANE=false turns it off.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
@@ -135,6 +136,8 @@ class FastLane:
         except Exception as exc:
             hand_over(request, replace(call, access=access, failure=exc))
             return None
+        if response is None:
+            return None
         call_record(
             surface="rest",
             tool=endpoint.tool,
@@ -150,10 +153,16 @@ class FastLane:
 
     def _answered(
         self, request: HttpRequest, endpoint: type[Endpoint], access: Access, data: dict[str, Any], accepted: str
-    ) -> HttpResponse:
+    ) -> HttpResponse | None:
+        """The lane's answer; None where `handle` answered with a response of its own (Endpoint.respond passes it
+        on, and DRF finishes it by its kind): Django's path runs the call again and answers it, the call counted
+        once. A read call may run twice; no lane endpoint answers so today."""
         view = endpoint()
+        result = view.handle(access, data)
+        if isinstance(result, HttpResponseBase):
+            return None
         response = HttpResponse(
-            self._renderer.render(endpoint.answer_of(view.handle(access, data)), accepted_media_type=accepted),
+            self._renderer.render(endpoint.answer_of(result), accepted_media_type=accepted),
             content_type=self._renderer.media_type,
             status=endpoint.success_status,
         )
@@ -212,14 +221,26 @@ def lane_routes() -> dict[str, type[Endpoint]]:
                 kind = getattr(entry.callback, "cls", None)
                 if isinstance(kind, type) and issubclass(kind, Endpoint) and kind.fast_lane:
                     path = "/" + prefix + str(entry.pattern)
-                    plain = not getattr(entry.callback, "initkwargs", None)  # as_view() without overrides
-                    if plain and _reproducible(kind) and getattr(resolve(path).func, "cls", None) is kind:
+                    if _as_made(entry.callback, kind) and _reproducible(kind) and resolve(path).func is entry.callback:
                         routes[path] = kind
                     else:
                         logger.warning("api.fast_lane_skipped", extra={"tool": kind.tool, "path": path})
 
     walk(get_resolver().url_patterns, "")
     return routes
+
+
+def _as_made(callback: Any, kind: type[Endpoint]) -> bool:
+    """The view is the endpoint's `as_view()` without arguments and under no decorator: a decorator made with
+    `functools.wraps` keeps the view's `cls` and `initkwargs`, and wraps it once more than `as_view()` does."""
+    return not getattr(callback, "initkwargs", None) and _wrappings(callback) == _wrappings(kind.as_view())
+
+
+def _wrappings(view: Any) -> int:
+    depth = 0
+    while (view := getattr(view, "__wrapped__", None)) is not None:
+        depth += 1
+    return depth
 
 
 # Endpoint's (and DRF's) steps the lane runs in its own way; an endpoint that changes one is not answered by the lane.

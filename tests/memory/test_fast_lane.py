@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import path as url
+from django.views.decorators.cache import never_cache
 from psycopg_pool import PoolTimeout
 
 from config.handler import OneHopHandler
@@ -410,23 +411,50 @@ class OtherParse(QuerySearch):
         return super().parse(request)
 
 
+class RespondingGet(MemoryGet):
+    """An endpoint whose `handle` answers with a response of its own, as an endpoint may (Endpoint.respond)."""
+
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return HttpResponse(b'{"answeredBy": "handle"}', content_type="application/json")
+
+
 def other_view(request: HttpRequest) -> HttpResponse:
     return HttpResponse(b"{}", content_type="application/json")
 
 
-# A URL configuration for the test below (ROOT_URLCONF = this module): a path taken by an earlier pattern, and an
-# endpoint that changes one of the steps the lane runs in its own way.
+# A URL configuration for the tests below (ROOT_URLCONF = this module): a path taken by an earlier pattern (another
+# view; the same endpoint made with other arguments), an endpoint that changes one of the steps the lane runs in its
+# own way, an endpoint under a decorator, and one whose `handle` answers with a response.
 urlpatterns = [
     url("query/search", other_view),
     url("query/search", QuerySearch.as_view()),
     url("query/other", OtherParse.as_view()),
+    url("memory/search", MemorySearch.as_view(success_status=200)),
+    url("memory/search", MemorySearch.as_view()),
+    url("scratchpad/read", never_cache(ScratchpadRead.as_view())),
+    url("memory/get", RespondingGet.as_view()),
     url("recall", StewardRecall.as_view()),
 ]
 
 
-def test_the_lane_leaves_a_path_another_pattern_takes_and_an_endpoint_that_changes_its_steps(settings: Any) -> None:
+def test_the_lane_leaves_a_path_another_pattern_takes_a_decorated_view_and_an_endpoint_that_changes_its_steps(
+    settings: Any,
+) -> None:
     settings.ROOT_URLCONF = __name__
-    assert lane_routes() == {"/recall": StewardRecall}
+    assert lane_routes() == {"/memory/get": RespondingGet, "/recall": StewardRecall}
+
+
+def test_a_response_of_the_endpoints_own_is_handed_over_and_answered_by_djangos_path(
+    settings: Any, owner: Persona, memory: None
+) -> None:
+    settings.ROOT_URLCONF = __name__
+    made = post("/memory/get", owner, {"key": "balloon.pilot"})
+    assert FastLane().answer(made) is None
+    handed = handed_over(made)
+    assert handed is not None and handed.failure is None and handed.counted is not None  # counted once, no failure
+    answer = djangos_path(made)
+    assert (answer.status_code, answer.json()) == (200, {"answeredBy": "handle"})
+    assert list(ToolEvent.objects.filter(token=owner.token, tool="memory.get").values_list("status_code")) == [(200,)]
 
 
 def test_the_lanes_call_is_logged_and_its_token_touched(alice: User, memory: None) -> None:
