@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -62,10 +62,33 @@ class BlobAdmin(ReadOnlyAdmin):
     list_select_related = ("owner",)
 
 
+# The models chunks' vectors were made by (a model per owner using it), walked along the index on (owner, model): a
+# probe of it a pair, where a DISTINCT reads every chunk. Chunks not embedded yet (no model) are counted on the
+# maintenance page, not offered.
+CHUNK_MODELS = """
+    WITH RECURSIVE pair AS (
+        (SELECT owner_id, embedding_model FROM memory_chunk ORDER BY owner_id, embedding_model LIMIT 1)
+        UNION ALL
+        SELECT later.owner_id, later.embedding_model FROM pair, LATERAL (
+            SELECT chunk.owner_id, chunk.embedding_model FROM memory_chunk chunk
+            WHERE (chunk.owner_id, chunk.embedding_model) > (pair.owner_id, pair.embedding_model)
+            ORDER BY chunk.owner_id, chunk.embedding_model LIMIT 1
+        ) later
+    )
+    SELECT embedding_model FROM pair WHERE embedding_model <> ''
+"""
+
+
+def _chunk_models() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(CHUNK_MODELS)
+        return [model for (model,) in cursor.fetchall()]
+
+
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("id", "source", "ordinal", "message_id", "speaker", "embedding_model")
-    list_filter = ("embedding_model",)
+    list_filter = (vocabulary_filter("embedding_model", "embedding model", _chunk_models),)
     list_select_related = ("source",)
     exclude = ("text", "embedding")
     deferred = (*heavy("chunk"), *heavy("source", "source"))

@@ -17,10 +17,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memory import admin_base
+from memory import admin_base, admin_knowledge
 from memory.access import Actor, access_for_user
 from memory.admin import _tool_names
-from memory.models import Claim, Evidence, Operation, Source, ToolEvent, User
+from memory.models import Chunk, Claim, Evidence, Operation, Source, ToolEvent, User
 from memory.pipeline import runner
 from memory.pipeline.steps import RECEIPT_ERROR_CODES, StepFailed
 from memory.services.audit import audit_record
@@ -273,3 +273,29 @@ def test_every_error_code_the_pipeline_writes_is_offered() -> None:
     assert written <= set(RECEIPT_ERROR_CODES)
     with pytest.raises(ValueError, match="not a receipt's error code"):
         StepFailed("NOT_FOUND", "a code no receipt holds")
+
+
+def test_chunks_filter_by_the_models_their_vectors_were_made_by_walking_the_index(
+    admin_client: Client, alice: User
+) -> None:
+    bob = UserFactory.create(username="bob")
+    made = [(alice, "minilm-a"), (alice, "minilm-a"), (alice, ""), (alice, "other-b"), (bob, "minilm-a"), (bob, "zz")]
+    for ordinal, (owner, model) in enumerate(made):
+        source = Source.objects.create(owner=owner, partition=owner.partitions.get(), kind="note",
+                                       external_id=f"n{ordinal}", occurred_at=timezone.now())  # fmt: skip
+        Chunk.objects.create(owner=owner, partition=source.partition, source=source, ordinal=0, text="words",
+                             char_start=0, char_end=5, scope=source.scope, occurred_at=source.occurred_at,
+                             embedding_model=model)  # fmt: skip
+    cl, sql = listed(admin_client, "/admin/memory/chunk/")
+    assert not [statement for statement in sql if "DISTINCT" in statement]  # no chunk read for its model
+    offered = [
+        choice["display"] for spec in cl.filter_specs if spec.title == "embedding model" for choice in spec.choices(cl)
+    ]
+    assert offered == ["All", "minilm-a", "other-b", "zz"]  # every owner's, none twice; no blank
+    cl, _ = listed(admin_client, "/admin/memory/chunk/?embedding_model=minilm-a")
+    assert sorted(row.owner.username for row in cl.result_list) == ["alice", "alice", "bob"]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the plan a large table gets, on the test's small one
+        cursor.execute("EXPLAIN " + admin_knowledge.CHUNK_MODELS)
+        plan = "\n".join(row for (row,) in cursor.fetchall())
+    assert plan.count("Index Only Scan using chunk_owner_model") == 2 and "Seq Scan" not in plan
