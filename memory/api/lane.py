@@ -14,7 +14,8 @@ answers an ordinary call only, and hands every other one to Django's path:
   window: Django's path takes the token and the count from there, so nothing is counted twice. A refused rate is
   answered there; so is a failure of the token's check or touch, of the Access (an unknown userId, a partition out
   of reach), the service or the answer, raised there once as if Django's path had met it, with the reconnect and the
-  outage handling of every endpoint. The lane takes read calls only (memory.connectivity.READ_TOOLS).
+  outage handling of every endpoint. So is a call whose `handle` answered with a response of its own: Django's path
+  runs it again (a read, counted once) and answers it. The lane takes read calls only (memory.connectivity.READ_TOOLS).
 
 So the lane answers 200 only; Django's path answers every refusal and failure. Its answer goes through the middleware
 that acts on an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware: their own process_request
@@ -160,6 +161,8 @@ class FastLane:
         view = endpoint()
         result = view.handle(access, data)
         if isinstance(result, HttpResponseBase):
+            # Not closed: close() ends the request (request_finished closes its database connection); a file it
+            # holds is closed as it is collected.
             return None
         response = HttpResponse(
             self._renderer.render(endpoint.answer_of(result), accepted_media_type=accepted),
@@ -231,16 +234,18 @@ def lane_routes() -> dict[str, type[Endpoint]]:
 
 
 def _as_made(callback: Any, kind: type[Endpoint]) -> bool:
-    """The view is the endpoint's `as_view()` without arguments and under no decorator: a decorator made with
-    `functools.wraps` keeps the view's `cls` and `initkwargs`, and wraps it once more than `as_view()` does."""
-    return not getattr(callback, "initkwargs", None) and _wrappings(callback) == _wrappings(kind.as_view())
+    """The view is the endpoint's `as_view()` without arguments and under no decorator: each function along its
+    `__wrapped__` chain runs the code of a fresh `as_view()`'s (a decorator made with `functools.wraps` keeps the
+    view's `cls` and `initkwargs`, and adds a function of its own code)."""
+    return not getattr(callback, "initkwargs", None) and _codes(callback) == _codes(kind.as_view())
 
 
-def _wrappings(view: Any) -> int:
-    depth = 0
-    while (view := getattr(view, "__wrapped__", None)) is not None:
-        depth += 1
-    return depth
+def _codes(view: Any) -> list[Any]:
+    codes = []
+    while view is not None:
+        codes.append(getattr(view, "__code__", None))
+        view = getattr(view, "__wrapped__", None)
+    return codes
 
 
 # Endpoint's (and DRF's) steps the lane runs in its own way; an endpoint that changes one is not answered by the lane.

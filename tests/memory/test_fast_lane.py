@@ -422,9 +422,20 @@ def other_view(request: HttpRequest) -> HttpResponse:
     return HttpResponse(b"{}", content_type="application/json")
 
 
+def copied(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A decorator that copies the view's attributes (its `cls`, `initkwargs` and `__wrapped__`) rather than wrap it."""
+
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return view(request, *args, **kwargs)
+
+    wrapper.__dict__.update(view.__dict__)
+    return wrapper
+
+
 # A URL configuration for the tests below (ROOT_URLCONF = this module): a path taken by an earlier pattern (another
 # view; the same endpoint made with other arguments), an endpoint that changes one of the steps the lane runs in its
-# own way, an endpoint under a decorator, and one whose `handle` answers with a response.
+# own way, endpoints under a decorator (one made with `functools.wraps`, one copying), and one whose `handle`
+# answers with a response.
 urlpatterns = [
     url("query/search", other_view),
     url("query/search", QuerySearch.as_view()),
@@ -432,6 +443,7 @@ urlpatterns = [
     url("memory/search", MemorySearch.as_view(success_status=200)),
     url("memory/search", MemorySearch.as_view()),
     url("scratchpad/read", never_cache(ScratchpadRead.as_view())),
+    url("query/reference", copied(QueryReference.as_view())),
     url("memory/get", RespondingGet.as_view()),
     url("recall", StewardRecall.as_view()),
 ]
@@ -444,17 +456,23 @@ def test_the_lane_leaves_a_path_another_pattern_takes_a_decorated_view_and_an_en
     assert lane_routes() == {"/memory/get": RespondingGet, "/recall": StewardRecall}
 
 
-def test_a_response_of_the_endpoints_own_is_handed_over_and_answered_by_djangos_path(
-    settings: Any, owner: Persona, memory: None
+def test_a_response_of_the_endpoints_own_is_handed_over_and_answered_by_djangos_path_counted_once(
+    settings: Any, alice: User, memory: None
 ) -> None:
     settings.ROOT_URLCONF = __name__
-    made = post("/memory/get", owner, {"key": "balloon.pilot"})
-    assert FastLane().answer(made) is None
+    limited = issue(alice, "limited", scopes=Scope.values, rate_limit_per_minute=2)
+    made = post("/memory/get", limited, {"key": "balloon.pilot"})
+    lane = FastLane()
+    assert lane.answer(made) is None
     handed = handed_over(made)
-    assert handed is not None and handed.failure is None and handed.counted is not None  # counted once, no failure
+    assert handed is not None and handed.failure is None and handed.touched
     answer = djangos_path(made)
     assert (answer.status_code, answer.json()) == (200, {"answeredBy": "handle"})
-    assert list(ToolEvent.objects.filter(token=owner.token, tool="memory.get").values_list("status_code")) == [(200,)]
+    assert list(ToolEvent.objects.filter(token=limited.token).values_list("tool", "status_code")) == [
+        ("memory.get", 200)
+    ]
+    assert lane.answer(post("/recall", limited, CALLS["/recall"])) is not None  # the second call of the minute
+    assert lane.answer(post("/recall", limited, CALLS["/recall"])) is None  # the third refused: counted once above
 
 
 def test_the_lanes_call_is_logged_and_its_token_touched(alice: User, memory: None) -> None:
