@@ -467,7 +467,7 @@ def test_a_response_of_the_endpoints_own_is_handed_over_and_answered_by_djangos_
     handed = handed_over(made)
     assert handed is not None and handed.failure is None and handed.touched
     answer = djangos_path(made)
-    assert (answer.status_code, answer.json()) == (200, {"answeredBy": "handle"})
+    assert (answer.status_code, json.loads(answer.content)) == (200, {"answeredBy": "handle"})
     assert list(ToolEvent.objects.filter(token=limited.token).values_list("tool", "status_code")) == [
         ("memory.get", 200)
     ]
