@@ -84,22 +84,31 @@ class EstimatingPaginator(Paginator):
         return max(int(estimate), LEAST_ESTIMATE)
 
 
-def vocabulary_filter(field: str, title: str, values: Callable[[], Iterable[str]]) -> type[admin.SimpleListFilter]:
+BLANK_CHOICE = "(blank)"  # a vocabulary filter's choice of the rows whose column is blank, where it offers them
+
+
+def vocabulary_filter(
+    field: str, title: str, values: Callable[[], Iterable[str]], *, blank: str = ""
+) -> type[admin.SimpleListFilter]:
     """A list filter on `field` offering `values()` (the column's vocabulary, known to the code) rather than
-    Django's DISTINCT over the table, which reads every row on each page of the list."""
+    Django's DISTINCT over the table, which reads every row on each page of the list; and, named `blank`, the rows
+    whose column is blank."""
 
     class VocabularyFilter(admin.SimpleListFilter):
         parameter_name = field
 
         def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-            return [(value, value) for value in sorted(set(values()))]
+            offered = [(value, value) for value in sorted(set(values()) - {""})]
+            return [*offered, (BLANK_CHOICE, blank)] if blank else offered
 
         def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
             value = self.value()
             offered = {choice for choice, _ in self.lookup_choices}  # lookups(), made once as the filter was
             if value and value not in offered:  # the admin's own answer to a hand-edited filter: ?e=1
                 raise IncorrectLookupParameters(f"{field}: not one of the values offered")
-            return queryset.filter(**{field: value}) if value else queryset
+            if not value:
+                return queryset
+            return queryset.filter(**{field: "" if value == BLANK_CHOICE else value})
 
     VocabularyFilter.title = title
     return VocabularyFilter

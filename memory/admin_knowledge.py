@@ -63,8 +63,7 @@ class BlobAdmin(ReadOnlyAdmin):
 
 
 # The models chunks' vectors were made by (a model per owner using it), walked along the index on (owner, model): a
-# probe of it a pair, where a DISTINCT reads every chunk. Chunks not embedded yet (no model) are counted on the
-# maintenance page, not offered.
+# probe of it a pair, where a DISTINCT reads every chunk. Chunks not embedded yet (no model) are a choice of their own.
 CHUNK_MODELS = """
     WITH RECURSIVE pair AS (
         (SELECT owner_id, embedding_model FROM memory_chunk ORDER BY owner_id, embedding_model LIMIT 1)
@@ -75,7 +74,7 @@ CHUNK_MODELS = """
             ORDER BY chunk.owner_id, chunk.embedding_model LIMIT 1
         ) later
     )
-    SELECT embedding_model FROM pair WHERE embedding_model <> ''
+    SELECT embedding_model FROM pair
 """
 
 
@@ -88,7 +87,7 @@ def _chunk_models() -> list[str]:
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("id", "source", "ordinal", "message_id", "speaker", "embedding_model")
-    list_filter = (vocabulary_filter("embedding_model", "embedding model", _chunk_models),)
+    list_filter = (vocabulary_filter("embedding_model", "embedding model", _chunk_models, blank="not embedded yet"),)
     list_select_related = ("source",)
     exclude = ("text", "embedding")
     deferred = (*heavy("chunk"), *heavy("source", "source"))
