@@ -22,9 +22,9 @@ that acts on an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMid
 and process_response); the rest of the chain does nothing for a request without a cookie whose view reads neither
 the session nor the user. The lane is off when the chain is not the one it was checked against
 (`CHECKED_MIDDLEWARE`), and takes an endpoint only under the DRF policy and the steps it reproduces
-(`_reproducible`), made by `as_view()` without arguments or decorator, at a path no other pattern takes first.
-tests/memory/test_fast_lane.py compares its answers with Django's path's: the bytes and the headers in order.
-REST_FAST_LANE=false turns it off.
+(`_reproducible`, its code reading nothing of the view's dispatch state), made by `as_view()` without arguments or
+decorator, at a path no other pattern takes first. tests/memory/test_fast_lane.py compares its answers with Django's
+path's: the bytes and the headers in order. REST_FAST_LANE=false turns it off.
 """
 
 from __future__ import annotations
@@ -274,7 +274,31 @@ def _reproducible(kind: type[Endpoint]) -> bool:
         and list(kind.parser_classes) == [LimitedJSONParser]
         and list(kind.renderer_classes) == [JSONRenderer]
         and kind.versioning_class is None
+        and _reads_only_its_arguments(kind)
     )
+
+
+# What DRF's dispatch and Endpoint.respond set on a view before its `handle`: the lane's view has none of them.
+DISPATCH_STATE = frozenset({"request", "args", "kwargs", "headers", "format_kwarg", "access", "response"})
+
+
+def _reads_only_its_arguments(kind: type[Endpoint]) -> bool:
+    """No code the endpoint adds to Endpoint's (its own methods and its mixins', the functions inside them) names an
+    attribute of that state (`self.request`), so its `handle` answers from the Access and the data alone. A name
+    alike elsewhere (`reply.headers`) keeps an endpoint out too: off the lane, never answered wrong."""
+    added = kind.__mro__[: kind.__mro__.index(Endpoint)]
+    codes = [
+        code
+        for klass in added
+        for member in vars(klass).values()
+        if (code := getattr(getattr(member, "__func__", getattr(member, "fget", member)), "__code__", None))
+    ]
+    while codes:
+        code = codes.pop()
+        if DISPATCH_STATE & set(code.co_names):
+            return False
+        codes += [inner for inner in code.co_consts if inspect.iscode(inner)]
+    return True
 
 
 def _never_called(request: HttpRequest) -> HttpResponse:

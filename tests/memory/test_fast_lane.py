@@ -418,6 +418,13 @@ class RespondingGet(MemoryGet):
         return HttpResponse(b'{"answeredBy": "handle"}', content_type="application/json")
 
 
+class RequestReading(MemorySearch):
+    """An endpoint whose answer reads what Django's path sets on the view (here inside a function of its `handle`)."""
+
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return {**super().handle(access, data), "path": (lambda: self.request.path)()}
+
+
 def other_view(request: HttpRequest) -> HttpResponse:
     return HttpResponse(b"{}", content_type="application/json")
 
@@ -434,8 +441,8 @@ def copied(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 # A URL configuration for the tests below (ROOT_URLCONF = this module): a path taken by an earlier pattern (another
 # view; the same endpoint made with other arguments), an endpoint that changes one of the steps the lane runs in its
-# own way, endpoints under a decorator (one made with `functools.wraps`, one copying), and one whose `handle`
-# answers with a response.
+# own way, endpoints under a decorator (one made with `functools.wraps`, one copying), one whose `handle` reads the
+# view's request, and one whose `handle` answers with a response.
 urlpatterns = [
     url("query/search", other_view),
     url("query/search", QuerySearch.as_view()),
@@ -444,12 +451,13 @@ urlpatterns = [
     url("memory/search", MemorySearch.as_view()),
     url("scratchpad/read", never_cache(ScratchpadRead.as_view())),
     url("query/reference", copied(QueryReference.as_view())),
+    url("memory/list", RequestReading.as_view()),
     url("memory/get", RespondingGet.as_view()),
     url("recall", StewardRecall.as_view()),
 ]
 
 
-def test_the_lane_leaves_a_path_another_pattern_takes_a_decorated_view_and_an_endpoint_that_changes_its_steps(
+def test_the_lane_leaves_a_path_another_pattern_takes_a_decorated_view_and_an_endpoint_that_changes_or_reads_its_steps(
     settings: Any,
 ) -> None:
     settings.ROOT_URLCONF = __name__
