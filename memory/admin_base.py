@@ -92,14 +92,15 @@ def vocabulary_filter(
 ) -> type[admin.SimpleListFilter]:
     """A list filter on `field` offering `values()` (the column's vocabulary, known to the code) rather than
     Django's DISTINCT over the table, which reads every row on each page of the list; and, named `blank`, the rows
-    whose column is blank."""
+    whose column is blank, where `values()` holds "" (rows of it exist)."""
 
     class VocabularyFilter(admin.SimpleListFilter):
         parameter_name = field
 
         def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-            offered = [(value, value) for value in sorted(set(values()) - {""})]
-            return [*offered, (BLANK_CHOICE, blank)] if blank else offered
+            found = set(values())
+            offered = [(value, value) for value in sorted(found - {"", BLANK_CHOICE if blank else ""})]
+            return [*offered, (BLANK_CHOICE, blank)] if blank and "" in found else offered
 
         def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
             value = self.value()
@@ -108,7 +109,7 @@ def vocabulary_filter(
                 raise IncorrectLookupParameters(f"{field}: not one of the values offered")
             if not value:
                 return queryset
-            return queryset.filter(**{field: "" if value == BLANK_CHOICE else value})
+            return queryset.filter(**{field: "" if blank and value == BLANK_CHOICE else value})
 
     VocabularyFilter.title = title
     return VocabularyFilter

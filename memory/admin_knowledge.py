@@ -63,7 +63,8 @@ class BlobAdmin(ReadOnlyAdmin):
 
 
 # The models chunks' vectors were made by (a model per owner using it), walked along the index on (owner, model): a
-# probe of it a pair, where a DISTINCT reads every chunk. Chunks not embedded yet (no model) are a choice of their own.
+# probe of it a pair, where a DISTINCT reads every chunk. Chunks not embedded yet (no model), while any are, are a
+# choice of their own.
 CHUNK_MODELS = """
     WITH RECURSIVE pair AS (
         (SELECT owner_id, embedding_model FROM memory_chunk ORDER BY owner_id, embedding_model LIMIT 1)

@@ -22,8 +22,8 @@ that acts on an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMid
 and process_response); the rest of the chain does nothing for a request without a cookie whose view reads neither
 the session nor the user. The lane is off when the chain is not the one it was checked against
 (`CHECKED_MIDDLEWARE`), and takes an endpoint only under the DRF policy and the steps it reproduces
-(`_reproducible`, its code reading nothing of the view's dispatch state), made by `as_view()` without arguments or
-decorator, at a path no other pattern takes first. tests/memory/test_fast_lane.py compares its answers with Django's
+(`_reproducible`, its own methods naming none of the view's dispatch state), made by `as_view()` without arguments
+or decorator, at a path no other pattern takes first. tests/memory/test_fast_lane.py compares its answers with Django's
 path's: the bytes and the headers in order. REST_FAST_LANE=false turns it off.
 """
 
@@ -156,10 +156,17 @@ class FastLane:
         self, request: HttpRequest, endpoint: type[Endpoint], access: Access, data: dict[str, Any], accepted: str
     ) -> HttpResponse | None:
         """The lane's answer; None where `handle` answered with a response of its own (Endpoint.respond passes it
-        on, and DRF finishes it by its kind): Django's path runs the call again and answers it, the call counted
-        once. A read call may run twice; no lane endpoint answers so today."""
+        on, and DRF finishes it by its kind), or read what Django's path sets on the view and the lane's does not
+        hold (through a function `_reads_only_its_arguments` does not see): Django's path runs the call again and
+        answers it, the call counted once. A read call may run twice; no lane endpoint does either today."""
         view = endpoint()
-        result = view.handle(access, data)
+        view.access = access  # as Endpoint.respond sets it
+        try:
+            result = view.handle(access, data)
+        except AttributeError as exc:
+            if exc.obj is view:
+                return None
+            raise
         if isinstance(result, HttpResponseBase):
             # Not closed: close() ends the request (request_finished closes its database connection); a file it
             # holds is closed as it is collected.
@@ -254,7 +261,7 @@ LANE_STEPS = (
     "perform_content_negotiation", "get_authenticators", "get_permissions", "get_throttles", "get_parsers",
     "get_renderers", "get_content_negotiator", "get_exception_handler", "get_parser_context", "get_renderer_context",
     "default_response_headers", "post", "respond", "parse", "validated", "build_access", "answer_of",
-    "finalize_response", "handle_exception",
+    "finalize_response", "handle_exception", "setup", "as_view",
 )  # fmt: skip
 
 
@@ -278,26 +285,31 @@ def _reproducible(kind: type[Endpoint]) -> bool:
     )
 
 
-# What DRF's dispatch and Endpoint.respond set on a view before its `handle`: the lane's view has none of them.
-DISPATCH_STATE = frozenset({"request", "args", "kwargs", "headers", "format_kwarg", "access", "response"})
+# What DRF's dispatch sets on a view before its `handle`; the lane's view holds only the Access (`access`).
+DISPATCH_STATE = frozenset({"request", "args", "kwargs", "headers", "format_kwarg"})
 
 
 def _reads_only_its_arguments(kind: type[Endpoint]) -> bool:
-    """No code the endpoint adds to Endpoint's (its own methods and its mixins', the functions inside them) names an
-    attribute of that state (`self.request`), so its `handle` answers from the Access and the data alone. A name
-    alike elsewhere (`reply.headers`) keeps an endpoint out too: off the lane, never answered wrong."""
-    added = kind.__mro__[: kind.__mro__.index(Endpoint)]
-    codes = [
-        code
-        for klass in added
-        for member in vars(klass).values()
-        if (code := getattr(getattr(member, "__func__", getattr(member, "fget", member)), "__code__", None))
-    ]
-    while codes:
-        code = codes.pop()
-        if DISPATCH_STATE & set(code.co_names):
-            return False
-        codes += [inner for inner in code.co_consts if inspect.iscode(inner)]
+    """No method of the endpoint's own classes (those Endpoint does not share, mixins included; through decorators,
+    properties and cached properties, and the functions defined inside them) names an attribute of that state, as an
+    attribute or a string (`self.request`, `getattr(self, "request")`). A name alike elsewhere (`reply.headers`)
+    keeps an endpoint out too: off the lane, never answered wrong. What a function it calls reads is not seen here;
+    `FastLane._answered` hands such a call over when the lane's view lacks it."""
+    members = [member for klass in kind.__mro__ if klass not in Endpoint.__mro__ for member in vars(klass).values()]
+    seen: set[int] = set()
+    while members:
+        member = members.pop()
+        if id(member) in seen:
+            continue
+        seen.add(id(member))
+        members += [
+            inner for name in ("__func__", "fget", "func", "__wrapped__") if (inner := getattr(member, name, None))
+        ]
+        if inspect.iscode(code := getattr(member, "__code__", member)):
+            names = {*code.co_names, *(value for value in code.co_consts if isinstance(value, str))}
+            if DISPATCH_STATE & names:
+                return False
+            members += [inner for inner in code.co_consts if inspect.iscode(inner)]
     return True
 
 

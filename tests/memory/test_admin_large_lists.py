@@ -296,6 +296,12 @@ def test_chunks_filter_by_the_models_their_vectors_were_made_by_walking_the_inde
     assert sorted(row.owner.username for row in cl.result_list) == ["alice", "alice", "bob"]
     cl, _ = listed(admin_client, "/admin/memory/chunk/?embedding_model=(blank)")
     assert [(row.owner.username, row.embedding_model) for row in cl.result_list] == [("alice", "")]
+    Chunk.objects.filter(embedding_model="").update(embedding_model="zz")
+    cl, _ = listed(admin_client, "/admin/memory/chunk/")
+    offered = [
+        choice["display"] for spec in cl.filter_specs if spec.title == "embedding model" for choice in spec.choices(cl)
+    ]
+    assert offered == ["All", "minilm-a", "other-b", "zz"]  # no chunk waits for its vector
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # the plan a large table gets, on the test's small one
         cursor.execute("EXPLAIN " + admin_knowledge.CHUNK_MODELS)

@@ -3,6 +3,7 @@ header, and that a call it hands over is counted, touched and logged once, and a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -425,6 +426,45 @@ class RequestReading(MemorySearch):
         return {**super().handle(access, data), "path": (lambda: self.request.path)()}
 
 
+class ReadsRequest:
+    def request_path(self) -> str:
+        return self.request.path  # type: ignore[attr-defined]
+
+
+class MixedIn(MemorySearch, ReadsRequest):
+    """Reads the view's request through a mixin's method (the mixin after Endpoint in the MRO)."""
+
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return {**super().handle(access, data), "path": self.request_path()}
+
+
+def traced(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return method(*args, **kwargs)
+
+    return wrapper
+
+
+class DecoratedHandle(MemorySearch):
+    """Reads the view's arguments under a decorator (the wrapper's code names nothing)."""
+
+    @traced
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return {**super().handle(access, data), "arguments": getattr(self, "kwargs")}  # noqa: B009
+
+
+def path_of(view: Any) -> str:
+    return view.request.path
+
+
+class HelperReading(MemoryGet):
+    """Reads the view's request through a function of the module, which no check of the class sees."""
+
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return {"path": path_of(self)}
+
+
 def other_view(request: HttpRequest) -> HttpResponse:
     return HttpResponse(b"{}", content_type="application/json")
 
@@ -441,8 +481,9 @@ def copied(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 # A URL configuration for the tests below (ROOT_URLCONF = this module): a path taken by an earlier pattern (another
 # view; the same endpoint made with other arguments), an endpoint that changes one of the steps the lane runs in its
-# own way, endpoints under a decorator (one made with `functools.wraps`, one copying), one whose `handle` reads the
-# view's request, and one whose `handle` answers with a response.
+# own way, endpoints under a decorator (one made with `functools.wraps`, one copying), endpoints that read the view's
+# request or arguments (in a function of `handle`, a mixin's method, a decorated `handle`, a function of the module),
+# and one whose `handle` answers with a response.
 urlpatterns = [
     url("query/search", other_view),
     url("query/search", QuerySearch.as_view()),
@@ -452,6 +493,9 @@ urlpatterns = [
     url("scratchpad/read", never_cache(ScratchpadRead.as_view())),
     url("query/reference", copied(QueryReference.as_view())),
     url("memory/list", RequestReading.as_view()),
+    url("memory/history", MixedIn.as_view()),
+    url("session/get", DecoratedHandle.as_view()),
+    url("handoff/load", HelperReading.as_view()),
     url("memory/get", RespondingGet.as_view()),
     url("recall", StewardRecall.as_view()),
 ]
@@ -461,21 +505,26 @@ def test_the_lane_leaves_a_path_another_pattern_takes_a_decorated_view_and_an_en
     settings: Any,
 ) -> None:
     settings.ROOT_URLCONF = __name__
-    assert lane_routes() == {"/memory/get": RespondingGet, "/recall": StewardRecall}
+    assert lane_routes() == {"/memory/get": RespondingGet, "/handoff/load": HelperReading, "/recall": StewardRecall}
 
 
-def test_a_response_of_the_endpoints_own_is_handed_over_and_answered_by_djangos_path_counted_once(
-    settings: Any, alice: User, memory: None
+@pytest.mark.parametrize(
+    ("path", "answered"),
+    [("/memory/get", {"answeredBy": "handle"}), ("/handoff/load", {"path": "/handoff/load"})],
+    ids=["a response of its own", "the view's request read by a function"],
+)
+def test_a_call_the_lanes_view_cannot_answer_is_handed_over_and_answered_by_djangos_path_counted_once(
+    settings: Any, alice: User, memory: None, path: str, answered: dict[str, str]
 ) -> None:
     settings.ROOT_URLCONF = __name__
     limited = issue(alice, "limited", scopes=Scope.values, rate_limit_per_minute=2)
-    made = post("/memory/get", limited, {"key": "balloon.pilot"})
+    made = post(path, limited, {"key": "balloon.pilot"})
     lane = FastLane()
     assert lane.answer(made) is None
     handed = handed_over(made)
     assert handed is not None and handed.failure is None and handed.touched
     answer = djangos_path(made)
-    assert (answer.status_code, json.loads(answer.content)) == (200, {"answeredBy": "handle"})
+    assert (answer.status_code, json.loads(answer.content)) == (200, answered)
     assert list(ToolEvent.objects.filter(token=limited.token).values_list("tool", "status_code")) == [
         ("memory.get", 200)
     ]
