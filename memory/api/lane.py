@@ -14,8 +14,9 @@ answers an ordinary call only, and hands every other one to Django's path:
   window: Django's path takes the token and the count from there, so nothing is counted twice. A refused rate is
   answered there; so is a failure of the token's check or touch, of the Access (an unknown userId, a partition out
   of reach), the service or the answer, raised there once as if Django's path had met it, with the reconnect and the
-  outage handling of every endpoint. So is a call whose `handle` answered with a response of its own: Django's path
-  runs it again (a read, counted once) and answers it. The lane takes read calls only (memory.connectivity.READ_TOOLS).
+  outage handling of every endpoint. So is a call whose `handle` answered with a response of its own, or read what
+  the lane's bare view lacks: Django's path runs it again (a read, counted once) and answers it. The lane takes read
+  calls only (memory.connectivity.READ_TOOLS).
 
 So the lane answers 200 only; Django's path answers every refusal and failure. Its answer goes through the middleware
 that acts on an API call (SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware: their own process_request
