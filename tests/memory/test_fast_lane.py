@@ -454,6 +454,47 @@ class DecoratedHandle(MemorySearch):
         return {**super().handle(access, data), "arguments": getattr(self, "kwargs")}  # noqa: B009
 
 
+class Propertied(MemorySearch):
+    """Reads the view's request through a property."""
+
+    @property
+    def caller(self) -> str:
+        return self.request.path
+
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return {**super().handle(access, data), "caller": self.caller}
+
+
+class Cached(MemorySearch):
+    """Reads the view's arguments through a cached property."""
+
+    @functools.cached_property
+    def asked(self) -> Any:
+        return self.kwargs
+
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return {**super().handle(access, data), "asked": self.asked}
+
+
+class Static(MemorySearch):
+    """Reads the view's headers through a static method."""
+
+    @staticmethod
+    def headers_of(view: Any) -> Any:
+        return view.headers
+
+    def handle(self, access: Any, data: dict[str, Any]) -> Any:
+        return {**super().handle(access, data), "headers": self.headers_of(self)}
+
+
+class SetUp(MemorySearch):
+    """Keeps what Django's path gives its view at set-up (`setup()`, before dispatch)."""
+
+    def setup(self, request: HttpRequest, *args: Any, **kwargs: Any) -> None:
+        super().setup(request, *args, **kwargs)
+        self.asked_at = time.time()
+
+
 def path_of(view: Any) -> str:
     return view.request.path
 
@@ -482,8 +523,9 @@ def copied(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 # A URL configuration for the tests below (ROOT_URLCONF = this module): a path taken by an earlier pattern (another
 # view; the same endpoint made with other arguments), an endpoint that changes one of the steps the lane runs in its
 # own way, endpoints under a decorator (one made with `functools.wraps`, one copying), endpoints that read the view's
-# request or arguments (in a function of `handle`, a mixin's method, a decorated `handle`, a function of the module),
-# and one whose `handle` answers with a response.
+# request or arguments (in a function of `handle`, a mixin's method, a decorated `handle`, a property, a cached
+# property, a static method, a function of the module), one that changes its set-up, and one whose `handle` answers
+# with a response.
 urlpatterns = [
     url("query/search", other_view),
     url("query/search", QuerySearch.as_view()),
@@ -495,6 +537,10 @@ urlpatterns = [
     url("memory/list", RequestReading.as_view()),
     url("memory/history", MixedIn.as_view()),
     url("session/get", DecoratedHandle.as_view()),
+    url("session/list", Propertied.as_view()),
+    url("session/events", Cached.as_view()),
+    url("handoff/list", Static.as_view()),
+    url("coord/health", SetUp.as_view()),
     url("handoff/load", HelperReading.as_view()),
     url("memory/get", RespondingGet.as_view()),
     url("recall", StewardRecall.as_view()),
