@@ -99,8 +99,10 @@ def vocabulary_filter(
 
         def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
             found = set(values())
-            offered = [(value, value) for value in sorted(found - {"", BLANK_CHOICE if blank else ""})]
-            return [*offered, (BLANK_CHOICE, blank)] if blank and "" in found else offered
+            if not blank:
+                return [(value, value) for value in sorted(found - {""})]
+            offered = [(value, value) for value in sorted(found - {"", BLANK_CHOICE})]
+            return [*offered, (BLANK_CHOICE, blank)] if "" in found else offered
 
         def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
             value = self.value()

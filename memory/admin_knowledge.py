@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -18,6 +18,7 @@ from memory.errors import ServiceError
 from memory.models import Blob, Chunk, Claim, ClaimOrigin, Node, NodeType, Operation, Source
 from memory.pipeline.steps import RECEIPT_ERROR_CODES
 from memory.services.audit import audit_record
+from memory.services.embeddings import chunk_models_in_use
 from memory.services.operations import operation_retry
 
 
@@ -62,33 +63,12 @@ class BlobAdmin(ReadOnlyAdmin):
     list_select_related = ("owner",)
 
 
-# The models chunks' vectors were made by (a model per owner using it), walked along the index on (owner, model): a
-# probe of it a pair, where a DISTINCT reads every chunk. Chunks not embedded yet (no model), while any are, are a
-# choice of their own.
-CHUNK_MODELS = """
-    WITH RECURSIVE pair AS (
-        (SELECT owner_id, embedding_model FROM memory_chunk ORDER BY owner_id, embedding_model LIMIT 1)
-        UNION ALL
-        SELECT later.owner_id, later.embedding_model FROM pair, LATERAL (
-            SELECT chunk.owner_id, chunk.embedding_model FROM memory_chunk chunk
-            WHERE (chunk.owner_id, chunk.embedding_model) > (pair.owner_id, pair.embedding_model)
-            ORDER BY chunk.owner_id, chunk.embedding_model LIMIT 1
-        ) later
-    )
-    SELECT embedding_model FROM pair
-"""
-
-
-def _chunk_models() -> list[str]:
-    with connection.cursor() as cursor:
-        cursor.execute(CHUNK_MODELS)
-        return [model for (model,) in cursor.fetchall()]
-
-
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("id", "source", "ordinal", "message_id", "speaker", "embedding_model")
-    list_filter = (vocabulary_filter("embedding_model", "embedding model", _chunk_models, blank="not embedded yet"),)
+    list_filter = (
+        vocabulary_filter("embedding_model", "embedding model", chunk_models_in_use, blank="not embedded yet"),
+    )
     list_select_related = ("source",)
     exclude = ("text", "embedding")
     deferred = (*heavy("chunk"), *heavy("source", "source"))

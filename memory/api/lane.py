@@ -292,7 +292,8 @@ DISPATCH_STATE = frozenset({"request", "args", "kwargs", "headers", "format_kwar
 
 def _reads_only_its_arguments(kind: type[Endpoint]) -> bool:
     """No method of the endpoint's own classes (those Endpoint does not share, mixins included; through decorators,
-    properties and cached properties, and the functions defined inside them) names an attribute of that state, as an
+    static and class methods (`__wrapped__`), properties (`fget`) and cached properties (`func`), and the functions
+    defined inside them) names an attribute of that state, as an
     attribute or a string (`self.request`, `getattr(self, "request")`). A name alike elsewhere (`reply.headers`)
     keeps an endpoint out too: off the lane, never answered wrong. What a function it calls reads is not seen here;
     `FastLane._answered` hands such a call over when the lane's view lacks it."""
@@ -303,9 +304,7 @@ def _reads_only_its_arguments(kind: type[Endpoint]) -> bool:
         if id(member) in seen:
             continue
         seen.add(id(member))
-        members += [
-            inner for name in ("__func__", "fget", "func", "__wrapped__") if (inner := getattr(member, name, None))
-        ]
+        members += [inner for name in ("fget", "func", "__wrapped__") if (inner := getattr(member, name, None))]
         if inspect.iscode(code := getattr(member, "__code__", member)):
             names = {*code.co_names, *(value for value in code.co_consts if isinstance(value, str))}
             if DISPATCH_STATE & names:

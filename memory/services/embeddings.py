@@ -247,3 +247,27 @@ def stale_vectors(model_id: str) -> Q:
     """Rows (chunks, claims, nodes, metric definitions) without a vector of the active model (missing, or made
     by another model)."""
     return Q(embedding__isnull=True) | ~Q(embedding_model=model_id)
+
+
+# The models chunks' vectors were made by ("" while a chunk waits for its vector): a walk of the index on (owner,
+# model), one probe a pair, where a DISTINCT reads every chunk (137 -> 0.3 ms at 300,000 chunks).
+CHUNK_MODELS_IN_USE = """
+    WITH RECURSIVE pair AS (
+        (SELECT owner_id, embedding_model FROM memory_chunk ORDER BY owner_id, embedding_model LIMIT 1)
+        UNION ALL
+        SELECT later.owner_id, later.embedding_model FROM pair, LATERAL (
+            SELECT chunk.owner_id, chunk.embedding_model FROM memory_chunk chunk
+            WHERE (chunk.owner_id, chunk.embedding_model) > (pair.owner_id, pair.embedding_model)
+            ORDER BY chunk.owner_id, chunk.embedding_model LIMIT 1
+        ) later
+    )
+    SELECT embedding_model FROM pair
+"""
+
+
+def chunk_models_in_use() -> list[str]:
+    """Every model some chunk's vector was made by, every owner's (the admin's filter), "" among them while a chunk
+    waits for its vector; once per owner using it."""
+    with connection.cursor() as cursor:
+        cursor.execute(CHUNK_MODELS_IN_USE)
+        return [model for (model,) in cursor.fetchall()]

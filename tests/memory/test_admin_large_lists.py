@@ -17,13 +17,14 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memory import admin_base, admin_knowledge
+from memory import admin_base
 from memory.access import Actor, access_for_user
 from memory.admin import _tool_names
 from memory.models import Chunk, Claim, Evidence, Operation, Source, ToolEvent, User
 from memory.pipeline import runner
 from memory.pipeline.steps import RECEIPT_ERROR_CODES, StepFailed
 from memory.services.audit import audit_record
+from memory.services.embeddings import CHUNK_MODELS_IN_USE
 from metrics.services import observation_record
 from tests.factories import ClaimFactory, UserFactory
 
@@ -210,7 +211,7 @@ def test_searches_with_odd_terms_answer(admin_client: Client, alice: User, model
 @pytest.mark.parametrize(
     "model",
     ["memory/toolevent", "memory/memoryevent", "memory/claim", "memory/evidence", "memory/operation",
-     "metrics/observation"],
+     "memory/chunk", "metrics/observation"],
 )  # fmt: skip
 def test_the_large_lists_are_for_staff_with_the_permission_alone(client: Client, alice: User, model: str) -> None:
     url = f"/admin/{model}/"
@@ -302,8 +303,11 @@ def test_chunks_filter_by_the_models_their_vectors_were_made_by_walking_the_inde
         choice["display"] for spec in cl.filter_specs if spec.title == "embedding model" for choice in spec.choices(cl)
     ]
     assert offered == ["All", "minilm-a", "other-b", "zz"]  # no chunk waits for its vector
+    for refused in ("(blank)", "nonsense", "MINILM-A"):  # not offered now: the admin's own invalid-filter answer
+        response = admin_client.get(f"/admin/memory/chunk/?embedding_model={refused}")
+        assert response.status_code == 302 and response["Location"].endswith("?e=1"), refused
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # the plan a large table gets, on the test's small one
-        cursor.execute("EXPLAIN " + admin_knowledge.CHUNK_MODELS)
+        cursor.execute("EXPLAIN " + CHUNK_MODELS_IN_USE)
         plan = "\n".join(row for (row,) in cursor.fetchall())
     assert plan.count("Index Only Scan using chunk_owner_model") == 2 and "Seq Scan" not in plan
