@@ -27,7 +27,12 @@ from memory.models import AccessToken, Scope, Surface, User
 from memory.recall.threads import drained
 from memory.services.redis_debts import LEDGER, SETTLING
 from memory.services.tokens import token_issue, token_revoke
+from tests import sigterm
 from tests.factories import UserFactory
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sigterm.interrupt_on_sigterm()  # a run stopped with SIGTERM tears down and stops its servers (tests/sigterm.py)
 
 
 @pytest.fixture(scope="session")

@@ -52,6 +52,60 @@ def test_simultaneous_starters_share_one_server_and_the_last_one_stops_it(tmp_pa
     assert is_running(Runtime(data_dir, postgres=True, redis=True)) == {"postgres": False, "redis": False}
 
 
+HELD_RUN = """
+import time
+from pathlib import Path
+
+import pytest
+
+from config.embedded import Runtime, ensure_started
+
+DATA = Path({data!r})
+
+
+@pytest.fixture
+def torn_down():
+    yield
+    (DATA.parent / "torn-down").write_text("yes")
+
+
+def test_held(torn_down):
+    ensure_started(Runtime(DATA, postgres=True, redis=True))
+    (DATA.parent / "ready").write_text("yes")
+    time.sleep(120)
+"""
+
+
+def test_a_test_run_stopped_with_sigterm_tears_down_and_stops_its_servers(tmp_path: Path) -> None:
+    """CI's timeout and `kill` stop a run with SIGTERM, which used to end it at once: no teardown, no atexit, and its
+    embedded PostgreSQL and Redis left running (tests/sigterm.py). A run of a test holding both, with the suite's
+    plugin, stopped while the test runs: interrupted as by Ctrl-C, its fixture torn down, both servers stopped."""
+    data_dir = tmp_path / "data"
+    runtime = Runtime(data_dir, postgres=True, redis=True)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # not the project's settings: no Django, no timeout
+    (tmp_path / "test_held.py").write_text(HELD_RUN.format(data=str(data_dir)))
+    command = [sys.executable, "-m", "pytest", "-c", str(tmp_path / "pytest.ini"), "-p", "no:django",
+               "-p", "no:cacheprovider", "-p", "tests.sigterm", "-q", str(tmp_path / "test_held.py")]  # fmt: skip
+    with (tmp_path / "run.log").open("w") as log:
+        run = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "ready").exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "ready").exists(), (tmp_path / "run.log").read_text()
+        assert is_running(runtime) == {"postgres": True, "redis": True}
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) == pytest.ExitCode.INTERRUPTED, (tmp_path / "run.log").read_text()
+        assert (tmp_path / "torn-down").read_text() == "yes"
+        assert is_running(runtime) == {"postgres": False, "redis": False}
+        assert servers_on(runtime.redis_socket) == []
+    finally:
+        run.kill()
+        run.wait()
+        embedded.stop(runtime)  # whatever the run left, should it have left anything
+        killed(runtime.redis_socket)
+
+
 def test_probing_a_stopped_redis_tries_to_connect_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # redis-py retries a refused connection with backoff (about 4 s in all): every start paid that before it
     # started Redis, and so did a wait for the socket to appear. A stopped server is simply not running.
