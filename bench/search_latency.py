@@ -6,10 +6,11 @@
 Each size lives in a data directory of its own (MEMORY_DATA_DIR, default var/bench-search, then claims-<N>),
 so one size never shares tables or indexes with another. Its one user has one partition holding N generated
 claims: varied statements about a few hundred people and projects, each with a subject node (Person, Project or
-the Self node), a kind, an importance, stated_at spread over two years, one evidence row pointing at a
-conversation source, and a real MiniLM vector (with --real N, only the first N statements' vectors are real and
-the rest generated near them: bench/store_vectors.py; `make bench` passes --real 10000). The chunk table stays
-empty: claims are what is measured. Vectors are cached in the base directory (vectors.npy), so a larger size
+the Self node, each last seen when its newest claim was said, as the pipeline sets it), a kind, an importance,
+stated_at spread over two years, one evidence row pointing at a conversation source, and a real MiniLM vector
+(with --real N, only the first N statements' vectors are real and the rest generated near them:
+bench/store_vectors.py; `make bench` passes --real 10000). The chunk table stays empty: claims are what is
+measured. Vectors are cached in the base directory (vectors.npy), so a larger size
 embeds only the statements it adds. Without --reuse a size's memory tables are emptied and built again (COPY with
 the two search indexes dropped, then rebuilt, then one VACUUM ANALYZE), and each phase's seconds printed.
 
@@ -287,6 +288,11 @@ def build(size: int, base: Path, vectors: Any = None, real: int | None = None) -
         copy_insert(Claim, claims)  # COPY, not INSERT: the same rows (tests/bench/test_bulk_load.py), 100k in seconds
         copy_insert(Evidence, evidence)
         print(f"  inserted {offset + len(claims)}/{size} claims", end="\r", flush=True)
+    # Each node last seen when its newest claim was said, as the pipeline sets it (a mention moves it forward).
+    for index, (_text, _kind, subject_type, label) in enumerate(rows):
+        node = nodes[(subject_type, label)]
+        node.last_seen_at = max(node.last_seen_at or stated[index], stated[index])
+    Node.objects.bulk_update(nodes.values(), ["last_seen_at"])
     spent["insert"] = time.perf_counter() - began
     drop_cached_views(user.pk)  # what searches of an earlier build kept (this store's Redis outlives a rebuild)
     with connection.cursor() as cursor:

@@ -6,7 +6,9 @@ The facts are gathered in a fixed number of queries (nodes, claims touching them
 evidence), whatever the number of nodes or claims: PostgreSQL tallies each node's claims (grouped by node, once per
 end of a claim), so what reaches Python is a row or two per node, never a row per claim (100,000 claims: 338 ->
 261 ms, and no list of every claim in the web process). Scoring and the never-prune rules run in Python on the
-tallies.
+tallies. A preview tallies only the nodes not seen within the days a candidate must be idle, and reads the newest
+evidence only for the nodes it could still make qualify (`qualifying`): most nodes of a memory in use are seen or
+read within those days.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.postgres.aggregates import ArrayAgg, BoolOr
@@ -25,7 +27,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from commitments.selectors import OPEN_STATUSES
-from maintenance.scoring import NodeFacts, Terms, idle_days, reason_words, terms_of
+from maintenance.scoring import NodeFacts, Terms, fewest_idle_days, idle_days, reason_words, terms_of
 from memory.access import Access
 from memory.errors import ValidationFailed
 from memory.models import Claim, ClaimOrigin, ClaimStatus, Evidence, Node, NodeType, Scope, vector_fields
@@ -171,32 +173,72 @@ def assess(access: Access, *, now: datetime, node_ids: Iterable[str] | None = No
     """Every node in the partitions this request reads (or just `node_ids` among them), assessed at `now`,
     in id order. Self nodes, merged-away pointers and (unless asked) reference nodes are left out of a full
     preview at once; named ids are assessed whatever they are, so an apply can say why it skips one."""
+    scope = _scope(access, node_ids, thresholds)
+    nodes, tallies, with_open_task = _gathered(access, scope, now)
+    _seen_in_evidence(access, scope, tallies)
+    return [_assessment(node, tallies[node.pk], node.pk in with_open_task, now, thresholds) for node in nodes]
+
+
+def qualifying(access: Access, *, now: datetime, thresholds: Thresholds) -> list[Assessment]:
+    """The nodes of a full preview that qualify, in id order: `assess`'s, with the newest evidence read only for
+    the nodes it could still make qualify. Evidence is a sign of life: for a node with one already (seen, or a
+    claim read), it can only make the node fresher, lowering its score and its idle days, so a node that does not
+    qualify without it does not with it; a node without one is idle since it was made unless evidence is older.
+    Likewise a node seen more lately than a candidate can be (its idle days, or too few for its score to reach the
+    floor) is not tallied at all."""
+    scope = _scope(access, None, thresholds)
+    idle = max(thresholds.min_idle_days, fewest_idle_days(thresholds.min_score))
+    if idle > 0:
+        scope &= Q(last_seen_at__isnull=True) | Q(last_seen_at__lte=now - timedelta(days=idle))
+    nodes, tallies, with_open_task = _gathered(access, scope, now)
+    undecided = [
+        node
+        for node in nodes
+        if tallies[node.pk].newest is None
+        or _assessment(node, tallies[node.pk], node.pk in with_open_task, now, thresholds).qualifies(thresholds)
+    ]
+    if not undecided:
+        return []
+    _seen_in_evidence(access, scope if len(undecided) == len(nodes) else Q(pk__in=[n.pk for n in undecided]), tallies)
+    assessed = (_assessment(node, tallies[node.pk], node.pk in with_open_task, now, thresholds) for node in undecided)
+    return [item for item in assessed if item.qualifies(thresholds)]
+
+
+def _scope(access: Access, node_ids: Iterable[str] | None, thresholds: Thresholds) -> Q:
     scope = Q(owner=access.user, partition__in=access.read_partitions)
     if node_ids is not None:
-        scope &= Q(pk__in=list(node_ids))
-    else:
-        scope &= Q(is_self=False, merged_into__isnull=True)
-        if not thresholds.include_reference:
-            scope &= ~Q(scope=SourceScope.REFERENCE)
+        return scope & Q(pk__in=list(node_ids))
+    scope &= Q(is_self=False, merged_into__isnull=True)
+    if not thresholds.include_reference:
+        scope &= ~Q(scope=SourceScope.REFERENCE)
+    return scope
+
+
+def _gathered(access: Access, scope: Q, now: datetime) -> tuple[list[Node], dict[str, _Tally], set[str]]:
+    """The nodes in `scope` (id order), each one's tally of claims with its own last sighting, and the nodes an
+    open task protects."""
     nodes = list(Node.objects.filter(scope).select_related("partition").defer(*vector_fields()).order_by("pk"))
     tallies = _tallies(access, scope, now)
-    with_open_task = _with_open_task(access, now)
-    for node_id, moment in _newest_evidence(access, scope).items():
-        tallies[node_id].seen(moment)
-    assessed = []
     for node in nodes:
-        tally = tallies[node.pk]
-        tally.seen(node.last_seen_at)
-        facts = NodeFacts(
-            idle_days=idle_days(tally.newest or node.created_at, now),
-            linked_nodes=len(tally.linked),
-            current_claims=tally.current,
-            current_trusted=tally.trusted,
-            past_claims=tally.past,
-        )
-        protected = _protection(node, facts, tally, node.pk in with_open_task, thresholds)
-        assessed.append(Assessment(node=node, facts=facts, terms=terms_of(facts), protected=protected))
-    return assessed
+        tallies[node.pk].seen(node.last_seen_at)
+    return nodes, tallies, _with_open_task(access, now)
+
+
+def _seen_in_evidence(access: Access, nodes: Q, tallies: dict[str, _Tally]) -> None:
+    for node_id, moment in _newest_evidence(access, nodes).items():
+        tallies[node_id].seen(moment)
+
+
+def _assessment(node: Node, tally: _Tally, open_task: bool, now: datetime, thresholds: Thresholds) -> Assessment:
+    facts = NodeFacts(
+        idle_days=idle_days(tally.newest or node.created_at, now),
+        linked_nodes=len(tally.linked),
+        current_claims=tally.current,
+        current_trusted=tally.trusted,
+        past_claims=tally.past,
+    )
+    protected = _protection(node, facts, tally, open_task, thresholds)
+    return Assessment(node=node, facts=facts, terms=terms_of(facts), protected=protected)
 
 
 def _protection(node: Node, facts: NodeFacts, tally: _Tally, open_task: bool, thresholds: Thresholds) -> str:
@@ -249,8 +291,7 @@ def prune_stale_preview(
         as_of, last_score, last_id = _decode(cursor)
         after = (-last_score, last_id)
     candidates = sorted(
-        (item for item in assess(access, now=as_of, thresholds=thresholds) if item.qualifies(thresholds)),
-        key=lambda item: (-item.score, item.node.pk),
+        qualifying(access, now=as_of, thresholds=thresholds), key=lambda item: (-item.score, item.node.pk)
     )
     rest = [item for item in candidates if after is None or (-item.score, item.node.pk) > after]
     page = rest[:limit]

@@ -83,6 +83,14 @@ def terms_of(facts: NodeFacts) -> Terms:
     )
 
 
+def fewest_idle_days(min_score: float) -> float:
+    """The fewest idle days at which a node can score `min_score`, its other terms at their most (1), less what the
+    score's rounding to four places can add: a node idle fewer days scores below it."""
+    others = sum(weight for name, weight in WEIGHTS.items() if name != "staleness")
+    needed = (min_score - 0.0001 - others) / WEIGHTS["staleness"]
+    return min(1.0, max(0.0, needed)) * YEAR_DAYS
+
+
 def weighted_score(terms: Terms) -> float:
     """0.40·staleness + 0.25·isolation + 0.20·weakProvenance + 0.15·claimDecay."""
     return (

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from commitments.services import status_set, task_create
-from maintenance.pruning import Thresholds, assess, prune_stale_preview
+from maintenance.pruning import Thresholds, assess, prune_stale_preview, qualifying
 from memory.access import Actor, access_for_user
 from memory.models import Claim, Evidence, MemoryEvent, Node, Partition, Source, User
 from memory.pipeline.runner import run_operation
@@ -379,3 +379,55 @@ def test_the_preview_costs_the_same_queries_for_ten_nodes_as_for_two(alice: User
     few = queries()
     grow(8)
     assert queries() == few
+
+
+def said_on(user: User, node: Node, days_ago: int) -> Claim:
+    """A claim about `node` whose evidence was authored `days_ago`."""
+    said = claim(user, node, origin="assistant_inferred", statement=f"{node.label} said something.")
+    source = Source.objects.create(owner=user, partition=node.partition, kind="note", external_id=node.pk,
+                                   content="x", occurred_at=timezone.now())  # fmt: skip
+    Evidence.objects.create(owner=user, claim=said, source=source, excerpt="x",
+                            authored_at=timezone.now() - timedelta(days=days_ago))  # fmt: skip
+    return said
+
+
+def evidence_read(access: Any, thresholds: Thresholds) -> tuple[list[str], list[str]]:
+    """The preview's candidates, and the SQL it sent to the evidence table."""
+    with CaptureQueriesContext(connection) as captured:
+        found = [item.node.pk for item in qualifying(access, now=timezone.now(), thresholds=thresholds)]
+    return found, [query["sql"] for query in captured if '"memory_evidence"' in query["sql"]]
+
+
+def test_the_preview_reads_evidence_only_for_nodes_it_could_make_qualify(alice: User) -> None:
+    """Evidence only makes a node that has a sign of life fresher: one a pinned claim protects is not a candidate
+    whatever its evidence says, and the preview does not read it. A node never seen is idle since it was made, unless
+    its evidence is older: read. The candidates are those of every node assessed in full."""
+    access, thresholds = access_for_user(user=alice), Thresholds(min_score=0.5)
+    pinned = stale(alice, "Pinned", days=400)
+    said_on(alice, pinned, 400)
+    claim(alice, pinned, pinned=True, origin="assistant_inferred", statement="Pinned is kept.")
+    assert evidence_read(access, thresholds) == ([], [])  # no node it could make qualify: no evidence read
+    never_seen = NodeFactory.create(owner=alice, label="Never seen")  # made now, no sighting
+    said_on(alice, never_seen, 400)
+    lately_said = stale(alice, "Said lately", days=400)
+    said_on(alice, lately_said, 5)
+    found, sql = evidence_read(access, thresholds)
+    assert found == [never_seen.pk]
+    assert sql and all(pinned.pk not in statement for statement in sql)
+    assert all(never_seen.pk in statement and lately_said.pk in statement for statement in sql)
+    every = assess(access, now=timezone.now(), thresholds=thresholds)
+    assert found == [item.node.pk for item in every if item.qualifies(thresholds)]
+
+
+def test_the_preview_tallies_no_node_seen_too_lately_to_qualify(alice: User) -> None:
+    """At medium (0.65) a node alone, with nothing current, reaches the floor once idle about 45.6 days: one seen 46
+    days ago is a candidate, one seen 45 days ago is not, and so is a node seen yesterday with old evidence. The
+    candidates are those of every node assessed in full, at that floor and at one where idle days decide."""
+    access = access_for_user(user=alice)
+    sooner, later = stale(alice, "Seen 45 days ago", days=45), stale(alice, "Seen 46 days ago", days=46)
+    said_on(alice, stale(alice, "Seen yesterday", days=1), 400)
+    for thresholds in (Thresholds(min_score=0.65), Thresholds(min_score=0.5, min_idle_days=46)):
+        found = [item.node.pk for item in qualifying(access, now=timezone.now(), thresholds=thresholds)]
+        every = assess(access, now=timezone.now(), thresholds=thresholds)
+        assert found == [item.node.pk for item in every if item.qualifies(thresholds)] == [later.pk]
+    assert sooner.pk not in found

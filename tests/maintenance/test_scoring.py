@@ -10,6 +10,7 @@ from maintenance.scoring import (
     NodeFacts,
     Terms,
     claim_decay,
+    fewest_idle_days,
     idle_days,
     isolation,
     min_score_for,
@@ -72,3 +73,20 @@ def test_the_reason_says_why_in_words() -> None:
     )
     bare = NodeFacts(idle_days=45, linked_nodes=2, current_claims=0, current_trusted=0, past_claims=0)
     assert reason_words(bare) == "not seen for 45 days; linked to 2 nodes; no claims"
+
+
+@pytest.mark.parametrize("min_score", [0.3, 0.6, 0.6001, 0.61, 0.525, 0.65, 0.775, 0.9, 0.9999])
+def test_fewest_idle_days_is_a_tight_floor_under_the_rounded_score(min_score: float) -> None:
+    """A node idle fewer days than the floor scores below `min_score` even at its most isolated, weakest and most
+    decayed, as the pruner rounds its score; a quarter of a day past the floor, such a node reaches it."""
+    days = fewest_idle_days(min_score)
+
+    def rounded(idle: float) -> float:
+        facts = NodeFacts(idle_days=idle, linked_nodes=0, current_claims=0, current_trusted=0, past_claims=0)
+        return round(terms_of(facts).score, 4)
+
+    if min_score <= 0.6:
+        assert days == 0  # the other terms reach it alone
+        return
+    assert rounded(days - 0.001) < min_score
+    assert rounded(days + 0.25) >= min_score
