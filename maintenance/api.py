@@ -13,7 +13,14 @@ from commitments.api import RecoveryOut, recovery_answer
 from maintenance.cleanup import cleanup_run
 from maintenance.dedup import DedupResult, dedup_sweep
 from maintenance.orphans import OrphanPreview, prune_orphans_apply, prune_orphans_preview
-from maintenance.pruning import MAX_PAGE, Applied, Thresholds, prune_stale_apply, prune_stale_preview
+from maintenance.pruning import (
+    MAX_IDLE_DAYS,
+    MAX_PAGE,
+    Applied,
+    Thresholds,
+    prune_stale_apply,
+    prune_stale_preview,
+)
 from maintenance.scoring import AGGRESSIVENESS, min_score_for
 from memory.access import Access
 from memory.api.base import Endpoint, RequestSerializer
@@ -67,7 +74,7 @@ class PruneStaleIn(PagedIn):
         help_text="low, medium (default) or high, or a number from 0 to 1: the score floor is 0.9 - 0.5 x it.",
     )  # fmt: skip
     minScore = serializers.FloatField(required=False, min_value=0, max_value=1, help_text="Overrides aggressiveness.")
-    minIdleDays = serializers.IntegerField(default=30, min_value=0, max_value=36500)
+    minIdleDays = serializers.IntegerField(default=30, min_value=0, max_value=MAX_IDLE_DAYS)
     includeReference = serializers.BooleanField(default=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

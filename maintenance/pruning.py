@@ -38,6 +38,7 @@ from memory.services.nodes import node_erase
 TRUSTED = (ClaimOrigin.USER_STATED, ClaimOrigin.MANUAL)
 PAST = (ClaimStatus.SUPERSEDED, ClaimStatus.EXPIRED, ClaimStatus.RETRACTED)
 MAX_PAGE = 500
+MAX_IDLE_DAYS = 36500  # a hundred years: past it the moment before which a node is idle cannot be written
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,8 @@ def assess(access: Access, *, now: datetime, node_ids: Iterable[str] | None = No
            thresholds: Thresholds) -> list[Assessment]:  # fmt: skip
     """Every node in the partitions this request reads (or just `node_ids` among them), assessed at `now`,
     in id order. Self nodes, merged-away pointers and (unless asked) reference nodes are left out of a full
-    preview at once; named ids are assessed whatever they are, so an apply can say why it skips one."""
+    preview at once; named ids are assessed whatever they are, so an apply can say why it skips one. A preview
+    takes `qualifying`, whose candidates are those of every node assessed here (tests/maintenance/test_pruning.py)."""
     scope = _scope(access, node_ids, thresholds)
     nodes, tallies, with_open_task = _gathered(access, scope, now)
     _seen_in_evidence(access, scope, tallies)
@@ -191,17 +193,18 @@ def qualifying(access: Access, *, now: datetime, thresholds: Thresholds) -> list
     if idle > 0:
         scope &= Q(last_seen_at__isnull=True) | Q(last_seen_at__lte=now - timedelta(days=idle))
     nodes, tallies, with_open_task = _gathered(access, scope, now)
-    undecided = [
-        node
-        for node in nodes
-        if tallies[node.pk].newest is None
-        or _assessment(node, tallies[node.pk], node.pk in with_open_task, now, thresholds).qualifies(thresholds)
-    ]
+
+    def assessed(node: Node) -> Assessment:
+        return _assessment(node, tallies[node.pk], node.pk in with_open_task, now, thresholds)
+
+    undecided = [node for node in nodes if tallies[node.pk].newest is None or assessed(node).qualifies(thresholds)]
     if not undecided:
         return []
-    _seen_in_evidence(access, scope if len(undecided) == len(nodes) else Q(pk__in=[n.pk for n in undecided]), tallies)
-    assessed = (_assessment(node, tallies[node.pk], node.pk in with_open_task, now, thresholds) for node in undecided)
-    return [item for item in assessed if item.qualifies(thresholds)]
+    # The shorter list of ids names the nodes whose evidence is read: those undecided, or the others, left out.
+    decided = {node.pk for node in nodes}.difference(node.pk for node in undecided)
+    read = Q(pk__in=[node.pk for node in undecided]) if len(undecided) <= len(decided) else scope & ~Q(pk__in=decided)
+    _seen_in_evidence(access, read, tallies)
+    return [item for item in map(assessed, undecided) if item.qualifies(thresholds)]
 
 
 def _scope(access: Access, node_ids: Iterable[str] | None, thresholds: Thresholds) -> Q:

@@ -12,6 +12,7 @@ Loaded by tests/conftest.py for the suite, and with `-p tests.sigterm` by a run 
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from types import FrameType
@@ -21,9 +22,11 @@ import pytest
 
 def interrupt_on_sigterm() -> None:
     """The first SIGTERM interrupts the run as Ctrl-C does; left alone where SIGTERM already has a handler, or off
-    the main thread (where none can be set)."""
+    the main thread (where none can be set). A process the run forks (tests of forked children) ends at a SIGTERM
+    as before: interrupted, it would run the session's teardown (the test database's, over the connection it shares)."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _interrupted)
+        os.register_at_fork(after_in_child=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
 
 
 def _interrupted(signum: int, frame: FrameType | None) -> None:

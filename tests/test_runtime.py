@@ -19,6 +19,7 @@ import redis
 
 from config import embedded
 from config.embedded import Runtime, _Redis, is_running
+from tests import sigterm
 from tests.process import ROOT, free_port, manage, service_env, wait_for
 
 pytestmark = pytest.mark.server
@@ -86,8 +87,9 @@ def test_a_test_run_stopped_with_sigterm_tears_down_and_stops_its_servers(tmp_pa
     (tmp_path / "test_held.py").write_text(HELD_RUN.format(data=str(data_dir)))
     command = [sys.executable, "-m", "pytest", "-c", str(tmp_path / "pytest.ini"), "-p", "no:django",
                "-p", "no:cacheprovider", "-p", "tests.sigterm", "-q", str(tmp_path / "test_held.py")]  # fmt: skip
+    env = {name: value for name, value in os.environ.items() if name not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
     with (tmp_path / "run.log").open("w") as log:
-        run = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
         while not (tmp_path / "ready").exists() and run.poll() is None and time.monotonic() < deadline:
@@ -104,6 +106,21 @@ def test_a_test_run_stopped_with_sigterm_tears_down_and_stops_its_servers(tmp_pa
         run.wait()
         embedded.stop(runtime)  # whatever the run left, should it have left anything
         killed(runtime.redis_socket)
+
+
+def test_a_process_the_run_forks_ends_at_sigterm_as_before() -> None:
+    """The suite's SIGTERM handler is the run's (tests/sigterm.py): a forked child interrupted by it would run the
+    session's teardown from its copy of pytest, so a fork starts with SIGTERM's default again."""
+    assert signal.getsignal(signal.SIGTERM) is sigterm._interrupted
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: says what SIGTERM does here, and ends without Python's exit
+        os.write(write, b"default" if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else b"handled")
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 16) == b"default"
+    os.close(read)
 
 
 def test_probing_a_stopped_redis_tries_to_connect_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

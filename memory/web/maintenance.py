@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from commitments.services import recover_statusless
 from maintenance.dedup import dedup_sweep
 from maintenance.orphans import prune_orphans_apply, prune_orphans_preview
-from maintenance.pruning import MAX_PAGE, Thresholds, prune_stale_apply, prune_stale_preview
+from maintenance.pruning import MAX_IDLE_DAYS, MAX_PAGE, Thresholds, prune_stale_apply, prune_stale_preview
 from maintenance.reaping import reap
 from maintenance.scoring import AGGRESSIVENESS, min_score_for
 from maintenance.vectors import memory_reindex, memory_vectors_status
@@ -73,7 +73,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 class StaleForm(forms.Form):
     aggressiveness = forms.ChoiceField(choices=[(name, name) for name in AGGRESSIVENESS], initial="medium")
-    minIdleDays = forms.IntegerField(min_value=0, max_value=36500, initial=30)
+    minIdleDays = forms.IntegerField(min_value=0, max_value=MAX_IDLE_DAYS, initial=30)
     includeReference = forms.BooleanField(required=False)
     cursor = forms.CharField(required=False, max_length=1000)
 

@@ -59,6 +59,7 @@ def test_the_command_works_in_one_partition_and_refuses_bad_options(alice: User)
         (["--user", "alice", "--aggressiveness", "wild"], "--aggressiveness"),
         (["--user", "alice", "--min-score", "3"], "--min-score"),
         (["--user", "alice", "--min-idle-days", "-2"], "--min-idle-days"),
+        (["--user", "alice", "--min-idle-days", "800000"], "--min-idle-days must be from 0 to 36500"),  # no overflow
         (["--user", "alice", "--partition", "project:none"], "No such partition"),
     ]:
         with pytest.raises(CommandError, match=message):

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from commitments.services import status_set, task_create
+from maintenance import pruning
 from maintenance.pruning import Thresholds, assess, prune_stale_preview, qualifying
 from memory.access import Actor, access_for_user
 from memory.models import Claim, Evidence, MemoryEvent, Node, Partition, Source, User
@@ -391,43 +392,65 @@ def said_on(user: User, node: Node, days_ago: int) -> Claim:
     return said
 
 
-def evidence_read(access: Any, thresholds: Thresholds) -> tuple[list[str], list[str]]:
-    """The preview's candidates, and the SQL it sent to the evidence table."""
-    with CaptureQueriesContext(connection) as captured:
-        found = [item.node.pk for item in qualifying(access, now=timezone.now(), thresholds=thresholds)]
-    return found, [query["sql"] for query in captured if '"memory_evidence"' in query["sql"]]
+def asked_of(monkeypatch: pytest.MonkeyPatch, step: str) -> list[set[str]]:
+    """The labels of the nodes each later call of pruning's `step` (`_tallies`, `_newest_evidence`) reads."""
+    calls: list[set[str]] = []
+    original = getattr(pruning, step)
+
+    def recorded(access: Any, nodes: Any, *rest: Any) -> Any:
+        calls.append(set(Node.objects.filter(nodes).values_list("label", flat=True)))
+        return original(access, nodes, *rest)
+
+    monkeypatch.setattr(pruning, step, recorded)
+    return calls
 
 
-def test_the_preview_reads_evidence_only_for_nodes_it_could_make_qualify(alice: User) -> None:
-    """Evidence only makes a node that has a sign of life fresher: one a pinned claim protects is not a candidate
-    whatever its evidence says, and the preview does not read it. A node never seen is idle since it was made, unless
-    its evidence is older: read. The candidates are those of every node assessed in full."""
-    access, thresholds = access_for_user(user=alice), Thresholds(min_score=0.5)
-    pinned = stale(alice, "Pinned", days=400)
-    said_on(alice, pinned, 400)
-    claim(alice, pinned, pinned=True, origin="assistant_inferred", statement="Pinned is kept.")
-    assert evidence_read(access, thresholds) == ([], [])  # no node it could make qualify: no evidence read
-    never_seen = NodeFactory.create(owner=alice, label="Never seen")  # made now, no sighting
-    said_on(alice, never_seen, 400)
-    lately_said = stale(alice, "Said lately", days=400)
-    said_on(alice, lately_said, 5)
-    found, sql = evidence_read(access, thresholds)
-    assert found == [never_seen.pk]
-    assert sql and all(pinned.pk not in statement for statement in sql)
-    assert all(never_seen.pk in statement and lately_said.pk in statement for statement in sql)
+def candidates(access: Any, thresholds: Thresholds) -> list[str]:
+    """The preview's candidates, checked against those of every node assessed in full."""
+    found = [item.node.pk for item in qualifying(access, now=timezone.now(), thresholds=thresholds)]
     every = assess(access, now=timezone.now(), thresholds=thresholds)
     assert found == [item.node.pk for item in every if item.qualifies(thresholds)]
+    return found
 
 
-def test_the_preview_tallies_no_node_seen_too_lately_to_qualify(alice: User) -> None:
+def test_the_preview_reads_evidence_only_for_nodes_it_could_make_qualify(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Evidence only makes a node that has a sign of life fresher: one a pinned claim protects is not a candidate
+    whatever its evidence says, and the preview does not read it. A node never seen is idle since it was made, unless
+    its evidence is older: read. Either list of ids may name them (the shorter): both are taken here."""
+    access, thresholds = access_for_user(user=alice), Thresholds(min_score=0.5)
+
+    def pinned(label: str) -> Node:
+        node = stale(alice, label, days=400)
+        said_on(alice, node, 400)
+        claim(alice, node, pinned=True, origin="assistant_inferred", statement=f"{label} is kept.")
+        return node
+
+    pinned("Pinned")
+    read = asked_of(monkeypatch, "_newest_evidence")
+    assert candidates(access, thresholds) == [] and read == [{"Pinned"}]  # the full assessment's only
+    never_seen = NodeFactory.create(owner=alice, label="Never seen")  # made now, no sighting
+    said_on(alice, never_seen, 400)
+    said_on(alice, stale(alice, "Said lately", days=400), 5)
+    for _more_pinned in (0, 2):  # the undecided named by leaving one out, then by their own two ids
+        for n in range(_more_pinned):
+            pinned(f"Pinned {n}")
+        read.clear()
+        assert candidates(access, thresholds) == [never_seen.pk]
+        assert read[0] == {"Never seen", "Said lately"}  # the preview's; then the full assessment's, of every node
+
+
+def test_the_preview_tallies_no_node_seen_too_lately_to_qualify(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
     """At medium (0.65) a node alone, with nothing current, reaches the floor once idle about 45.6 days: one seen 46
-    days ago is a candidate, one seen 45 days ago is not, and so is a node seen yesterday with old evidence. The
-    candidates are those of every node assessed in full, at that floor and at one where idle days decide."""
+    days ago is a candidate and tallied; one seen 45 days ago is not tallied, nor one seen yesterday with old
+    evidence. Likewise where the idle days decide (46)."""
     access = access_for_user(user=alice)
-    sooner, later = stale(alice, "Seen 45 days ago", days=45), stale(alice, "Seen 46 days ago", days=46)
+    stale(alice, "Seen 45 days ago", days=45)
+    later = stale(alice, "Seen 46 days ago", days=46)
     said_on(alice, stale(alice, "Seen yesterday", days=1), 400)
+    tallied = asked_of(monkeypatch, "_tallies")
     for thresholds in (Thresholds(min_score=0.65), Thresholds(min_score=0.5, min_idle_days=46)):
-        found = [item.node.pk for item in qualifying(access, now=timezone.now(), thresholds=thresholds)]
-        every = assess(access, now=timezone.now(), thresholds=thresholds)
-        assert found == [item.node.pk for item in every if item.qualifies(thresholds)] == [later.pk]
-    assert sooner.pk not in found
+        tallied.clear()
+        assert candidates(access, thresholds) == [later.pk]
+        assert tallied[0] == {"Seen 46 days ago"}  # the preview's; then the full assessment's, of every node

@@ -7,7 +7,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 
-from maintenance.pruning import MAX_PAGE, Assessment, Thresholds, prune_stale_apply, prune_stale_preview
+from maintenance.pruning import (
+    MAX_IDLE_DAYS,
+    MAX_PAGE,
+    Assessment,
+    Thresholds,
+    prune_stale_apply,
+    prune_stale_preview,
+)
 from maintenance.scoring import AGGRESSIVENESS, min_score_for
 from memory.access import Access, Actor, access_for_user
 from memory.errors import ServiceError
@@ -48,8 +55,8 @@ class Command(BaseCommand):
         floor = options["min_score"]
         if floor is not None and not 0 <= floor <= 1:
             raise CommandError("--min-score must be from 0 to 1.")
-        if options["min_idle_days"] < 0:
-            raise CommandError("--min-idle-days cannot be negative.")
+        if not 0 <= options["min_idle_days"] <= MAX_IDLE_DAYS:
+            raise CommandError(f"--min-idle-days must be from 0 to {MAX_IDLE_DAYS}.")
         thresholds = Thresholds(
             min_score=floor if floor is not None else min_score_for(aggressiveness(options["aggressiveness"])),
             min_idle_days=options["min_idle_days"],
