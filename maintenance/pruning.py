@@ -38,7 +38,7 @@ from memory.services.nodes import node_erase
 TRUSTED = (ClaimOrigin.USER_STATED, ClaimOrigin.MANUAL)
 PAST = (ClaimStatus.SUPERSEDED, ClaimStatus.EXPIRED, ClaimStatus.RETRACTED)
 MAX_PAGE = 500
-MAX_IDLE_DAYS = 36500  # a hundred years: past it the moment before which a node is idle cannot be written
+MAX_IDLE_DAYS = 36500  # a hundred years: what a preview takes as the days a candidate must be idle, at most
 
 
 @dataclass(frozen=True)
@@ -289,6 +289,8 @@ def prune_stale_preview(
     access.require_scope(Scope.READ)
     if not 1 <= limit <= MAX_PAGE:
         raise ValidationFailed("limit is out of range.", details={"limit": [f"From 1 to {MAX_PAGE}."]})
+    if not 0 <= thresholds.min_idle_days <= MAX_IDLE_DAYS:  # past it, the moment a candidate is idle since overflows
+        raise ValidationFailed("minIdleDays is out of range.", details={"minIdleDays": [f"From 0 to {MAX_IDLE_DAYS}."]})
     as_of, after = timezone.now(), None
     if cursor:
         as_of, last_score, last_id = _decode(cursor)

@@ -15,6 +15,7 @@ from commitments.services import status_set, task_create
 from maintenance import pruning
 from maintenance.pruning import Thresholds, assess, prune_stale_preview, qualifying
 from memory.access import Actor, access_for_user
+from memory.errors import ValidationFailed
 from memory.models import Claim, Evidence, MemoryEvent, Node, Partition, Source, User
 from memory.pipeline.runner import run_operation
 from memory.services.graph import self_node
@@ -283,6 +284,7 @@ def test_personas(api: Api, owner: Persona, other: Persona, outsider: Persona, r
         ({"aggressiveness": True}, "aggressiveness"),
         ({"minScore": 2}, "minScore"),
         ({"minIdleDays": -1}, "minIdleDays"),
+        ({"minIdleDays": 36501}, "minIdleDays"),
         ({"limit": 0}, "limit"),
         ({"limit": 501}, "limit"),
         ({"cursor": "not-a-cursor"}, "cursor"),
@@ -454,3 +456,12 @@ def test_the_preview_tallies_no_node_seen_too_lately_to_qualify(alice: User, mon
         tallied.clear()
         assert candidates(access, thresholds) == [later.pk]
         assert tallied[0] == {"Seen 46 days ago"}  # the preview's; then the full assessment's, of every node
+
+
+def test_the_service_refuses_idle_days_past_its_bound_whoever_calls_it(alice: User) -> None:
+    """The preview computes the moment before which a candidate is idle: past a hundred years it would overflow, so the
+    service refuses it itself, as its surfaces (REST, MCP, the form, the command) refuse it first."""
+    for days in (-1, 800_000):
+        with pytest.raises(ValidationFailed) as refused:
+            prune_stale_preview(access=access_for_user(user=alice), thresholds=Thresholds(0.5, min_idle_days=days))
+        assert refused.value.details == {"minIdleDays": ["From 0 to 36500."]}

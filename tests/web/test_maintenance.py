@@ -242,6 +242,26 @@ def test_another_user_reaches_nothing_of_the_owners(alice: User, bob: User) -> N
     assert "Nobody" not in as_bob.get(f"{HOME}orphans/").content.decode()
 
 
+def test_the_stale_form_refuses_settings_out_of_range_and_lists_nothing(alice: User) -> None:
+    """Idle days past the bound (where the preview's moment would overflow), below zero or not a number, and a level
+    not offered: the page says what to fix, previews nothing and deletes nothing."""
+    old = stale_node(alice, "Old Classmate")
+    as_alice = signed_in(alice)
+    for settings, field in [
+        ({"aggressiveness": "high", "minIdleDays": "800000"}, "minIdleDays"),
+        ({"aggressiveness": "high", "minIdleDays": "-1"}, "minIdleDays"),
+        ({"aggressiveness": "high", "minIdleDays": "soon"}, "minIdleDays"),
+        ({"aggressiveness": "wild", "minIdleDays": "30"}, "aggressiveness"),
+    ]:
+        page = as_alice.get(f"{HOME}stale/", settings)
+        assert page.status_code == 200, settings
+        text = page.content.decode()
+        assert f"Check the settings: {field}" in text and "Old Classmate" not in text, settings
+        applied = as_alice.post(f"{HOME}stale/", {**settings, "node": [old.pk]})
+        assert applied.status_code == 200 and "Check the settings" in applied.content.decode(), settings
+    assert Node.objects.filter(pk=old.pk).exists()
+
+
 def test_a_signed_out_visitor_is_sent_to_sign_in(client: Client) -> None:
     for path in ("", "stale/", "orphans/", "duplicates/", "reaping/", "recovery/", "erase/"):
         response = client.get(f"{HOME}{path}")
