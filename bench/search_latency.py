@@ -390,6 +390,7 @@ def timed_parts(parts: dict[str, float]) -> Iterator[None]:
         timed(module, "query_vector", lambda args: "embed query"),
         timed(module, "keyword_hits_within", lambda args: KEYWORD_STEP),
         timed(module, "vector_hits_within", lambda args: "vector, all corpora (one statement)"),
+        timed(module.held_vectors, "nearest_within", lambda args: "vector, held in process (a small reach)"),
         timed(module, "hydrated", lambda args: "hydrate"),
         timed(module.bookkeeping, "note_access", lambda args: "access bookkeeping (Redis)"),
     ):

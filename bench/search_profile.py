@@ -169,6 +169,22 @@ def embedding_alone(questions: list[str]) -> float:
     return statistics.median(spent)
 
 
+def _version_copied(user: Any, url: str, databases: list[int]) -> None:
+    """The owner's memory version, as this Redis database holds it (made where it holds none, as a write makes it),
+    into the servers' own databases: each server's caches apart, the memory version one, as the service has it
+    (what is held at a version, e.g. memory.recall.held_vectors, is held only where there is one)."""
+    import redis
+    from django.core.cache import cache
+
+    from bench.serving import redis_database
+    from memory.services.audit import memory_version, memory_version_key
+
+    version = memory_version(user.pk)
+    for number in databases:
+        with contextlib.closing(redis.Redis.from_url(redis_database(url, number))) as client:
+            client.set(cache.make_key(memory_version_key(user.pk)), version)
+
+
 def over_http(
     user: Any, questions: list[str], rounds: int, compare: Path | None, compare_env: dict[str, str]
 ) -> dict[str, list[float]]:
@@ -188,6 +204,7 @@ def over_http(
             url = stack.enter_context(served(root, environment=environment))
             return stack.enter_context(httpx.Client(base_url=url, headers=bearer(secret), timeout=60))
 
+        _version_copied(user, settings.REDIS_URL, [1, 2])
         clients = {"": client(ROOT, {"REDIS_URL": redis_database(settings.REDIS_URL, 1)})}
         if compare is not None or compare_env:
             environment = {"REDIS_URL": redis_database(settings.REDIS_URL, 2)} | compare_env

@@ -24,6 +24,7 @@ from config.embedded import Runtime, ensure_started
 from memory.access import Actor
 from memory.connectivity import outage_noted, probe
 from memory.models import AccessToken, Scope, Surface, User
+from memory.recall.held_vectors import HOLDING
 from memory.recall.threads import drained
 from memory.services.redis_debts import LEDGER, SETTLING
 from memory.services.tokens import token_issue, token_revoke
@@ -94,6 +95,7 @@ def _no_redis_ledger() -> Iterator[None]:
 def _clear_cache(embedded_runtime: Runtime, _no_redis_ledger: None) -> Iterator[None]:
     yield  # torn down before the ledger comes back: hearing Redis below settles nothing
     drained("vocabulary")  # a count a search handed to recall's thread writes no keys into the next test
+    drained(HOLDING)  # nor does a copy of a reach's vectors it handed on read rows of this one's
     drained("erased-views")  # nor does an erasure's deletion of cached views
     drained("access-bookkeeping")  # nor a search's access count (Redis's command statistics are the server's)
     drained(LEDGER)  # nor a write owed to Redis, written down by its thread (tests/test_redis_debts.py)

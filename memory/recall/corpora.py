@@ -23,6 +23,9 @@ class Corpus:
     reach: str  # WHERE clause over `c` (and joins) of the rows a search can reach, with named parameters
     narrowing: str  # what a single search adds to it (expiry, node types); word statistics leave it out
     time: str  # the row's time, for `since`
+    # When a row in reach leaves it by time alone (NULL: never), as `narrowing` says: for what holds rows for later
+    # (memory.recall.held_vectors). Keep the two together.
+    lapses: str = "NULL"
 
     @property
     def filters(self) -> str:
@@ -50,6 +53,7 @@ CLAIMS = Corpus(
         " AND NOT EXISTS (SELECT 1 FROM memory_node n WHERE n.id = c.subject_id AND n.type = ANY(%(excluded)s))"
     ),
     time="COALESCE(c.stated_at, c.recorded_at)",
+    lapses="CASE WHEN c.pinned THEN NULL ELSE c.expires_at END",
 )
 # A chunk carries its source's scope and time; a replaced or erased source's chunks are deleted with it (the
 # pipeline writes a job's chunks holding its source's row, so none land after).

@@ -12,13 +12,14 @@ import re
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from memory.access import Access
 from memory.models import Scope, SourceScope
-from memory.recall import bookkeeping
+from memory.recall import bookkeeping, held_vectors
 from memory.recall.anchors import anchor_keys, first_name, reference_time, speakers_named
 from memory.recall.caching import read_ahead
 from memory.recall.corpora import CORPORA, Span
@@ -107,7 +108,8 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
     embedding = _embedding_started(request.query) if request.use_vector else None
     try:
         terms = query_terms(request.query) if request.use_keyword else []
-        with read_ahead([*statistics_keys(CORPORA, terms, params), *anchor_keys(params)]):
+        ahead = [*statistics_keys(CORPORA, terms, params), *anchor_keys(params), *held_vectors.keys(access.user.pk)]
+        with read_ahead(ahead):
             reference = reference_time(params)
             # The time the question names ("in May") brings its own candidates, found within it, besides the rest.
             window = asked_window(request.query, reference)
@@ -121,8 +123,7 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []
             if vector is not None:
-                exact = searched_exactly(CORPORA, params)
-                semantic = _united(*vector_hits_within(CORPORA, vector, model_id, params, between, depth, exact=exact))
+                semantic = _united(*_nearest(vector, model_id, params, between, depth))
     finally:
         if embedding is not None:
             embedding.cancel()  # a failure before its result was needed: nothing waits for it
@@ -130,12 +131,26 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
     candidates = fuse({"keyword": rank(keyword), "vector": rank(semantic)}, weights)
     # Boosts move memories of similar relevance; only the best by relevance are worth reading in full.
     candidates.sort(key=lambda candidate: (-candidate.fused, candidate.corpus, candidate.id))
-    results = hydrated(candidates[: max(limit * 2, 16)])
+    # A claim retired since it was ranked (between a write's commit and its memory version's move, a held copy of
+    # the vectors may still rank it) is left out, as the legs leave it out.
+    results = [result for result in hydrated(candidates[: max(limit * 2, 16)]) if result.status == "active"]
     _boosted(results, request, min(window.end, reference) if window else reference, window, speakers)
     results = _composed(_folded(results), request.query)
     chosen = results[:limit]
     bookkeeping.note_access([result.candidate.id for result in chosen if result.type == "claim"])
     return chosen
+
+
+def _nearest(
+    vector: list[float], model_id: str, params: dict[str, Any], between: list[Span], depth: int
+) -> list[list[Hit]]:
+    """The vector leg: a small reach from the copy of its vectors this process holds, where it holds a current one;
+    else one statement, reading every row in reach of a small one or the HNSW index of a larger one."""
+    exact = searched_exactly(CORPORA, params)
+    held = held_vectors.nearest_within(CORPORA, vector, model_id, params, between, depth) if exact else None
+    if held is not None:
+        return held
+    return vector_hits_within(CORPORA, vector, model_id, params, between, depth, exact=exact)
 
 
 def _united(hits: list[Hit], *more: list[Hit]) -> list[Hit]:

@@ -1,0 +1,244 @@
+"""A small reach's vectors held in this process, so that the vector leg of its searches asks PostgreSQL nothing.
+
+An owner with at most EXACT_ROWS rows in all three corpora is searched exactly (memory.recall.legs.searched_exactly):
+the distance of every row in reach, sorted. That statement is a round trip and PostgreSQL's work beside the query's
+embedding on the same cores (0.8 ms alone, 1.7 in a search on two cores); the same products over the reach's few
+hundred vectors in numpy take ~0.1 ms. So the first search of such a reach hands a copy of its vectors to the HOLDING
+thread, and the searches after it rank this copy, as long as it is current:
+
+- **What a copy holds:** the rows the vector statement would read without its time window (the corpus's filters,
+  the active model), each with its vector, the time it is "from" and, for a claim, when it lapses by time alone
+  (`Corpus.lapses`; a pinned claim never does). A window and the moment are applied here, as the statement applies
+  them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out, model.
+- **When it is current:** it was read at the owner's memory version, erasure mark and Redis epoch a search reads now
+  (all read ahead with the search's other keys). Every committed write that search reads moves the version on, an
+  erasure sets the mark (memory.recall.caching), and a Redis that lost its keys (a flush, a restart without its
+  file) has a new epoch, so a version number counted again never matches a copy of the old one. Where Redis holds
+  no version (none since it lost its keys: the owner's next write sets one), nothing is held. A copy is read
+  after its rows, at a version no later than theirs. With Redis away, or inside a transaction (whose own writes
+  no copy holds), the statement runs as before.
+- **What it costs:** HELD_REACHES copies per process at most, the least recently searched dropped first; each at
+  most EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB). A write drops nothing here: the next search of that reach
+  runs the statement and hands the copy on again (a few ms of the thread's, off the request's path).
+
+The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
+every cache of the owner's already has; a claim retired in it is still dropped by the search (its status is read
+with its row).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.utils import timezone
+from redis.exceptions import RedisError
+
+from memory.recall.caching import cached_many, dropped_key, erasure_mark, memory_version_now
+from memory.recall.corpora import Corpus, Span
+from memory.recall.legs import Hit
+from memory.recall.prepared import read_prepared
+from memory.recall.threads import claimed, submitted
+from memory.services.audit import memory_version_key
+
+logger = logging.getLogger("memory.recall")
+
+HOLDING = "held-vectors"  # the thread that reads the copies, one per process
+HOLDING_QUEUED = 4  # copies waiting to be read at most; a search of a reach whose copy was dropped hands it on again
+HELD_REACHES = 16  # copies held per process at most
+EPOCH_KEY = "recall:epoch"  # a token kept without expiry: a Redis that lost its keys has a new one
+_NEVER = np.iinfo(np.int64).max  # a row that does not lapse
+_NO_TIME = np.iinfo(np.int64).min  # a row with no time: outside every window (SQL's NULL >= x is not true)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_GIVES_WAY = {"lock_timeout": "100ms"}
+
+
+@dataclass(frozen=True)
+class _Copy:
+    stamp: tuple[Any, ...]  # (memory version, erasure mark, epoch) it was read at
+    rows: dict[str, np.ndarray]  # each corpus's rows (their positions)
+    ids: tuple[str, ...]
+    unit: np.ndarray  # rows x dimensions, float32, each row divided by its norm (a zero vector: NaN)
+    time: np.ndarray  # microseconds since 1970 (int64; _NO_TIME where the row has none)
+    lapses: np.ndarray  # microseconds since 1970 (int64; _NEVER where it does not)
+
+
+_copies: OrderedDict[tuple[Any, ...], _Copy] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _forked() -> None:
+    """In a forked child: the lock is free (a thread of the parent may have held it at the fork)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def keys(owner_id: int) -> list[str]:
+    """The cache keys a copy of this owner's is checked against (a search reads them ahead)."""
+    return [memory_version_key(owner_id), dropped_key(owner_id), EPOCH_KEY]
+
+
+def _reach(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        tuple(corpus.name for corpus in corpora),
+        params["owner"],
+        tuple(sorted(params["partitions"])),
+        params["scope"],
+        tuple(sorted(params["excluded"])),
+        model_id,
+    )
+
+
+def _stamp_now(owner_id: int) -> tuple[Any, Any, Any]:
+    """(version, mark, epoch) as Redis holds them now (within a search: as read ahead; None for each it did not say or
+    holds none of)."""
+    return (memory_version_now(owner_id), erasure_mark(owner_id), cached_many([EPOCH_KEY]).get(EPOCH_KEY))
+
+
+def nearest_within(
+    corpora: tuple[Corpus, ...],
+    vector: list[float],
+    model_id: str,
+    params: dict[str, Any],
+    spans: list[Span],
+    limit: int,
+    *,
+    at: datetime | None = None,
+) -> list[list[Hit]] | None:
+    """What `legs.vector_hits_within(..., exact=True)` finds, from this process's copy of the reach's vectors: per
+    time window, the nearest rows of each corpus (similarity at least SEARCH_MIN_SIMILARITY), nearest first, as
+    of the moment `at` (now). None where no current copy is held: the caller runs the statement, and the copy is
+    handed on to be read for the searches after it."""
+    if not settings.SEARCH_HELD_VECTORS or connection.in_atomic_block:
+        return None
+    reach = _reach(corpora, model_id, params)
+    stamp = _stamp_now(params["owner"])
+    if stamp[0] is None:
+        return None  # no version to hold a copy at: none since Redis lost its keys, or Redis did not answer
+    with _lock:
+        copy = _copies.get(reach)
+        if copy is not None and copy.stamp == stamp:
+            _copies.move_to_end(reach)
+        else:
+            copy = None
+    if copy is None:
+        _handed_on(corpora, model_id, params, reach)  # where Redis holds no epoch, the thread sets one
+        return None
+    return _ranked(copy, corpora, vector, spans, limit, at or timezone.now())
+
+
+def _ranked(
+    copy: _Copy, corpora: tuple[Corpus, ...], vector: list[float], spans: list[Span], limit: int, at: datetime
+) -> list[list[Hit]]:
+    query = np.asarray(vector, dtype=np.float32)
+    similarity = copy.unit @ (query / np.linalg.norm(query))
+    # A NaN (a zero vector) is never near: the statement's distance sorts it last, and below any floor.
+    live = (copy.lapses > _micros(at)) & (similarity >= settings.SEARCH_MIN_SIMILARITY)
+    found: list[list[Hit]] = []
+    for since, until in spans:
+        within = live
+        if since is not None:
+            within = within & (copy.time >= _micros(since))  # _NO_TIME is below every moment
+        if until is not None:
+            within = within & (copy.time < _micros(until)) & (copy.time != _NO_TIME)
+        hits = []
+        for corpus in corpora:
+            rows = copy.rows[corpus.name]
+            rows = rows[within[rows]]
+            nearest = rows[np.argsort(-similarity[rows], kind="stable")[:limit]].tolist()
+            scores = similarity[nearest].tolist()
+            hits += [Hit(corpus.name, copy.ids[row], score) for row, score in zip(nearest, scores, strict=True)]
+        found.append(hits)
+    return found
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+_MICROSECOND = datetime.resolution
+
+
+def _handed_on(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], reach: tuple[Any, ...]) -> None:
+    """The reach's copy read by the HOLDING thread once no search is in flight, once per reach in this process."""
+    name = repr(reach)
+    if claimed(HOLDING, {name}):
+        submitted(
+            HOLDING, HOLDING_QUEUED, _held, corpora, model_id, dict(params), reach,
+            after_searches=True, holding={name}, drops_logged=False,
+        )  # fmt: skip
+
+
+def _held(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], reach: tuple[Any, ...]) -> None:
+    try:
+        copy = _read(corpora, model_id, params)
+        if copy is not None:
+            with _lock:
+                _copies[reach] = copy
+                _copies.move_to_end(reach)
+                while len(_copies) > HELD_REACHES:
+                    _copies.popitem(last=False)
+    except RedisError:
+        return  # Redis is away: searches run the statement until it answers
+    except Exception:  # a copy is only a shortcut: searches go on running the statement
+        logger.exception("recall.vectors_not_held")
+    finally:
+        connection.close()  # this thread's connection: back to the pool, or closed (a worker, a test)
+
+
+def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -> _Copy | None:
+    """The reach's rows with their vectors, stamped with what Redis held before they were read; None where the reach
+    holds more than EXACT_ROWS rows (its searches use the index), or none."""
+    from memory.recall.legs import EXACT_ROWS
+
+    cache.add(EPOCH_KEY, secrets.token_hex(8), timeout=None)  # a new epoch where Redis lost the last one
+    held = cache.get_many(keys(params["owner"]))
+    stamp = tuple(held.get(key) for key in keys(params["owner"]))
+    if stamp[0] is None or stamp[2] is None:
+        return None  # deleted meanwhile (an account's erasure, a Redis that lost its keys)
+    parts = [
+        f"""(SELECT {number} AS corpus, c.id, vector_send(c.embedding) AS vector, {corpus.time} AS time,
+                    {corpus.lapses} AS lapses
+             FROM {corpus.table}
+             WHERE {corpus.where(None)} AND c.embedding_model = %(model)s AND c.embedding IS NOT NULL
+             LIMIT {EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+        for number, corpus in enumerate(corpora)
+    ]
+    # A copy is only a shortcut: behind a lock (a migration, a table emptied) it gives up rather than wait.
+    (rows,) = read_prepared([(" UNION ALL ".join(parts), params | {"model": model_id})], settings=_GIVES_WAY)
+    if len(rows) > EXACT_ROWS or not rows:
+        return None
+    # pgvector's binary form: the dimensions (int16), an unused int16, then each value as a big-endian float32.
+    vectors = np.stack([np.frombuffer(row["vector"], dtype=">f4", offset=4) for row in rows]).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return _Copy(
+        stamp=stamp,
+        rows={
+            corpus.name: np.flatnonzero(np.array([row["corpus"] for row in rows]) == number)
+            for number, corpus in enumerate(corpora)
+        },
+        ids=tuple(row["id"] for row in rows),
+        unit=unit,
+        time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
+        lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
+    )
+
+
+def forget_all() -> None:
+    """Drops every copy this process holds (tests)."""
+    with _lock:
+        _copies.clear()

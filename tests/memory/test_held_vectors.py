@@ -1,0 +1,225 @@
+"""A small reach's vectors held in the process (memory.recall.held_vectors): ranked as the exact statement ranks them,
+and never read once the memory they were read from has changed, an erasure came, or Redis lost its keys."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memory.access import access_for_user
+from memory.embeddings import get_embedder
+from memory.models import Claim, User
+from memory.recall import held_vectors, legs
+from memory.recall.caching import dropped_key
+from memory.recall.corpora import CORPORA, Span
+from memory.recall.legs import Hit, vector_hits_within
+from memory.recall.search import SearchRequest, search
+from memory.recall.threads import drained
+from memory.services.audit import memory_changed, memory_version_key
+from tests.conftest import Api, Persona
+from tests.factories import ClaimFactory
+from tests.memory.test_recall_api import say
+from tests.memory.test_recall_fork import exit_code
+from tests.memory.test_recall_word_statistics import reach_of
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the copy is read by a thread: the rows must be committed
+
+QUESTIONS = ["Where did Marcel buy tea?", "What does the user paint?", "When is the dentist?", "Who plays chess?"]
+SPANS: list[list[Span]] = [
+    [(None, None)],
+    [(None, None), (datetime(2026, 4, 1, tzinfo=UTC), datetime(2026, 4, 23, tzinfo=UTC))],
+    [(datetime(2026, 4, 22, 10, 0, 2, tzinfo=UTC), None)],
+]
+
+
+@pytest.fixture(autouse=True)
+def _no_copies(transactional_db: None) -> Iterator[None]:
+    held_vectors.forget_all()
+    yield
+    drained(held_vectors.HOLDING)  # before the tables are emptied
+
+
+def remember(owner: User, statement: str, **fields: Any) -> Claim:
+    """A claim with its vector, and the owner's memory version moved on as any audited write moves it."""
+    embedder = get_embedder()
+    claim = ClaimFactory.create(
+        owner=owner, statement=statement, embedding=embedder.embed_query(statement),
+        embedding_model=embedder.model_id, **fields,
+    )  # fmt: skip
+    memory_changed(owner.pk)  # autocommit: at once
+    return claim
+
+
+def a_small_memory(api: Api, owner: Persona, alice: User) -> None:
+    say(
+        api, owner,
+        "Marcel bought green tea in Lisbon.", "I am painting the garage door this weekend.",
+        "The dentist appointment moved to Thursday.", "Ingrid and I play chess on Mondays.",
+    )  # fmt: skip
+    remember(alice, "Marcel prefers green tea.", stated_at=datetime(2026, 3, 2, tzinfo=UTC))
+    remember(alice, "The user paints landscapes in oil.")
+
+
+def nearest(alice: User, question: str, spans: list[Span], **options: Any) -> list[list[Hit]] | None:
+    embedder = get_embedder()
+    vector = embedder.embed_query(question)
+    return held_vectors.nearest_within(CORPORA, vector, embedder.model_id, reach_of(alice), spans, 40, **options)
+
+
+def held(alice: User) -> None:
+    """The copy of alice's reach read, as the first search of it hands it on."""
+    assert nearest(alice, "anything", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    assert nearest(alice, "anything", [(None, None)]) is not None
+
+
+def statement_finds(alice: User, question: str, spans: list[Span]) -> list[list[Hit]]:
+    embedder = get_embedder()
+    vector = embedder.embed_query(question)
+    return vector_hits_within(CORPORA, vector, embedder.model_id, reach_of(alice), spans, 40, exact=True)
+
+
+def ranked(found: list[list[Hit]]) -> list[list[tuple[str, str]]]:
+    return [[(hit.corpus, hit.id) for hit in hits] for hits in found]
+
+
+def test_a_held_copy_ranks_every_corpus_and_window_as_the_exact_statement_does(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    a_small_memory(api, owner, alice)
+    held(alice)
+    found = [0] * len(SPANS)
+    for question in QUESTIONS:
+        for number, spans in enumerate(SPANS):
+            copy, statement = nearest(alice, question, spans), statement_finds(alice, question, spans)
+            assert copy is not None
+            assert ranked(copy) == ranked(statement), (question, spans)
+            pairs = zip(copy, statement, strict=True)
+            scores = [(a.score, b.score) for hits, others in pairs for a, b in zip(hits, others, strict=True)]
+            assert all(abs(a - b) < 1e-5 for a, b in scores)
+            found[number] += len(statement[-1])
+    assert 0 < found[1] < found[0] and 0 < found[2] < found[0]  # each window keeps some rows and leaves some out
+    assert {hit.corpus for hit in statement_finds(alice, "Marcel tea", [(None, None)])[0]} >= {"claim", "chunk"}
+
+
+def test_a_search_of_a_held_reach_answers_what_it_answers_without_the_copy(
+    api: Api, owner: Persona, alice: User, settings: Any
+) -> None:
+    a_small_memory(api, owner, alice)
+    access = access_for_user(user=alice)
+    held(alice)
+    answers = {}
+    for on in (True, False):
+        settings.SEARCH_HELD_VECTORS = on
+        answers[on] = [[(r.type, r.candidate.id) for r in search(access, SearchRequest(query=q))] for q in QUESTIONS]
+    assert answers[True] == answers[False]
+    assert all(answers[True])
+    settings.SEARCH_HELD_VECTORS = False
+    assert nearest(alice, "tea", [(None, None)]) is None  # switched off: never read
+
+
+def test_a_write_an_erasure_or_a_redis_that_lost_its_keys_sets_the_copy_aside_until_it_is_read_again(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    a_small_memory(api, owner, alice)
+    held(alice)
+    new = remember(alice, "Marcel moved to Porto in May.")  # the version moved on
+    assert nearest(alice, "Where does Marcel live?", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    found = nearest(alice, "Where does Marcel live?", [(None, None)])
+    assert found is not None and ("claim", new.id) in ranked(found)[0]
+
+    cache.set(dropped_key(alice.pk), "an erasure's new mark")
+    assert nearest(alice, "tea", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    assert nearest(alice, "tea", [(None, None)]) is not None
+
+    version = cache.get(memory_version_key(alice.pk))
+    cache.clear()  # a Redis restarted without its file: no version until the owner's next write
+    assert nearest(alice, "tea", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    assert nearest(alice, "tea", [(None, None)]) is None and not cache.get(held_vectors.EPOCH_KEY)
+    cache.set(memory_version_key(alice.pk), version, timeout=None)  # counted again to the same number
+    assert nearest(alice, "tea", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    assert cache.get(held_vectors.EPOCH_KEY) is not None  # a new epoch, for the copy read again
+    assert nearest(alice, "tea", [(None, None)]) is not None
+
+
+def test_a_claim_leaves_the_copy_when_it_lapses_unless_it_is_pinned(api: Api, owner: Persona, alice: User) -> None:
+    soon = timezone.now() + timedelta(hours=1)
+    lapsing = remember(alice, "The parking permit is valid this week.", expires_at=soon)
+    pinned = remember(alice, "The parking code is 4711.", expires_at=soon, pinned=True)
+    held(alice)
+    now = nearest(alice, "parking", [(None, None)])
+    later = nearest(alice, "parking", [(None, None)], at=soon + timedelta(seconds=1))
+    assert now is not None and later is not None
+    assert {("claim", lapsing.id), ("claim", pinned.id)} <= set(ranked(now)[0])
+    assert ("claim", lapsing.id) not in ranked(later)[0] and ("claim", pinned.id) in ranked(later)[0]
+
+
+def test_a_claim_retired_while_a_copy_still_ranks_it_is_not_found(api: Api, owner: Persona, alice: User) -> None:
+    """Between a write's commit and its version's move a copy may still rank a retired claim: the search leaves it
+    out, as the statement would have."""
+    a_small_memory(api, owner, alice)
+    retired = remember(alice, "Marcel's tea shop is on Rua Augusta.")
+    held(alice)
+    Claim.objects.filter(pk=retired.pk).update(status="superseded")  # the commit; its version not moved yet
+    copy = nearest(alice, "Where is Marcel's tea shop?", [(None, None)])
+    assert copy is not None and ("claim", retired.id) in ranked(copy)[0]
+    found = search(access_for_user(user=alice), SearchRequest(query="Where is Marcel's tea shop?"))
+    assert found and retired.id not in {result.candidate.id for result in found}
+
+
+def test_a_copy_is_held_per_reach_and_never_answers_another(
+    api: Api, owner: Persona, other: Persona, alice: User, bob: User
+) -> None:
+    a_small_memory(api, owner, alice)
+    say(api, other, "Bob keeps bees in the garden.")
+    held(alice)
+    assert nearest(bob, "bees", [(None, None)]) is None  # bob's reach: no copy yet, alice's is never read for it
+    drained(held_vectors.HOLDING)
+    bobs = nearest(bob, "bees", [(None, None)])
+    alices = nearest(alice, "bees", [(None, None)])
+    assert bobs is not None and alices is not None
+    assert ranked(bobs) == ranked(statement_finds(bob, "bees", [(None, None)])) and ranked(bobs)[0]
+    assert not set(ranked(bobs)[0]) & set(ranked(alices)[0])
+    embedder = get_embedder()
+    vector = embedder.embed_query("tea")
+    narrower = reach_of(alice) | {"excluded": ["person"]}
+    assert held_vectors.nearest_within(CORPORA, vector, embedder.model_id, narrower, [(None, None)], 40) is None
+
+
+def test_a_reach_larger_than_is_searched_exactly_is_not_held(
+    api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a_small_memory(api, owner, alice)
+    monkeypatch.setattr(legs, "EXACT_ROWS", 2)
+    assert nearest(alice, "tea", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    assert nearest(alice, "tea", [(None, None)]) is None
+    assert not held_vectors._copies
+
+
+def test_no_copy_is_read_or_handed_on_inside_a_transaction(api: Api, owner: Persona, alice: User) -> None:
+    a_small_memory(api, owner, alice)
+    held(alice)
+    with transaction.atomic():
+        assert connection.in_atomic_block
+        assert nearest(alice, "tea", [(None, None)]) is None
+
+
+def test_a_child_forked_while_the_copies_lock_is_held_can_take_it() -> None:
+    with held_vectors._lock:
+        child = os.fork()
+        if child == 0:
+            taken = held_vectors._lock.acquire(timeout=5)
+            os._exit(0 if taken else 1)
+    assert exit_code(child) == 0
