@@ -72,9 +72,12 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 
 class StaleForm(forms.Form):
-    aggressiveness = forms.ChoiceField(choices=[(name, name) for name in AGGRESSIVENESS], initial="medium")
-    minIdleDays = forms.IntegerField(min_value=0, max_value=MAX_IDLE_DAYS, initial=30)
-    includeReference = forms.BooleanField(required=False)
+    # The labels are the page's: an error names the field as the person sees it.
+    aggressiveness = forms.ChoiceField(
+        choices=[(name, name) for name in AGGRESSIVENESS], initial="medium", label="How much to prune"
+    )
+    minIdleDays = forms.IntegerField(min_value=0, max_value=MAX_IDLE_DAYS, initial=30, label="Idle at least (days)")
+    includeReference = forms.BooleanField(required=False, label="Include reference material")
     cursor = forms.CharField(required=False, max_length=1000)
 
     def thresholds(self) -> Thresholds:
@@ -87,7 +90,10 @@ class StaleForm(forms.Form):
 
 
 def _form_errors(form: forms.Form) -> str:
-    return "; ".join(f"{name}: {' '.join(map(str, problems))}" for name, problems in form.errors.items())
+    return "; ".join(
+        f"{form.fields[name].label if name in form.fields else name}: {' '.join(map(str, problems))}"
+        for name, problems in form.errors.items()
+    )
 
 
 def _stale_form(data: Any) -> StaleForm:
@@ -100,7 +106,9 @@ def _stale_form(data: Any) -> StaleForm:
 def stale(request: HttpRequest) -> HttpResponse:
     access = web_access(request)
     form = _stale_form(request.POST if request.method == "POST" else request.GET)
-    context: dict[str, Any] = {"form": form, "in_view": _in_view(access), "levels": list(AGGRESSIVENESS)}
+    context: dict[str, Any] = {
+        "form": form, "in_view": _in_view(access), "levels": list(AGGRESSIVENESS), "max_idle_days": MAX_IDLE_DAYS,
+    }  # fmt: skip
     if not form.is_valid():
         messages.error(request, f"Check the settings: {_form_errors(form)}")
         return render(request, "ui/maintenance/stale.html", context)

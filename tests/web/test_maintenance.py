@@ -15,7 +15,7 @@ from django.test import Client
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from maintenance.pruning import Thresholds, prune_stale_preview
+from maintenance.pruning import MAX_IDLE_DAYS, Thresholds, prune_stale_preview
 from maintenance.scoring import min_score_for
 from maintenance.vectors import vectors_status
 from memory.access import access_for_user
@@ -248,15 +248,16 @@ def test_the_stale_form_refuses_settings_out_of_range_and_lists_nothing(alice: U
     old = stale_node(alice, "Old Classmate")
     as_alice = signed_in(alice)
     for settings, field in [
-        ({"aggressiveness": "high", "minIdleDays": "800000"}, "minIdleDays"),
-        ({"aggressiveness": "high", "minIdleDays": "-1"}, "minIdleDays"),
-        ({"aggressiveness": "high", "minIdleDays": "soon"}, "minIdleDays"),
-        ({"aggressiveness": "wild", "minIdleDays": "30"}, "aggressiveness"),
+        ({"aggressiveness": "high", "minIdleDays": "800000"}, "Idle at least (days): Ensure this value is less"),
+        ({"aggressiveness": "high", "minIdleDays": "-1"}, "Idle at least (days): Ensure this value is greater"),
+        ({"aggressiveness": "high", "minIdleDays": "soon"}, "Idle at least (days): Enter a whole number"),
+        ({"aggressiveness": "wild", "minIdleDays": "30"}, "How much to prune: Select a valid choice"),
     ]:
         page = as_alice.get(f"{HOME}stale/", settings)
         assert page.status_code == 200, settings
         text = page.content.decode()
         assert f"Check the settings: {field}" in text and "Old Classmate" not in text, settings
+        assert f'max="{MAX_IDLE_DAYS}"' in text  # the field offers the range the form checks
         applied = as_alice.post(f"{HOME}stale/", {**settings, "node": [old.pk]})
         assert applied.status_code == 200 and "Check the settings" in applied.content.decode(), settings
     assert Node.objects.filter(pk=old.pk).exists()
