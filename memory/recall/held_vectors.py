@@ -3,23 +3,26 @@
 An owner with at most EXACT_ROWS rows in all three corpora is searched exactly (memory.recall.legs.searched_exactly):
 the distance of every row in reach, sorted. That statement is a round trip and PostgreSQL's work beside the query's
 embedding on the same cores (0.8 ms alone, 1.7 in a search on two cores); the same products over the reach's few
-hundred vectors in numpy take ~0.1 ms. So the first search of such a reach hands a copy of its vectors to the HOLDING
-thread, and the searches after it rank this copy, as long as it is current:
+hundred vectors in numpy take ~0.15 ms (0.25 in a search). So the first search of such a reach hands a copy of its
+vectors to the HOLDING thread, and the searches after it rank this copy, as long as it is current:
 
 - **What a copy holds:** the rows the vector statement would read without its time window (the corpus's filters,
   the active model), each with its vector, the time it is "from" and, for a claim, when it lapses by time alone
   (`Corpus.lapses`; a pinned claim never does). A window and the moment are applied here, as the statement applies
   them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out, model.
 - **When it is current:** it was read at the owner's memory version, erasure mark and Redis epoch a search reads now
-  (all read ahead with the search's other keys). Every committed write that search reads moves the version on, an
-  erasure sets the mark (memory.recall.caching), and a Redis that lost its keys (a flush, a restart without its
-  file) has a new epoch, so a version number counted again never matches a copy of the old one. Where Redis holds
-  no version (none since it lost its keys: the owner's next write sets one), nothing is held. A copy is read
-  after its rows, at a version no later than theirs. With Redis away, or inside a transaction (whose own writes
-  no copy holds), the statement runs as before.
-- **What it costs:** HELD_REACHES copies per process at most, the least recently searched dropped first; each at
-  most EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB). A write drops nothing here: the next search of that reach
-  runs the statement and hands the copy on again (a few ms of the thread's, off the request's path).
+  (all read ahead with the search's other keys). Every committed write that search reads moves the version on (a
+  vector stored after its row too: memory.services.embeddings.vectors_write), an erasure sets the mark
+  (memory.recall.caching), and a Redis that lost its keys (a flush, a restart without its file) has a new epoch,
+  so a version number counted again never matches a copy of the old one. Where Redis holds no version (none since
+  it lost its keys: the owner's next write sets one), nothing is held. A copy is read after its rows, at a version
+  no later than theirs. With Redis away, or inside a transaction (whose own writes no copy holds), the statement
+  runs as before. The products are float32 (pgvector's are its own): a near tie, or a row right at the similarity
+  floor, may fall the other way.
+- **What it costs:** HELD_BYTES of vectors per process at most, the least recently searched copies dropped first;
+  each at most EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB). A write drops nothing here: the next
+  search of that reach runs the statement and hands the copy on again (a few ms of the thread's, off the request's
+  path). A reach with no rows holds an empty copy: its searches hand nothing on.
 
 The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
 every cache of the owner's already has; a claim retired in it is still dropped by the search (its status is read
@@ -55,7 +58,7 @@ logger = logging.getLogger("memory.recall")
 
 HOLDING = "held-vectors"  # the thread that reads the copies, one per process
 HOLDING_QUEUED = 4  # copies waiting to be read at most; a search of a reach whose copy was dropped hands it on again
-HELD_REACHES = 16  # copies held per process at most
+HELD_BYTES = 32 * 1024 * 1024  # the copies' vectors per process at most (~21 reaches of 1,000 rows of 384 values)
 EPOCH_KEY = "recall:epoch"  # a token kept without expiry: a Redis that lost its keys has a new one
 _NEVER = np.iinfo(np.int64).max  # a row that does not lapse
 _NO_TIME = np.iinfo(np.int64).min  # a row with no time: outside every window (SQL's NULL >= x is not true)
@@ -143,6 +146,8 @@ def nearest_within(
 def _ranked(
     copy: _Copy, corpora: tuple[Corpus, ...], vector: list[float], spans: list[Span], limit: int, at: datetime
 ) -> list[list[Hit]]:
+    if not copy.ids:
+        return [[] for _ in spans]
     query = np.asarray(vector, dtype=np.float32)
     similarity = copy.unit @ (query / np.linalg.norm(query))
     # A NaN (a zero vector) is never near: the statement's distance sorts it last, and below any floor.
@@ -189,7 +194,7 @@ def _held(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], re
             with _lock:
                 _copies[reach] = copy
                 _copies.move_to_end(reach)
-                while len(_copies) > HELD_REACHES:
+                while sum(held.unit.nbytes for held in _copies.values()) > HELD_BYTES and len(_copies) > 1:
                     _copies.popitem(last=False)
     except RedisError:
         return  # Redis is away: searches run the statement until it answers
@@ -219,12 +224,14 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
     ]
     # A copy is only a shortcut: behind a lock (a migration, a table emptied) it gives up rather than wait.
     (rows,) = read_prepared([(" UNION ALL ".join(parts), params | {"model": model_id})], settings=_GIVES_WAY)
-    if len(rows) > EXACT_ROWS or not rows:
+    if len(rows) > EXACT_ROWS:
         return None
     # pgvector's binary form: the dimensions (int16), an unused int16, then each value as a big-endian float32.
-    vectors = np.stack([np.frombuffer(row["vector"], dtype=">f4", offset=4) for row in rows]).astype(np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = np.empty((0, 0), dtype=np.float32)  # no rows: every search of the reach finds nothing
+    if rows:
+        vectors = np.array([np.frombuffer(row["vector"], dtype=">f4", offset=4) for row in rows], dtype=np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     return _Copy(
         stamp=stamp,
         rows={

@@ -18,6 +18,7 @@ from config.queue import job_sent, sent_or_owed
 from memory.embeddings import Embedder, EmbedderUnavailable
 from memory.models import Chunk, Claim, Node
 from memory.models.copy_rows import vector_text
+from memory.services.audit import memory_changed
 
 if TYPE_CHECKING:
     from celery import Task
@@ -81,6 +82,9 @@ def vectors_store(model: type[Model], rows: Sequence[Model], texts: list[str], e
     return vectors_write(model, rows, vectors, embedder.model_id)
 
 
+_SEARCHED = (Claim, Chunk, Node)  # the corpora a search ranks by vector (memory.recall.corpora)
+
+
 def vectors_write(
     model: type[Model], rows: Sequence[Model], vectors: list[list[float]], model_id: str, *, made_from: str = ""
 ) -> int:
@@ -100,10 +104,15 @@ def vectors_write(
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} AS row SET embedding = batch.vector::vector, embedding_model = %s "  # noqa: S608 (table and column names from the code; values are parameters)
-            f"FROM unnest({arrays}) AS {batch} WHERE row.id = batch.id{same} RETURNING row.id",
+            f"FROM unnest({arrays}) AS {batch} WHERE row.id = batch.id{same} RETURNING row.id, row.owner_id",
             values,
         )
-        stored = {row_id for (row_id,) in cursor.fetchall()}
+        stored = dict(cursor.fetchall())
+    if model in _SEARCHED:
+        # Searches read these vectors, and a copy of them held at the memory version (memory.recall.held_vectors)
+        # must not outlive them: a row embedded after its write moved the version on moves it again.
+        for owner_id in set(stored.values()):
+            memory_changed(owner_id)
     for row, vector in zip(rows, vectors, strict=True):
         if row.pk in stored:
             row.embedding, row.embedding_model = vector, model_id  # type: ignore[attr-defined]

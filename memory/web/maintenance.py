@@ -91,7 +91,7 @@ class StaleForm(forms.Form):
 
 def _form_errors(form: forms.Form) -> str:
     return "; ".join(
-        f"{form.fields[name].label if name in form.fields else name}: {' '.join(map(str, problems))}"
+        f"{form[name].label if name in form.fields else name}: {' '.join(map(str, problems))}"
         for name, problems in form.errors.items()
     )
 

@@ -15,16 +15,18 @@ from django.utils import timezone
 
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
-from memory.models import Claim, User
+from memory.models import Claim, Node, User
 from memory.recall import held_vectors, legs
+from memory.recall import search as search_module
 from memory.recall.caching import dropped_key
 from memory.recall.corpora import CORPORA, Span
 from memory.recall.legs import Hit, vector_hits_within
 from memory.recall.search import SearchRequest, search
 from memory.recall.threads import drained
 from memory.services.audit import memory_changed, memory_version_key
+from memory.services.embeddings import vectors_write
 from tests.conftest import Api, Persona
-from tests.factories import ClaimFactory
+from tests.factories import ClaimFactory, NodeFactory
 from tests.memory.test_recall_api import say
 from tests.memory.test_recall_fork import exit_code
 from tests.memory.test_recall_word_statistics import reach_of
@@ -35,7 +37,8 @@ QUESTIONS = ["Where did Marcel buy tea?", "What does the user paint?", "When is 
 SPANS: list[list[Span]] = [
     [(None, None)],
     [(None, None), (datetime(2026, 4, 1, tzinfo=UTC), datetime(2026, 4, 23, tzinfo=UTC))],
-    [(datetime(2026, 4, 22, 10, 0, 2, tzinfo=UTC), None)],
+    [(datetime(2026, 4, 22, 10, 0, 2, tzinfo=UTC), None)],  # since: from this turn on
+    [(None, datetime(2026, 4, 22, 10, 0, 2, tzinfo=UTC))],  # until: the turns before it
 ]
 
 
@@ -105,24 +108,79 @@ def test_a_held_copy_ranks_every_corpus_and_window_as_the_exact_statement_does(
             scores = [(a.score, b.score) for hits, others in pairs for a, b in zip(hits, others, strict=True)]
             assert all(abs(a - b) < 1e-5 for a, b in scores)
             found[number] += len(statement[-1])
-    assert 0 < found[1] < found[0] and 0 < found[2] < found[0]  # each window keeps some rows and leaves some out
+    assert all(0 < within < found[0] for within in found[1:])  # each window keeps some rows and leaves some out
+
+
+def test_a_held_copy_leaves_out_the_node_types_a_search_leaves_out(api: Api, owner: Persona, alice: User) -> None:
+    a_small_memory(api, owner, alice)
+    embedder = get_embedder()
+    marcel = NodeFactory.create(owner=alice, type="Person", label="Marcel")
+    NodeFactory.create(owner=alice, type="Place", label="Lisbon")
+    for node in Node.objects.filter(owner=alice):
+        vectors_write(Node, [node], [embedder.embed_query(node.label)], embedder.model_id)  # moves the version on
+    remember(alice, "Marcel is a tea importer.", subject=marcel)
+    vector = embedder.embed_query("Who is Marcel?")
+    nodes = {}
+    for excluded in ([], ["Person"], ["Person", "Place"]):
+        reach = reach_of(alice) | {"excluded": excluded}
+        assert held_vectors.nearest_within(CORPORA, vector, embedder.model_id, reach, [(None, None)], 40) is None
+        drained(held_vectors.HOLDING)
+        copy = held_vectors.nearest_within(CORPORA, vector, embedder.model_id, reach, [(None, None)], 40)
+        statement = vector_hits_within(CORPORA, vector, embedder.model_id, reach, [(None, None)], 40, exact=True)
+        assert copy is not None and ranked(copy) == ranked(statement), excluded
+        nodes[len(excluded)] = sum(corpus == "node" for corpus, _ in ranked(copy)[0])
+    assert nodes[0] > nodes[1] > nodes[2]  # the people among the node cards left out, then the places too
     assert {hit.corpus for hit in statement_finds(alice, "Marcel tea", [(None, None)])[0]} >= {"claim", "chunk"}
 
 
 def test_a_search_of_a_held_reach_answers_what_it_answers_without_the_copy(
-    api: Api, owner: Persona, alice: User, settings: Any
+    api: Api, owner: Persona, alice: User, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a_small_memory(api, owner, alice)
     access = access_for_user(user=alice)
-    held(alice)
+    search(access, SearchRequest(query="tea"))  # the owner's rows counted: the reach is searched exactly
+    drained("vocabulary")
+    search(access, SearchRequest(query="tea"))  # ... and hands its copy on
+    drained(held_vectors.HOLDING)
+    assert nearest(alice, "tea", [(None, None)]) is not None
     answers = {}
     for on in (True, False):
         settings.SEARCH_HELD_VECTORS = on
-        answers[on] = [[(r.type, r.candidate.id) for r in search(access, SearchRequest(query=q))] for q in QUESTIONS]
+        with monkeypatch.context() as patched:
+            if on:  # the statement is not sent: the copy answered
+                patched.setattr(search_module, "vector_hits_within", statement_not_sent)
+            answers[on] = [
+                [(r.type, r.candidate.id) for r in search(access, SearchRequest(query=q))] for q in QUESTIONS
+            ]
     assert answers[True] == answers[False]
     assert all(answers[True])
     settings.SEARCH_HELD_VECTORS = False
     assert nearest(alice, "tea", [(None, None)]) is None  # switched off: never read
+
+
+def statement_not_sent(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("the vector statement was sent")
+
+
+def test_a_vector_stored_after_its_row_sets_the_copy_aside(api: Api, owner: Persona, alice: User) -> None:
+    """A row written without its vector (the worker embeds it later) and the copy read meanwhile: once its vector is
+    stored, the copy is not read again until it holds it."""
+    a_small_memory(api, owner, alice)
+    late = ClaimFactory.create(owner=alice, statement="Marcel opened a tea room in Porto.")  # no vector yet
+    memory_changed(alice.pk)
+    held(alice)
+    embedder = get_embedder()
+    vectors_write(Claim, [late], [embedder.embed_query(late.statement)], embedder.model_id)
+    assert nearest(alice, "Marcel's tea room", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    found = nearest(alice, "Marcel's tea room", [(None, None)])
+    assert found is not None and ("claim", late.id) in ranked(found)[0]
+
+
+def test_a_reach_with_no_rows_holds_an_empty_copy(alice: User) -> None:
+    memory_changed(alice.pk)  # a version, as any write of theirs sets
+    held(alice)
+    assert nearest(alice, "tea", [(None, None), (datetime(2026, 1, 1, tzinfo=UTC), None)]) == [[], []]
 
 
 def test_a_write_an_erasure_or_a_redis_that_lost_its_keys_sets_the_copy_aside_until_it_is_read_again(
@@ -214,6 +272,11 @@ def test_no_copy_is_read_or_handed_on_inside_a_transaction(api: Api, owner: Pers
     with transaction.atomic():
         assert connection.in_atomic_block
         assert nearest(alice, "tea", [(None, None)]) is None
+    held_vectors.forget_all()
+    with transaction.atomic():
+        assert nearest(alice, "tea", [(None, None)]) is None
+    drained(held_vectors.HOLDING)
+    assert not held_vectors._copies  # nothing was handed on
 
 
 def test_a_child_forked_while_the_copies_lock_is_held_can_take_it() -> None:
