@@ -17,8 +17,8 @@ vectors to the HOLDING thread, and the searches after it rank this copy, as long
   so a version number counted again never matches a copy of the old one. Where Redis holds no version (none since
   it lost its keys: the owner's next write sets one), nothing is held. A copy is read after its rows, at a version
   no later than theirs. With Redis away, or inside a transaction (whose own writes no copy holds), the statement
-  runs as before. The products are float32 (pgvector's are its own): a near tie, or a row right at the similarity
-  floor, may fall the other way.
+  runs as before. The products are float32 (pgvector's are its own): a vector leg's score may differ from the
+  statement's in its sixth place, and a near tie, or a row right at the similarity floor, fall the other way.
 - **What it costs:** HELD_BYTES of vectors per process at most, the least recently searched copies dropped first;
   each at most EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB). A write drops nothing here: the next
   search of that reach runs the statement and hands the copy on again (a few ms of the thread's, off the request's
