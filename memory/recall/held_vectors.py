@@ -47,9 +47,9 @@ from django.db import connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from memory.recall.caching import cached_many, dropped_key, erasure_mark, memory_version_now
+from memory.recall import legs
+from memory.recall.caching import cached_many, dropped_key
 from memory.recall.corpora import Corpus, Span
-from memory.recall.legs import Hit
 from memory.recall.prepared import read_prepared
 from memory.recall.threads import claimed, submitted
 from memory.services.audit import memory_version_key
@@ -105,10 +105,11 @@ def _reach(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -
     )
 
 
-def _stamp_now(owner_id: int) -> tuple[Any, Any, Any]:
-    """(version, mark, epoch) as Redis holds them now (within a search: as read ahead; None for each it did not say or
-    holds none of)."""
-    return (memory_version_now(owner_id), erasure_mark(owner_id), cached_many([EPOCH_KEY]).get(EPOCH_KEY))
+def _stamp_now(owner_id: int) -> tuple[Any, ...]:
+    """(version, mark, epoch) as Redis holds them now, in one round trip (within a search: as read ahead; None for
+    each Redis did not say or holds none of)."""
+    held = cached_many(keys(owner_id))
+    return tuple(held.get(key) for key in keys(owner_id))
 
 
 def nearest_within(
@@ -120,7 +121,7 @@ def nearest_within(
     limit: int,
     *,
     at: datetime | None = None,
-) -> list[list[Hit]] | None:
+) -> list[list[legs.Hit]] | None:
     """What `legs.vector_hits_within(..., exact=True)` finds, from this process's copy of the reach's vectors: per
     time window, the nearest rows of each corpus (similarity at least SEARCH_MIN_SIMILARITY), nearest first, as
     of the moment `at` (now). None where no current copy is held: the caller runs the statement, and the copy is
@@ -145,14 +146,14 @@ def nearest_within(
 
 def _ranked(
     copy: _Copy, corpora: tuple[Corpus, ...], vector: list[float], spans: list[Span], limit: int, at: datetime
-) -> list[list[Hit]]:
+) -> list[list[legs.Hit]]:
     if not copy.ids:
         return [[] for _ in spans]
     query = np.asarray(vector, dtype=np.float32)
     similarity = copy.unit @ (query / np.linalg.norm(query))
     # A NaN (a zero vector) is never near: the statement's distance sorts it last, and below any floor.
     live = (copy.lapses > _micros(at)) & (similarity >= settings.SEARCH_MIN_SIMILARITY)
-    found: list[list[Hit]] = []
+    found: list[list[legs.Hit]] = []
     for since, until in spans:
         within = live
         if since is not None:
@@ -165,16 +166,13 @@ def _ranked(
             rows = rows[within[rows]]
             nearest = rows[np.argsort(-similarity[rows], kind="stable")[:limit]].tolist()
             scores = similarity[nearest].tolist()
-            hits += [Hit(corpus.name, copy.ids[row], score) for row, score in zip(nearest, scores, strict=True)]
+            hits += [legs.Hit(corpus.name, copy.ids[row], score) for row, score in zip(nearest, scores, strict=True)]
         found.append(hits)
     return found
 
 
 def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // _MICROSECOND
-
-
-_MICROSECOND = datetime.resolution
+    return (moment - _EPOCH) // datetime.resolution  # whole microseconds since 1970
 
 
 def _handed_on(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], reach: tuple[Any, ...]) -> None:
@@ -197,7 +195,7 @@ def _held(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], re
                 while sum(held.unit.nbytes for held in _copies.values()) > HELD_BYTES and len(_copies) > 1:
                     _copies.popitem(last=False)
     except RedisError:
-        return  # Redis is away: searches run the statement until it answers
+        return  # Redis is away (its epoch not set): searches run the statement until it answers
     except Exception:  # a copy is only a shortcut: searches go on running the statement
         logger.exception("recall.vectors_not_held")
     finally:
@@ -206,12 +204,9 @@ def _held(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], re
 
 def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -> _Copy | None:
     """The reach's rows with their vectors, stamped with what Redis held before they were read; None where the reach
-    holds more than EXACT_ROWS rows (its searches use the index), or none."""
-    from memory.recall.legs import EXACT_ROWS
-
+    holds more than EXACT_ROWS rows (its searches use the index), or Redis holds no version."""
     cache.add(EPOCH_KEY, secrets.token_hex(8), timeout=None)  # a new epoch where Redis lost the last one
-    held = cache.get_many(keys(params["owner"]))
-    stamp = tuple(held.get(key) for key in keys(params["owner"]))
+    stamp = _stamp_now(params["owner"])  # this thread reads nothing ahead: Redis as it is now
     if stamp[0] is None or stamp[2] is None:
         return None  # deleted meanwhile (an account's erasure, a Redis that lost its keys)
     parts = [
@@ -219,12 +214,12 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
                     {corpus.lapses} AS lapses
              FROM {corpus.table}
              WHERE {corpus.where(None)} AND c.embedding_model = %(model)s AND c.embedding IS NOT NULL
-             LIMIT {EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
+             LIMIT {legs.EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         for number, corpus in enumerate(corpora)
     ]
     # A copy is only a shortcut: behind a lock (a migration, a table emptied) it gives up rather than wait.
     (rows,) = read_prepared([(" UNION ALL ".join(parts), params | {"model": model_id})], settings=_GIVES_WAY)
-    if len(rows) > EXACT_ROWS:
+    if len(rows) > legs.EXACT_ROWS:
         return None
     # pgvector's binary form: the dimensions (int16), an unused int16, then each value as a big-endian float32.
     unit = np.empty((0, 0), dtype=np.float32)  # no rows: every search of the reach finds nothing
@@ -232,12 +227,10 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         vectors = np.array([np.frombuffer(row["vector"], dtype=">f4", offset=4) for row in rows], dtype=np.float32)
         with np.errstate(divide="ignore", invalid="ignore"):
             unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    corpus_of = np.array([row["corpus"] for row in rows], dtype=np.int64)
     return _Copy(
         stamp=stamp,
-        rows={
-            corpus.name: np.flatnonzero(np.array([row["corpus"] for row in rows]) == number)
-            for number, corpus in enumerate(corpora)
-        },
+        rows={corpus.name: np.flatnonzero(corpus_of == number) for number, corpus in enumerate(corpora)},
         ids=tuple(row["id"] for row in rows),
         unit=unit,
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
-from memory.models import Claim, Node, User
+from memory.models import Claim, Node, Partition, User
 from memory.recall import held_vectors, legs
 from memory.recall import search as search_module
 from memory.recall.caching import dropped_key
@@ -253,6 +253,30 @@ def test_a_copy_is_held_per_reach_and_never_answers_another(
     vector = embedder.embed_query("tea")
     narrower = reach_of(alice) | {"excluded": ["person"]}
     assert held_vectors.nearest_within(CORPORA, vector, embedder.model_id, narrower, [(None, None)], 40) is None
+
+
+def test_a_copy_of_fewer_partitions_holds_none_of_the_others_rows(api: Api, owner: Persona, alice: User) -> None:
+    """A token that reads one partition of the owner's has a reach, and a copy, of its own: a row of a partition it
+    cannot read is never ranked for it."""
+    a_small_memory(api, owner, alice)
+    work = Partition.objects.create(owner=alice, key="work", label="Work")
+    secret = remember(alice, "Marcel's tea contract is worth 40,000 euros.", partition=work)
+    embedder = get_embedder()
+    vector = embedder.embed_query("Marcel's tea contract")
+    personal = reach_of(alice) | {"partitions": [Partition.objects.get(owner=alice, key="memory:personal").pk]}
+    both = personal | {"partitions": [*personal["partitions"], work.pk]}
+    for reach in (both, personal):
+        assert held_vectors.nearest_within(CORPORA, vector, embedder.model_id, reach, [(None, None)], 40) is None
+        drained(held_vectors.HOLDING)
+    found = {
+        name: held_vectors.nearest_within(CORPORA, vector, embedder.model_id, reach, [(None, None)], 40)
+        for name, reach in (("both", both), ("personal", personal))
+    }
+    assert found["both"] is not None and ("claim", secret.id) in ranked(found["both"])[0]
+    assert found["personal"] is not None and ("claim", secret.id) not in ranked(found["personal"])[0]
+    assert ranked(found["personal"]) == ranked(
+        vector_hits_within(CORPORA, vector, embedder.model_id, personal, [(None, None)], 40, exact=True)
+    )
 
 
 def test_a_reach_larger_than_is_searched_exactly_is_not_held(
