@@ -90,7 +90,7 @@ class StaleForm(forms.Form):
 
 
 def _form_errors(form: forms.Form) -> str:
-    return "; ".join(
+    return " ".join(  # each of Django's messages ends its sentence
         f"{form[name].label if name in form.fields else name}: {' '.join(map(str, problems))}"
         for name, problems in form.errors.items()
     )
