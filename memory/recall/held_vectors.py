@@ -36,7 +36,7 @@ import os
 import secrets
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,6 +50,7 @@ from redis.exceptions import RedisError
 from memory.recall import legs
 from memory.recall.caching import cached_many, dropped_key
 from memory.recall.corpora import Corpus, Span
+from memory.recall.held_words import HeldWords, WordQuery, word_queries
 from memory.recall.prepared import read_prepared
 from memory.recall.threads import claimed, submitted
 from memory.services.audit import memory_version_key
@@ -69,11 +70,30 @@ _GIVES_WAY = {"lock_timeout": "100ms"}
 @dataclass(frozen=True)
 class _Copy:
     stamp: tuple[Any, ...]  # (memory version, erasure mark, epoch) it was read at
+    model_id: str  # the model of the vectors held
     rows: dict[str, np.ndarray]  # each corpus's rows (their positions)
     ids: tuple[str, ...]
-    unit: np.ndarray  # rows x dimensions, float32, each row divided by its norm (a zero vector: NaN)
+    # rows x dimensions, float32, each row divided by its norm (a zero vector, or none of the model: NaN); None
+    # where no row has a vector of the model
+    unit: np.ndarray | None
+    words: HeldWords  # each row's words, as its search_vector holds them (memory.recall.held_words)
     time: np.ndarray  # microseconds since 1970 (int64; _NO_TIME where the row has none)
     lapses: np.ndarray  # microseconds since 1970 (int64; _NEVER where it does not)
+
+    @property
+    def nbytes(self) -> int:
+        return (0 if self.unit is None else self.unit.nbytes) + self.words.nbytes
+
+    def within(self, span: Span, at: datetime) -> np.ndarray:
+        """Which rows are in reach at the moment `at` within the time window `span`, as the statements' filters
+        (`Corpus.where`) keep them."""
+        since, until = span
+        within = self.lapses > _micros(at)
+        if since is not None:
+            within &= self.time >= _micros(since)  # _NO_TIME is below every moment
+        if until is not None:
+            within &= (self.time < _micros(until)) & (self.time != _NO_TIME)
+        return within
 
 
 _copies: OrderedDict[tuple[Any, ...], _Copy] = OrderedDict()
@@ -94,14 +114,13 @@ def keys(owner_id: int) -> list[str]:
     return [memory_version_key(owner_id), dropped_key(owner_id), EPOCH_KEY]
 
 
-def _reach(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -> tuple[Any, ...]:
+def _reach(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> tuple[Any, ...]:
     return (
         tuple(corpus.name for corpus in corpora),
         params["owner"],
         tuple(sorted(params["partitions"])),
         params["scope"],
         tuple(sorted(params["excluded"])),
-        model_id,
     )
 
 
@@ -110,6 +129,23 @@ def _stamp_now(owner_id: int) -> tuple[Any, ...]:
     each Redis did not say or holds none of)."""
     held = cached_many(keys(owner_id))
     return tuple(held.get(key) for key in keys(owner_id))
+
+
+def _current(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> tuple[_Copy | None, bool]:
+    """The reach's copy where this process holds a current one, and whether one could be held at all (no: inside a
+    transaction, held copies turned off, Redis holds no version or did not answer)."""
+    if not settings.SEARCH_HELD_VECTORS or connection.in_atomic_block:
+        return None, False
+    stamp = _stamp_now(params["owner"])
+    if stamp[0] is None:
+        return None, False  # no version to hold a copy at: none since Redis lost its keys, or Redis did not answer
+    reach = _reach(corpora, params)
+    with _lock:
+        copy = _copies.get(reach)
+        if copy is None or copy.stamp != stamp:
+            return None, True
+        _copies.move_to_end(reach)
+        return copy, True
 
 
 def nearest_within(
@@ -122,24 +158,14 @@ def nearest_within(
     *,
     at: datetime | None = None,
 ) -> list[list[legs.Hit]] | None:
-    """What `legs.vector_hits_within(..., exact=True)` finds, from this process's copy of the reach's vectors: per
-    time window, the nearest rows of each corpus (similarity at least SEARCH_MIN_SIMILARITY), nearest first, as
-    of the moment `at` (now). None where no current copy is held: the caller runs the statement, and the copy is
-    handed on to be read for the searches after it."""
-    if not settings.SEARCH_HELD_VECTORS or connection.in_atomic_block:
-        return None
-    reach = _reach(corpora, model_id, params)
-    stamp = _stamp_now(params["owner"])
-    if stamp[0] is None:
-        return None  # no version to hold a copy at: none since Redis lost its keys, or Redis did not answer
-    with _lock:
-        copy = _copies.get(reach)
-        if copy is not None and copy.stamp == stamp:
-            _copies.move_to_end(reach)
-        else:
-            copy = None
-    if copy is None:
-        _handed_on(corpora, model_id, params, reach)  # where Redis holds no epoch, the thread sets one
+    """What `legs.vector_hits_within(..., exact=True)` finds, from this process's copy of the reach: per time window,
+    the nearest rows of each corpus (similarity at least SEARCH_MIN_SIMILARITY), nearest first, as of the moment
+    `at` (now). None where no current copy is held: the caller runs the statement, and the copy is handed on to be
+    read for the searches after it."""
+    copy, holdable = _current(corpora, params)
+    if copy is None or copy.model_id != model_id:
+        if holdable:
+            _handed_on(corpora, model_id, params)  # where Redis holds no epoch, the thread sets one
         return None
     return _ranked(copy, corpora, vector, spans, limit, at or timezone.now())
 
@@ -147,19 +173,15 @@ def nearest_within(
 def _ranked(
     copy: _Copy, corpora: tuple[Corpus, ...], vector: list[float], spans: list[Span], limit: int, at: datetime
 ) -> list[list[legs.Hit]]:
-    if not copy.ids:
+    if copy.unit is None:
         return [[] for _ in spans]
     query = np.asarray(vector, dtype=np.float32)
     similarity = copy.unit @ (query / np.linalg.norm(query))
-    # A NaN (a zero vector) is never near: the statement's distance sorts it last, and below any floor.
-    live = (copy.lapses > _micros(at)) & (similarity >= settings.SEARCH_MIN_SIMILARITY)
+    # A NaN (a zero vector, a row without one) is never near: the statement sorts it last, and below any floor.
+    near = similarity >= settings.SEARCH_MIN_SIMILARITY
     found: list[list[legs.Hit]] = []
-    for since, until in spans:
-        within = live
-        if since is not None:
-            within = within & (copy.time >= _micros(since))  # _NO_TIME is below every moment
-        if until is not None:
-            within = within & (copy.time < _micros(until)) & (copy.time != _NO_TIME)
+    for span in spans:
+        within = copy.within(span, at) & near
         hits = []
         for corpus in corpora:
             rows = copy.rows[corpus.name]
@@ -171,12 +193,60 @@ def _ranked(
     return found
 
 
+def keyword_scorer(
+    corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any], *, at: datetime | None = None
+) -> legs.LevelScorer | None:
+    """What scores the keyword leg's candidate levels from this process's copy of the reach, as the statement scores
+    them (memory.recall.held_words), as of the moment `at` (now); None where no current copy is held, or a query
+    word's query is not one it scores: the leg runs its statement (a copy is handed on by the vector leg)."""
+    copy, _ = _current(corpora, params)
+    if copy is None:
+        return None
+    queries = word_queries(terms)
+    if any(query is None for query in queries.values()):
+        return None
+    return _LevelsScored(copy, {word: query for word, query in queries.items() if query}, at or timezone.now())
+
+
+@dataclass
+class _LevelsScored:
+    """The keyword leg's levels of one search, scored from a copy (legs.LevelScorer)."""
+
+    copy: _Copy
+    queries: dict[str, WordQuery]
+    at: datetime
+    words: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # rows holding each, their ranks
+    spans: dict[Span, np.ndarray] = field(default_factory=dict)
+
+    def _scored(self, word: str) -> tuple[np.ndarray, np.ndarray]:
+        if word not in self.words:
+            self.words[word] = self.copy.words.scored(self.queries[word])
+        return self.words[word]
+
+    def __call__(
+        self, corpus: Corpus, span: Span, words: list[str], together: int, idf: dict[str, float], limit: int
+    ) -> dict[str, float]:
+        if span not in self.spans:
+            self.spans[span] = self.copy.within(span, self.at)
+        rows = self.copy.rows[corpus.name]
+        held = sum(self._scored(word)[0][rows].astype(np.int64) for word in words)
+        rows = rows[(held >= together) & self.spans[span][rows]]
+        # Σ idf · ts_rank over the words a row holds, in the order of idf (as sum() adds them; + 0.0 changes nothing)
+        scores = np.zeros(len(rows), dtype=np.float64)
+        for word, weight in idf.items():
+            holding, ranks = self._scored(word)
+            scores += np.where(holding[rows], weight * ranks[rows], 0.0)
+        ids = [self.copy.ids[row] for row in rows.tolist()]
+        return dict(sorted(zip(ids, scores.tolist(), strict=True), key=lambda item: (-item[1], item[0]))[:limit])
+
+
 def _micros(moment: datetime) -> int:
     return (moment - _EPOCH) // datetime.resolution  # whole microseconds since 1970
 
 
-def _handed_on(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], reach: tuple[Any, ...]) -> None:
+def _handed_on(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -> None:
     """The reach's copy read by the HOLDING thread once no search is in flight, once per reach in this process."""
+    reach = _reach(corpora, params)
     name = repr(reach)
     if claimed(HOLDING, {name}):
         submitted(
@@ -192,7 +262,7 @@ def _held(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], re
             with _lock:
                 _copies[reach] = copy
                 _copies.move_to_end(reach)
-                while sum(held.unit.nbytes for held in _copies.values()) > HELD_BYTES and len(_copies) > 1:
+                while sum(held.nbytes for held in _copies.values()) > HELD_BYTES and len(_copies) > 1:
                     _copies.popitem(last=False)
     except RedisError:
         return  # Redis is away (its epoch not set): searches run the statement until it answers
@@ -203,17 +273,19 @@ def _held(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], re
 
 
 def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -> _Copy | None:
-    """The reach's rows with their vectors, stamped with what Redis held before they were read; None where the reach
-    holds more than EXACT_ROWS rows (its searches use the index), or Redis holds no version."""
+    """The reach's rows with their vectors of the model and their words, stamped with what Redis held before they were
+    read; None where the reach holds more than EXACT_ROWS rows (its searches use the index), or Redis holds no
+    version."""
     cache.add(EPOCH_KEY, secrets.token_hex(8), timeout=None)  # a new epoch where Redis lost the last one
     stamp = _stamp_now(params["owner"])  # this thread reads nothing ahead: Redis as it is now
     if stamp[0] is None or stamp[2] is None:
         return None  # deleted meanwhile (an account's erasure, a Redis that lost its keys)
     parts = [
-        f"""(SELECT {number} AS corpus, c.id, vector_send(c.embedding) AS vector, {corpus.time} AS time,
-                    {corpus.lapses} AS lapses
+        f"""(SELECT {number} AS corpus, c.id,
+                    CASE WHEN c.embedding_model = %(model)s THEN vector_send(c.embedding) END AS vector,
+                    c.search_vector::text AS words, {corpus.time} AS time, {corpus.lapses} AS lapses
              FROM {corpus.table}
-             WHERE {corpus.where(None)} AND c.embedding_model = %(model)s AND c.embedding IS NOT NULL
+             WHERE {corpus.where(None)}
              LIMIT {legs.EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         for number, corpus in enumerate(corpora)
     ]
@@ -221,21 +293,30 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
     (rows,) = read_prepared([(" UNION ALL ".join(parts), params | {"model": model_id})], settings=_GIVES_WAY)
     if len(rows) > legs.EXACT_ROWS:
         return None
-    # pgvector's binary form: the dimensions (int16), an unused int16, then each value as a big-endian float32.
-    unit = np.empty((0, 0), dtype=np.float32)  # no rows: every search of the reach finds nothing
-    if rows:
-        vectors = np.array([np.frombuffer(row["vector"], dtype=">f4", offset=4) for row in rows], dtype=np.float32)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     corpus_of = np.array([row["corpus"] for row in rows], dtype=np.int64)
     return _Copy(
         stamp=stamp,
+        model_id=model_id,
         rows={corpus.name: np.flatnonzero(corpus_of == number) for number, corpus in enumerate(corpora)},
         ids=tuple(row["id"] for row in rows),
-        unit=unit,
+        unit=_unit([row["vector"] for row in rows]),
+        words=HeldWords.read([row["words"] for row in rows]),
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
     )
+
+
+def _unit(vectors: list[bytes | None]) -> np.ndarray | None:
+    """The rows' vectors (pgvector's binary form) divided by their norms; a row without one, NaN. None where no row
+    has one."""
+    # pgvector's binary form: the dimensions (int16), an unused int16, then each value as a big-endian float32.
+    known = [np.frombuffer(vector, dtype=">f4", offset=4) for vector in vectors if vector is not None]
+    if not known:
+        return None
+    unit = np.full((len(vectors), len(known[0])), np.nan, dtype=np.float32)
+    unit[[row for row, vector in enumerate(vectors) if vector is not None]] = known
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return unit / np.linalg.norm(unit, axis=1, keepdims=True)
 
 
 def forget_all() -> None:

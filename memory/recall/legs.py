@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -98,13 +99,26 @@ def keyword_hits(
     return keyword_hits_within((corpus,), terms, params, [(since, until)], limit)[0]
 
 
+# Scores one candidate level of one corpus within one time window as its statement does, from rows held in the
+# process (memory.recall.held_vectors): (corpus, span, the level's words, how many together, the idf of each
+# query word a row in reach holds, in order, limit) -> the best `limit` rows' scores by id.
+LevelScorer = Callable[[Corpus, Span, list[str], int, dict[str, float], int], dict[str, float]]
+
+
 def keyword_hits_within(
-    corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any], spans: list[Span], limit: int
+    corpora: tuple[Corpus, ...],
+    terms: list[str],
+    params: dict[str, Any],
+    spans: list[Span],
+    limit: int,
+    *,
+    held: LevelScorer | None = None,
 ) -> list[list[Hit]]:
     """Per time window, the keyword hits of every corpus (in corpus order, each corpus's best first): rows holding
     the selective query words, scored by every query word they hold. The first candidate level of every corpus
     and window goes in one statement; only those that found fewer than `limit` rows try their next level, again
-    together, so a search of three corpora costs one round trip, not one per corpus and level."""
+    together, so a search of three corpora costs one round trip, not one per corpus and level. With `held`, the
+    levels are scored from the rows this process holds instead, and no statement is sent."""
     counts = statistics_counted(corpora, terms, params) if terms else {}
     scans = [
         scan
@@ -113,6 +127,11 @@ def keyword_hits_within(
         if (scan := _keyword_scan(corpus, terms, counts, window, span))
     ]
     pending = scans
+    while pending and held is not None:
+        for scan in pending:
+            words, together = scan.levels.pop(0)
+            scan.scores.update(held(scan.corpus, scan.span, words, together, scan.idf, limit))
+        pending = [scan for scan in pending if len(scan.scores) < limit and scan.levels]
     while pending:
         parts, values = [], dict(params)
         for number, scan in enumerate(pending):

@@ -118,7 +118,8 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
                 between.append((max(filter(None, (since, window.start))), window.end))
             # Each leg is one statement for the three corpora and every window (more only when a corpus's first
             # keyword candidates are too few); the keyword leg runs while the query is being embedded.
-            keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth))
+            held = held_vectors.keyword_scorer(CORPORA, terms, params) if searched_exactly(CORPORA, params) else None
+            keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth, held=held))
             speakers = speakers_named(params, terms)  # while the query may still be embedded
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []

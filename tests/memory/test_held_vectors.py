@@ -1,5 +1,6 @@
-"""A small reach's vectors held in the process (memory.recall.held_vectors): ranked as the exact statement ranks them,
-and never read once the memory they were read from has changed, an erasure came, or Redis lost its keys."""
+"""A small reach's vectors and words held in the process (memory.recall.held_vectors): ranked as the exact vector
+statement ranks them, scored as the keyword statement scores them, and never read once the memory they were read from
+has changed, an erasure came, or Redis lost its keys."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memory.access import access_for_user
@@ -22,6 +24,7 @@ from memory.recall.caching import dropped_key
 from memory.recall.corpora import CORPORA, Span
 from memory.recall.legs import Hit, vector_hits_within
 from memory.recall.search import SearchRequest, search
+from memory.recall.terms import query_terms
 from memory.recall.threads import drained
 from memory.services.audit import memory_changed, memory_version_key
 from memory.services.embeddings import vectors_write
@@ -143,19 +146,69 @@ def test_a_search_of_a_held_reach_answers_what_it_answers_without_the_copy(
     search(access, SearchRequest(query="tea"))  # ... and hands its copy on
     drained(held_vectors.HOLDING)
     assert nearest(alice, "tea", [(None, None)]) is not None
-    answers = {}
+    answers, sent = {}, {}
     for on in (True, False):
         settings.SEARCH_HELD_VECTORS = on
-        with monkeypatch.context() as patched:
+        with monkeypatch.context() as patched, CaptureQueriesContext(connection) as statements:
             if on:  # the statement is not sent: the copy answered
                 patched.setattr(search_module, "vector_hits_within", statement_not_sent)
             answers[on] = [
                 [(r.type, r.candidate.id) for r in search(access, SearchRequest(query=q))] for q in QUESTIONS
             ]
+        sent[on] = sum("ts_rank" in statement["sql"] for statement in statements.captured_queries)
     assert answers[True] == answers[False]
+    assert sent == {True: 0, False: len(QUESTIONS)}  # the keyword leg's statement neither, while the copy is held
     assert all(answers[True])
     settings.SEARCH_HELD_VECTORS = False
     assert nearest(alice, "tea", [(None, None)]) is None  # switched off: never read
+
+
+def keyword_leg(alice: User, question: str, spans: list[Span], limit: int = 40, **options: Any) -> list[list[Hit]]:
+    """The keyword leg from the copy (`held=True`) or its statement."""
+    terms, reach = query_terms(question), reach_of(alice)
+    if not options.pop("held"):
+        return legs.keyword_hits_within(CORPORA, terms, reach, spans, limit)
+    scorer = held_vectors.keyword_scorer(CORPORA, terms, reach, **options)
+    assert scorer is not None
+    return legs.keyword_hits_within(CORPORA, terms, reach, spans, limit, held=scorer)
+
+
+def test_a_held_copy_scores_the_keyword_leg_to_the_bit_as_its_statement_does(
+    api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a_small_memory(api, owner, alice)
+    unembedded = ClaimFactory.create(owner=alice, statement="Marcel drinks tea with Ingrid on Mondays.")  # no vector
+    remember(alice, "Porto.")  # one rare word in a short row: it outscores rows holding two common words
+    held(alice)
+    questions = [*QUESTIONS, "Marcel tea Porto", "Ingrid chess Mondays tea", "painting the garage door"]
+    levels = legs._candidate_levels
+
+    def two_then_one(words: list[str], df: dict[str, int]) -> list[tuple[list[str], int]]:
+        return ([(words, 2)] if len(words) > 1 else []) + levels(words, df)
+
+    found = []
+    for limit in (40, 2):
+        if limit == 2:  # candidates must hold two of the words first, and a level that found two ends the leg
+            monkeypatch.setattr(legs, "_candidate_levels", two_then_one)
+        for question in questions:
+            for spans in SPANS:
+                copy = keyword_leg(alice, question, spans, limit, held=True)
+                statement = keyword_leg(alice, question, spans, limit, held=False)
+                assert copy == statement, (question, spans, limit)  # rows, order and scores: the same floats
+                found.append(len(statement[0]))
+    assert min(found) == 0 and max(found) >= 4
+    assert ("claim", unembedded.id) in ranked(keyword_leg(alice, "Marcel Ingrid Mondays", [(None, None)], held=True))[0]
+
+
+def test_a_claim_leaves_the_held_keyword_leg_when_it_lapses(api: Api, owner: Persona, alice: User) -> None:
+    soon = timezone.now() + timedelta(hours=1)
+    lapsing = remember(alice, "The parking permit is valid this week.", expires_at=soon)
+    remember(alice, "The parking code is 4711.")
+    held(alice)
+    now = keyword_leg(alice, "parking permit", [(None, None)], held=True)
+    later = keyword_leg(alice, "parking permit", [(None, None)], held=True, at=soon + timedelta(seconds=1))
+    assert ("claim", lapsing.id) in ranked(now)[0] and ("claim", lapsing.id) not in ranked(later)[0]
+    assert ranked(later)[0]
 
 
 def statement_not_sent(*args: Any, **kwargs: Any) -> None:
