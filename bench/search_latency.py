@@ -337,6 +337,7 @@ VARIANTS: dict[str, dict[str, Any]] = {  # in-process search() variants: their S
 
 # The keyword leg of the three corpora: one statement per candidate level (one in all, mostly).
 KEYWORD_STEP = "keyword, all corpora"
+EMBEDDING_RUN = "embed query: the run (its own thread)"  # overlaps the request thread's steps
 
 
 def in_process(access: Any, asked: list[str], rounds: int, names: list[str]) -> dict[str, list[list[float]]]:
@@ -387,7 +388,8 @@ def timed_parts(parts: dict[str, float]) -> Iterator[None]:
 
     with (
         timed(module, "query_terms", lambda args: "query terms"),
-        timed(module, "query_vector", lambda args: "embed query"),
+        timed(module, "_query_run", lambda args: "embed query: tokens (the request's thread)"),
+        timed(module, "_embedded", lambda args: EMBEDDING_RUN),
         timed(module, "keyword_hits_within", lambda args: KEYWORD_STEP),
         timed(module, "vector_hits_within", lambda args: "vector, all corpora (one statement)"),
         timed(module.held_vectors, "nearest_within", lambda args: "vector, held in process (a small reach)"),

@@ -118,7 +118,7 @@ def in_process(
     each question, e.g. `ten_minutes_passed`)."""
     from django.db import connection
 
-    from bench.search_latency import timed_parts
+    from bench.search_latency import EMBEDDING_RUN, timed_parts
     from memory.recall.search import SearchRequest, search
 
     medians = []
@@ -147,7 +147,7 @@ def in_process(
             spent.append(total)
             if last:
                 # The query may be embedded on another thread beside the keyword legs: its time is not the caller's.
-                own = sum(spent for step, spent in parts.items() if step != "embed query")
+                own = sum(spent for step, spent in parts.items() if step != EMBEDDING_RUN)
                 parts["rest (fusion, boosts, composing; waiting for the embedding)"] = total - own
                 parts |= {"total": total, "(waiting on SQL)": sum(waited), "(SQL statements)": len(waited)}
                 parts["(Redis round trips)"] = commands[0]

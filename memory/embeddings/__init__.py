@@ -11,7 +11,7 @@ never when the web app imports it (tests/test_lazy_imports.py).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from django.conf import settings
@@ -40,6 +40,13 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> list[float]:
         """The vector of one search query."""
+        ...
+
+    def query_run(self, text: str) -> Callable[[], list[float]]:
+        """The vector of one search query in two steps: this call does what needs the interpreter (the local model's
+        tokens and inputs), on the caller's thread; the call it returns does the rest (onnxruntime's run, which lets
+        the interpreter go; a remote call), to be made on another. The second raises EmbedderUnavailable as
+        embed_query does."""
         ...
 
 

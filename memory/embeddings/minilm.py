@@ -176,6 +176,14 @@ class MiniLMEmbedder:
         # MiniLM is symmetric: queries and documents share one encoder and no prefix.
         return self.embed_documents([text])[0]
 
+    def query_run(self, text: str) -> Callable[[], list[float]]:
+        # The tokens and the inputs here; the run (onnxruntime lets the interpreter go for it) and the pooling in the
+        # call returned. A search makes that call on a thread while its own runs Python: a thread that had to tokenise
+        # first waited for the interpreter ~1 ms before its run could start (docs/benchmarks.md, issue 18, 37th pass).
+        runtime = self._load()
+        columns = _columns(runtime, runtime.tokenizer.encode_batch([text]))
+        return lambda: _pooled(runtime, columns, runtime.session)[0]
+
     def _load(self) -> _Runtime:
         runtime = self._runtime
         if runtime is not None:
@@ -473,6 +481,11 @@ def length_batches(lengths: Sequence[int], *, max_size: int) -> list[list[int]]:
 def _embed_batch(
     runtime: _Runtime, encodings: Sequence[Encoding], session: onnxruntime.InferenceSession | None = None
 ) -> list[list[float]]:
+    return _pooled(runtime, _columns(runtime, encodings), session or runtime.session)
+
+
+def _columns(runtime: _Runtime, encodings: Sequence[Encoding]) -> dict[str, Any]:
+    """The model's inputs for a batch of encoded texts, padded to the longest."""
     import numpy as np
 
     width = max(len(encoding.ids) for encoding in encodings)
@@ -486,12 +499,19 @@ def _embed_batch(
         columns["input_ids"][row, :size] = encoding.ids
         columns["attention_mask"][row, :size] = encoding.attention_mask
         columns["token_type_ids"][row, :size] = encoding.type_ids
+    return columns
+
+
+def _pooled(runtime: _Runtime, columns: dict[str, Any], session: onnxruntime.InferenceSession) -> list[list[float]]:
+    """The batch's vectors: the model run on its inputs, mean-pooled over each text's tokens, L2-normalised."""
+    import numpy as np
+
     inputs = {name: columns[name] for name in runtime.input_names}
     run_options = _shrinking_run() if runtime.arena and columns["input_ids"].size > SHRINK_ABOVE_TOKENS else None
     try:
-        (hidden,) = (session or runtime.session).run([runtime.output_name], inputs, run_options)
+        (hidden,) = session.run([runtime.output_name], inputs, run_options)
     except Exception as exc:  # e.g. out of memory: callers fall back to keyword search
-        raise EmbedderUnavailable(f"onnxruntime failed to embed {len(encodings)} texts: {exc}") from exc
+        raise EmbedderUnavailable(f"onnxruntime failed to embed {len(columns['input_ids'])} texts: {exc}") from exc
     mask = columns["attention_mask"][..., None].astype(np.float32)
     pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -67,25 +69,61 @@ class SearchRequest:
 
 def query_vector(query: str) -> tuple[list[float] | None, str]:
     """The query's vector by the active embedder and its model id; (None, "") when it is unavailable."""
+    return _embedded(_query_run(query))
+
+
+def _query_run(query: str) -> tuple[Callable[[], list[float]], str] | None:
+    """The first step of embedding the query, done on this thread (memory.embeddings.Embedder.query_run), and the
+    model's id; None when the embedder is unavailable."""
     from memory.embeddings import EmbedderUnavailable, get_embedder
 
     try:
         embedder = get_embedder()
-        vector = embedder.embed_query(query)
+        return embedder.query_run(query), embedder.model_id
     except EmbedderUnavailable as exc:
-        logger.warning("recall.embedder_unavailable", extra={"reason": str(exc)})
+        _unavailable(exc)
+        return None
+
+
+def _embedded(
+    run: tuple[Callable[[], list[float]], str] | None, started: threading.Event | None = None
+) -> tuple[list[float] | None, str]:
+    from memory.embeddings import EmbedderUnavailable
+
+    if started is not None:
+        started.set()
+    if run is None:
+        return None, ""
+    rest, model_id = run
+    try:
+        vector = rest()
+    except EmbedderUnavailable as exc:
+        _unavailable(exc)
         return None, ""
     search_note()
-    return vector, embedder.model_id
+    return vector, model_id
 
 
-# Embedding a query (a few ms of onnxruntime, which releases the GIL, or a remote call) runs on one of these threads
-# while the request's own thread cuts the words and runs the keyword legs.
+def _unavailable(exc: Exception) -> None:
+    logger.warning("recall.embedder_unavailable", extra={"reason": str(exc)})
+
+
+# The rest of a query's embedding (a few ms of onnxruntime, which lets the interpreter go, or a remote call) runs on
+# one of these threads while the request's own thread cuts the words and runs the keyword legs.
 EMBEDDING_THREADS = 4
 
 
+# How long the request's thread waits for the embedding's thread to take up its work, at most.
+EMBEDDING_TAKEN_UP_S = 0.002
+
+
 def _embedding_started(query: str) -> Future[tuple[list[float] | None, str]]:
-    return process_pool("query-embedding", EMBEDDING_THREADS).submit(query_vector, query)
+    started = threading.Event()
+    embedding = process_pool("query-embedding", EMBEDDING_THREADS).submit(_embedded, _query_run(query), started)
+    # Until that thread has the interpreter and starts the run, which lets it go: had this thread gone on running
+    # Python, that thread would wait for the interpreter meanwhile (~0.5 ms; docs/benchmarks.md, issue 18, 37th pass).
+    started.wait(EMBEDDING_TAKEN_UP_S)
+    return embedding
 
 
 def search(access: Access, request: SearchRequest) -> list[SearchResult]:

@@ -189,6 +189,16 @@ def test_minilm_embeds_a_query_like_a_document(minilm: MiniLMEmbedder) -> None:
     assert query == minilm.embed_documents(["where does the user live?"])[0]
 
 
+def test_minilm_query_run_in_two_steps_gives_the_querys_vector(minilm: MiniLMEmbedder) -> None:
+    rest = minilm.query_run("where does the user live?")
+    vector = threading.Thread(target=lambda: seen.append(rest()))  # the second step, as a search makes it
+    seen: list[list[float]] = []
+    vector.start()
+    vector.join()
+    assert seen == [minilm.embed_query("where does the user live?")]
+    assert minilm.query_run("another question")() != seen[0]
+
+
 def test_minilm_returns_nothing_for_no_texts(minilm: MiniLMEmbedder) -> None:
     assert minilm.embed_documents([]) == []
 
@@ -435,6 +445,15 @@ def test_remote_embedder_sends_the_openai_request_and_orders_by_index(endpoint: 
         assert vector == pytest.approx(wanted)
     assert all(abs(norm(vector) - 1.0) < 1e-9 for vector in vectors)
     assert embedder.model_id == "openai:test-model"
+
+
+def test_remote_embedder_makes_its_call_in_a_querys_second_step(endpoint: FakeEndpoint) -> None:
+    embedder: Embedder = remote(endpoint.url("good"))
+    asked = len(endpoint.received)
+    rest = embedder.query_run("first")
+    assert len(endpoint.received) == asked  # nothing sent yet
+    assert rest() == embedder.embed_query("first")
+    assert [request.body["input"] for request in endpoint.received[asked:]] == [["first"], ["first"]]
 
 
 def test_remote_embedder_sends_no_authorization_without_a_key(endpoint: FakeEndpoint) -> None:

@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.access import Access, access_for_user
-from memory.embeddings import get_embedder
+from memory.embeddings import EmbedderUnavailable, get_embedder
 from memory.models import Claim, User
 from memory.pipeline.runner import run_operation
 from memory.recall import legs, word_statistics
@@ -235,27 +235,51 @@ def test_a_cold_search_still_computes_and_keeps_what_it_did_not_find(alice: User
     assert "count(*)" not in sql and "max(newest)" not in sql and "split_part" not in sql
 
 
+@pytest.mark.parametrize("step", ["first", "second"])
+def test_a_search_whose_embedding_fails_in_either_step_answers_by_keyword(
+    alice: User, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    remember(alice, "Marcel drinks green tea every morning.")
+    embedder = get_embedder()
+
+    def unavailable(*args: Any) -> Any:
+        raise EmbedderUnavailable("onnxruntime failed to embed 1 texts: out of memory")
+
+    def second_fails(text: str) -> Callable[[], list[float]]:
+        return unavailable
+
+    monkeypatch.setattr(embedder, "query_run", unavailable if step == "first" else second_fails)
+    results = search(access_for_user(user=alice), SearchRequest(query="What does Marcel drink?"))
+    assert results[0].text == "Marcel drinks green tea every morning."
+    assert "keyword" in results[0].candidate.legs and "vector" not in results[0].candidate.legs
+
+
 def test_the_keyword_legs_run_while_the_query_is_embedded(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
     remember(alice, "Marcel drinks green tea every morning.")
     access = access_for_user(user=alice)
     embedder = get_embedder()
     keyword_ran = threading.Event()
     seen: dict[str, Any] = {}
-    original = embedder.embed_query
+    original = embedder.query_run
 
-    def embed_query(text: str) -> list[float]:
-        # Waits for the claim keyword leg's statement: it can only come while this embedding is under way if the
-        # embedding runs beside the keyword legs (serially this would wait out the timeout and fail below).
-        seen["overlapped"] = keyword_ran.wait(timeout=10)
-        seen["thread"] = threading.current_thread().name
-        return original(text)
+    def query_run(text: str) -> Callable[[], list[float]]:
+        rest = original(text)
+
+        def run() -> list[float]:
+            # Waits for the claim keyword leg's statement: it can only come while this embedding is under way if the
+            # embedding runs beside the keyword legs (serially this would wait out the timeout and fail below).
+            seen["overlapped"] = keyword_ran.wait(timeout=10)
+            seen["thread"] = threading.current_thread().name
+            return rest()
+
+        return run
 
     def watch(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
         if "ORDER BY score" in sql:
             keyword_ran.set()
         return execute(sql, *args)
 
-    monkeypatch.setattr(embedder, "embed_query", embed_query)
+    monkeypatch.setattr(embedder, "query_run", query_run)
     with connection.execute_wrapper(watch):
         results = search(access, SearchRequest(query="What does Marcel drink?"))
     assert seen == {"overlapped": True, "thread": seen["thread"]}
