@@ -50,7 +50,7 @@ from redis.exceptions import RedisError
 from memory.recall import legs
 from memory.recall.caching import cached_many, dropped_key
 from memory.recall.corpora import Corpus, Span
-from memory.recall.held_words import HeldWords, WordQuery, word_queries
+from memory.recall.held_words import POSITIONS, HeldWords, WordQuery, word_queries
 from memory.recall.prepared import read_prepared
 from memory.recall.threads import claimed, submitted
 from memory.services.audit import memory_version_key
@@ -76,13 +76,15 @@ class _Copy:
     # rows x dimensions, float32, each row divided by its norm (a zero vector, or none of the model: NaN); None
     # where no row has a vector of the model
     unit: np.ndarray | None
-    words: HeldWords  # each row's words, as its search_vector holds them (memory.recall.held_words)
+    words: (
+        HeldWords | None
+    )  # each row's words, as its search_vector holds them (memory.recall.held_words); None: not held
     time: np.ndarray  # microseconds since 1970 (int64; _NO_TIME where the row has none)
     lapses: np.ndarray  # microseconds since 1970 (int64; _NEVER where it does not)
 
     @property
     def nbytes(self) -> int:
-        return (0 if self.unit is None else self.unit.nbytes) + self.words.nbytes
+        return (0 if self.unit is None else self.unit.nbytes) + (0 if self.words is None else self.words.nbytes)
 
     def within(self, span: Span, at: datetime) -> np.ndarray:
         """Which rows are in reach at the moment `at` within the time window `span`, as the statements' filters
@@ -200,12 +202,14 @@ def keyword_scorer(
     them (memory.recall.held_words), as of the moment `at` (now); None where no current copy is held, or a query
     word's query is not one it scores: the leg runs its statement (a copy is handed on by the vector leg)."""
     copy, _ = _current(corpora, params)
-    if copy is None:
+    if copy is None or copy.words is None:
         return None
     queries = word_queries(terms)
     if any(query is None for query in queries.values()):
         return None
-    return _LevelsScored(copy, {word: query for word, query in queries.items() if query}, at or timezone.now())
+    return _LevelsScored(
+        copy, copy.words, {word: query for word, query in queries.items() if query}, at or timezone.now()
+    )
 
 
 @dataclass
@@ -213,15 +217,16 @@ class _LevelsScored:
     """The keyword leg's levels of one search, scored from a copy (legs.LevelScorer)."""
 
     copy: _Copy
+    words: HeldWords
     queries: dict[str, WordQuery]
     at: datetime
-    words: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # rows holding each, their ranks
+    scored: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # rows holding each, their ranks
     spans: dict[Span, np.ndarray] = field(default_factory=dict)
 
     def _scored(self, word: str) -> tuple[np.ndarray, np.ndarray]:
-        if word not in self.words:
-            self.words[word] = self.copy.words.scored(self.queries[word])
-        return self.words[word]
+        if word not in self.scored:
+            self.scored[word] = self.words.scored(self.queries[word])
+        return self.scored[word]
 
     def __call__(
         self, corpus: Corpus, span: Span, words: list[str], together: int, idf: dict[str, float], limit: int
@@ -283,7 +288,8 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
     parts = [
         f"""(SELECT {number} AS corpus, c.id,
                     CASE WHEN c.embedding_model = %(model)s THEN vector_send(c.embedding) END AS vector,
-                    c.search_vector::text AS words, {corpus.time} AS time, {corpus.lapses} AS lapses
+                    c.search_vector::text AS words, {POSITIONS} AS positions,
+                    {corpus.time} AS time, {corpus.lapses} AS lapses
              FROM {corpus.table}
              WHERE {corpus.where(None)}
              LIMIT {legs.EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
@@ -300,7 +306,7 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         rows={corpus.name: np.flatnonzero(corpus_of == number) for number, corpus in enumerate(corpora)},
         ids=tuple(row["id"] for row in rows),
         unit=_unit([row["vector"] for row in rows]),
-        words=HeldWords.read([row["words"] for row in rows]),
+        words=HeldWords.read([(row["words"], row["positions"]) for row in rows]),
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
     )

@@ -19,6 +19,7 @@ A row's words are read with its vector, so a copy is as current as its vectors a
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -30,16 +31,17 @@ from django.db import connection
 
 from memory.recall.corpora import WORD_QUERY
 
-# A lexeme of a tsvector's text, quote and backslash doubled within, and its positions (a weight letter after each
-# but D's): 'it''s':3A,5
-_ENTRY = re.compile(r"'((?:[^'\\]|''|\\.)*)'(?::([0-9A-D,]+))?(?: |$)")
-_POSITION = re.compile(r"(\d+)([A-D]?)")
+# After a lexeme in a tsvector's text, its positions, a weight letter after each but D's ('tea':3A,5), then the next
+# lexeme or the row's end.
+_POSITIONS_AFTER = r"(?::([0-9A-D,]+))?(?=[ \n]|\Z)"
+_DIGITS = re.compile(r"\d+")
 _WEIGHTS = {letter: float(np.float32(value)) for letter, value in zip("DCBA", (0.1, 0.2, 0.4, 1.0), strict=True)}
 _ZETA_2 = 1.64493406685  # tsrank.c's limit of Σ 1/i²
 # A word's query as text: lexemes joined by " & " within a conjunction, conjunctions by " | ", nothing else.
 _QUERY_LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
 _QUERIES_OF = f"SELECT w.word, ({WORD_QUERY.format(word='w.word')})::text FROM unnest(%s::text[]) AS w(word)"  # noqa: S608
 WORDS_KEPT = 50_000  # words whose query this process keeps; past it, it starts again
+LEXEMES_KEPT = 20_000  # lexemes a copy keeps the rows of; past it, it starts again
 
 # A word's query: its conjunctions, each the lexemes it needs together; None where ts_rank would not score it
 # as a disjunction (calc_rank_or), and the search runs the statement.
@@ -57,26 +59,18 @@ def _unquoted(text: str) -> str:
     return re.sub(r"''|\\(.)", lambda match: match.group(1) or "'", text)
 
 
-def _share(weights: list[float]) -> float:
-    """One lexeme's addend to calc_rank_or's sum, from its positions' weights in order (tsrank.c, float steps)."""
+@functools.lru_cache(maxsize=4096)
+def _share(weights: str) -> tuple[float, int]:
+    """One lexeme's addend to calc_rank_or's sum (tsrank.c, float steps) and its number of positions, from its
+    positions as a tsvector's text writes them with the numbers left out ("A,,B": A, D, B; "": one, D)."""
     total, heaviest, at = 0.0, -1.0, 0
-    for j, weight in enumerate(weights):
+    letters = weights.split(",")
+    for j, letter in enumerate(letters):
+        weight = _WEIGHTS[letter or "D"]
         total = _f32(total + _f32(weight / ((j + 1) * (j + 1))))
         if weight > heaviest:
             heaviest, at = weight, j
-    return _f32(_f32(heaviest + total) - _f32(heaviest / ((at + 1) * (at + 1)))) / _ZETA_2
-
-
-def parsed_row(text: str) -> tuple[dict[str, float], float]:
-    """A row's search_vector (as text): each lexeme's share of a rank, and the length divisor log2(1 + positions)."""
-    shares: dict[str, float] = {}
-    length = 0
-    for match in _ENTRY.finditer(text):
-        # A lexeme stored without positions counts once, at weight D (tsrank.c's POSNULL).
-        weights = [_WEIGHTS[letter or "D"] for _, letter in _POSITION.findall(match.group(2) or "0")]
-        shares[_unquoted(match.group(1))] = _share(weights)
-        length += len(weights)
-    return shares, math.log(length + 1) / math.log(2.0)
+    return _f32(_f32(heaviest + total) - _f32(heaviest / ((at + 1) * (at + 1)))) / _ZETA_2, len(letters)
 
 
 def _query_read(text: str) -> WordQuery | None:
@@ -113,42 +107,62 @@ def _items(query: WordQuery) -> list[str]:
     return sorted({lexeme for conjunction in query for lexeme in conjunction}, key=str.encode)
 
 
+# SQL for how many positions the row `c`'s search_vector holds (a lexeme stored without any counts once): its length
+# in ts_rank's normalisation (tsrank.c's cnt_length).
+POSITIONS = "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) FROM unnest(c.search_vector) AS u)"
+
+
 @dataclass
 class HeldWords:
-    """The words of a copy's rows (by their position in the copy): which rows hold each lexeme, with its share."""
+    """The words of a copy's rows (by their position in the copy): each row's search_vector as text, one a line, read
+    for a lexeme the first time a search asks for it (which rows hold it, with its share), and each row's length."""
 
+    text: str
+    starts: list[int]  # where each row's line starts in `text`
+    divisors: np.ndarray  # each row's length divisor log2(1 + positions) (float64)
     postings: dict[str, tuple[np.ndarray, np.ndarray]]  # lexeme -> (its rows, int64; their shares, float64)
-    divisors: np.ndarray  # each row's length divisor (float64)
 
     @classmethod
-    def read(cls, texts: list[str | None]) -> HeldWords:
-        postings: dict[str, tuple[list[int], list[float]]] = {}
-        divisors = []
-        for row, text in enumerate(texts):
-            shares, divisor = parsed_row(text or "")
-            divisors.append(divisor)
-            for lexeme, share in shares.items():
-                rows, values = postings.setdefault(lexeme, ([], []))
-                rows.append(row)
-                values.append(share)
-        return cls(
-            postings={
-                lexeme: (np.array(rows, dtype=np.int64), np.array(values, dtype=np.float64))
-                for lexeme, (rows, values) in postings.items()
-            },
-            divisors=np.array(divisors, dtype=np.float64),
-        )
+    def read(cls, rows: list[tuple[str | None, int]]) -> HeldWords | None:
+        """From each row's (search_vector as text, positions); None where a lexeme holds a quote, a backslash or a
+        line break (the parser makes none of these from words): such a reach's keyword leg runs its statement."""
+        texts = [text or "" for text, _ in rows]
+        if any("''" in text or "\\" in text or "\n" in text for text in texts):
+            return None
+        starts, at = [], 0
+        for text in texts:
+            starts.append(at)
+            at += len(text) + 1
+        divisors = [math.log(length + 1) / math.log(2.0) for _, length in rows]  # as tsrank.c: C's log, in double
+        return cls("\n".join(texts), starts, np.array(divisors, dtype=np.float64), {})
 
     @property
     def nbytes(self) -> int:
-        """Roughly what the postings take in memory (for the process's bound on copies)."""
-        held = sum(rows.nbytes + shares.nbytes + 200 for rows, shares in self.postings.values())
-        return held + self.divisors.nbytes
+        """Roughly what the words take in memory (for the process's bound on copies)."""
+        held = sum(rows.nbytes + shares.nbytes + 200 for rows, shares in list(self.postings.values()))
+        return len(self.text) + 8 * len(self.starts) + self.divisors.nbytes + held
+
+    def _posting(self, lexeme: str) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding the lexeme and its share in each, read from the text the first time it is asked for (a
+        search's threads may read it side by side: the same arrays)."""
+        found = self.postings.get(lexeme)
+        if found is None:
+            rows, shares = [], []
+            for match in re.finditer(re.escape(f"'{lexeme}'") + _POSITIONS_AFTER, self.text):
+                start = match.start()
+                if start and self.text[start - 1] not in " \n":
+                    continue  # the end of another lexeme ('x'' 'tea'): never, as no lexeme holds a quote
+                rows.append(bisect.bisect_right(self.starts, start) - 1)
+                shares.append(_share(_DIGITS.sub("", match.group(1) or ""))[0])
+            found = (np.array(rows, dtype=np.int64), np.array(shares, dtype=np.float64))
+            if len(self.postings) >= LEXEMES_KEPT:
+                self.postings.clear()
+            self.postings[lexeme] = found
+        return found
 
     def _holding(self, lexeme: str) -> np.ndarray:
         mask = np.zeros(len(self.divisors), dtype=bool)
-        if lexeme in self.postings:
-            mask[self.postings[lexeme][0]] = True
+        mask[self._posting(lexeme)[0]] = True
         return mask
 
     def scored(self, query: WordQuery) -> tuple[np.ndarray, np.ndarray]:
@@ -161,9 +175,8 @@ class HeldWords:
         lexemes = _items(query)
         total = np.zeros(len(self.divisors), dtype=np.float32)
         for lexeme in lexemes:
-            if lexeme in self.postings:
-                rows, shares = self.postings[lexeme]
-                total[rows] = (total[rows].astype(np.float64) + shares).astype(np.float32)
+            rows, shares = self._posting(lexeme)
+            total[rows] = (total[rows].astype(np.float64) + shares).astype(np.float32)
         total = (total.astype(np.float64) / len(lexemes)).astype(np.float32)
         with np.errstate(invalid="ignore", divide="ignore"):  # a row without words: it matches nothing
             ranks = (total.astype(np.float64) / self.divisors).astype(np.float32)

@@ -113,8 +113,9 @@ def _unavailable(exc: Exception) -> None:
 EMBEDDING_THREADS = 4
 
 
-# How long the request's thread waits for the embedding's thread to take up its work, at most.
-EMBEDDING_TAKEN_UP_S = 0.002
+# How long the request's thread waits for the embedding's thread to take up its work, at most: about what that thread
+# would otherwise wait for the interpreter; a search that finds every embedding thread busy goes on after it.
+EMBEDDING_TAKEN_UP_S = 0.0005
 
 
 def _embedding_started(query: str) -> Future[tuple[list[float] | None, str]]:

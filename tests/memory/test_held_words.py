@@ -10,11 +10,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.recall import held_words
-from memory.recall.held_words import HeldWords, WordQuery
+from memory.recall.held_words import POSITIONS, HeldWords, WordQuery
 
 pytestmark = pytest.mark.django_db
 
-LEXEMES = ["tea", "marcel", "lisbon", "it's", "back\\slash", "naïve", "4.12", "-1234", "a", "zz"]
+LEXEMES = ["tea", "marcel", "lisbon", "tea-room", "naïve", "4.12", "-1234", "a", "zz", "e.g"]
 
 
 def a_vector(rng: random.Random) -> str:
@@ -44,11 +44,23 @@ def query_text(query: WordQuery) -> str:
     return " | ".join(" & ".join(quoted(lexeme) for lexeme in conjunction) for conjunction in query)
 
 
+def read_as_held(vectors: list[str]) -> HeldWords | None:
+    """The rows' words as a copy reads them: each search_vector as text, and its positions."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.search_vector::text, {POSITIONS} FROM unnest(%s::tsvector[]) WITH ORDINALITY AS c(search_vector, n)"
+            " ORDER BY c.n",
+            [vectors],
+        )
+        return HeldWords.read(cursor.fetchall())
+
+
 def test_held_words_match_and_rank_to_the_bit_as_postgresql_does() -> None:
     rng = random.Random(18)
     vectors = [a_vector(rng) for _ in range(60)]
     queries = [a_query(rng) for _ in range(40)]
-    held = HeldWords.read(vectors)
+    held = read_as_held(vectors)
+    assert held is not None
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT v.n, q.n, v.t::tsvector @@ q.t::tsquery, ts_rank(v.t::tsvector, q.t::tsquery, 1)::float8
@@ -69,9 +81,22 @@ def test_held_words_match_and_rank_to_the_bit_as_postgresql_does() -> None:
 
 
 def test_a_row_without_words_matches_nothing() -> None:
-    held = HeldWords.read([None, "'tea':1"])
+    held = HeldWords.read([(None, 0), ("'tea':1", 1)])
+    assert held is not None
     holding, _ = held.scored((("tea",),))
     assert holding.tolist() == [False, True]
+
+
+def test_a_lexeme_is_found_only_whole_and_never_in_another_rows_line() -> None:
+    held = read_as_held(["'tea':1 'tea-room':2", "'green':1 'tea':3A,4", "'steam':1 'team':2"])
+    assert held is not None
+    holding, ranks = held.scored((("tea",),))
+    assert holding.tolist() == [True, True, False] and ranks[2] == 0
+
+
+@pytest.mark.parametrize("lexeme", ["it''s", "back\\\\slash"])
+def test_rows_whose_lexemes_hold_a_quote_or_a_backslash_hold_no_words(lexeme: str) -> None:
+    assert HeldWords.read([("'tea':1", 1), (f"'{lexeme}':1 'tea':2", 2)]) is None
 
 
 @pytest.mark.parametrize(
