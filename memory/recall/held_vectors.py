@@ -1,28 +1,33 @@
-"""A small reach's vectors held in this process, so that the vector leg of its searches asks PostgreSQL nothing.
+"""A small reach's rows held in this process, so that the legs of its searches ask PostgreSQL nothing.
 
 An owner with at most EXACT_ROWS rows in all three corpora is searched exactly (memory.recall.legs.searched_exactly):
-the distance of every row in reach, sorted. That statement is a round trip and PostgreSQL's work beside the query's
-embedding on the same cores (0.8 ms alone, 1.7 in a search on two cores); the same products over the reach's few
-hundred vectors in numpy take ~0.15 ms (0.25 in a search). So the first search of such a reach hands a copy of its
-vectors to the HOLDING thread, and the searches after it rank this copy, as long as it is current:
+the distance of every row in reach, sorted. That statement, and the keyword leg's, are round trips and PostgreSQL's
+work beside the query's embedding on the same cores (the vector statement 0.8 ms alone, 1.7 in a search on two cores;
+the keyword statement ~2-3 ms in a search); the same products over the reach's few hundred vectors in numpy take
+~0.15 ms, and the keyword leg's scores from the rows' words (memory.recall.held_words) ~0.5 ms. So the first search of
+such a reach hands a copy of its rows to the HOLDING thread, and the searches after it rank this copy, as long as it
+is current:
 
-- **What a copy holds:** the rows the vector statement would read without its time window (the corpus's filters,
-  the active model), each with its vector, the time it is "from" and, for a claim, when it lapses by time alone
-  (`Corpus.lapses`; a pinned claim never does). A window and the moment are applied here, as the statement applies
-  them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out, model.
+- **What a copy holds:** the rows both statements would read without their time window (the corpus's filters), each
+  with its vector of the active model (none: never near), its words (its search_vector as text, and how many
+  positions it holds), the time it is "from" and, for a claim, when it lapses by time alone (`Corpus.lapses`; a
+  pinned claim never does). A window and the moment are applied here, as the statements apply them (`Corpus.where`).
+  Held per reach: owner, partitions, scope, node types left out; a copy of another model's vectors is read again.
 - **When it is current:** it was read at the owner's memory version, erasure mark and Redis epoch a search reads now
   (all read ahead with the search's other keys). Every committed write that search reads moves the version on (a
   vector stored after its row too: memory.services.embeddings.vectors_write), an erasure sets the mark
   (memory.recall.caching), and a Redis that lost its keys (a flush, a restart without its file) has a new epoch,
   so a version number counted again never matches a copy of the old one. Where Redis holds no version (none since
   it lost its keys: the owner's next write sets one), nothing is held. A copy is read after its rows, at a version
-  no later than theirs. With Redis away, or inside a transaction (whose own writes no copy holds), the statement
-  runs as before. The products are float32 (pgvector's are its own): a vector leg's score may differ from the
-  statement's in its sixth place, and a near tie, or a row right at the similarity floor, fall the other way.
-- **What it costs:** HELD_BYTES of vectors per process at most, the least recently searched copies dropped first;
-  each at most EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB). A write drops nothing here: the next
-  search of that reach runs the statement and hands the copy on again (a few ms of the thread's, off the request's
-  path). A reach with no rows holds an empty copy: its searches hand nothing on.
+  no later than theirs. With Redis away, or inside a transaction (whose own writes no copy holds), the statements
+  run as before. The vector products are float32 (pgvector's are its own): a vector leg's score may differ from the
+  statement's in its sixth place, and a near tie, or a row right at the similarity floor, fall the other way. The
+  keyword leg's scores are the statement's to the bit.
+- **What it costs:** HELD_BYTES per process at most, the least recently searched copies dropped first; each at most
+  EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB) and the rows' words as text (conv-26's 449 rows:
+  0.4 MB). A write drops nothing here: the next search of that reach runs the statements and hands the copy on
+  again (~30 ms of the thread's for conv-26, mostly waiting on PostgreSQL, off the request's path). A reach with no
+  rows holds an empty copy: its searches hand nothing on.
 
 The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
 every cache of the owner's already has; a claim retired in it is still dropped by the search (its status is read
@@ -59,7 +64,7 @@ logger = logging.getLogger("memory.recall")
 
 HOLDING = "held-vectors"  # the thread that reads the copies, one per process
 HOLDING_QUEUED = 4  # copies waiting to be read at most; a search of a reach whose copy was dropped hands it on again
-HELD_BYTES = 32 * 1024 * 1024  # the copies' vectors per process at most (~21 reaches of 1,000 rows of 384 values)
+HELD_BYTES = 32 * 1024 * 1024  # the copies per process at most (~15 reaches of 1,000 rows of 384 values and words)
 EPOCH_KEY = "recall:epoch"  # a token kept without expiry: a Redis that lost its keys has a new one
 _NEVER = np.iinfo(np.int64).max  # a row that does not lapse
 _NO_TIME = np.iinfo(np.int64).min  # a row with no time: outside every window (SQL's NULL >= x is not true)

@@ -8,7 +8,8 @@
   several of them (three, then two), the way a person with thousands of memories is found by the other words of
   the question; single words come last, rarest first.
   Each level scores at most CANDIDATE_BUDGET of its rows (the first the GIN index gives), so a level that still
-  holds tens of thousands of rows costs the same as one that holds two thousand.
+  holds tens of thousands of rows costs the same as one that holds two thousand. A small reach whose rows this
+  process holds (memory.recall.held_vectors) has its levels scored from them instead, to the same bits.
 - Vector: cosine distance on the per-model HNSW expression index `(embedding::vector(D))`, rows of the
   active model only; `hnsw.ef_search` and an iterative scan are set for the transaction.
 """

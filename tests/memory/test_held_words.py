@@ -48,8 +48,8 @@ def read_as_held(vectors: list[str]) -> HeldWords | None:
     """The rows' words as a copy reads them: each search_vector as text, and its positions."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT c.search_vector::text, {POSITIONS} FROM unnest(%s::tsvector[]) WITH ORDINALITY AS c(search_vector, n)"
-            " ORDER BY c.n",
+            f"SELECT c.search_vector::text, {POSITIONS}"
+            " FROM unnest(%s::tsvector[]) WITH ORDINALITY AS c(search_vector, n) ORDER BY c.n",
             [vectors],
         )
         return HeldWords.read(cursor.fetchall())
