@@ -335,7 +335,8 @@ VARIANTS: dict[str, dict[str, Any]] = {  # in-process search() variants: their S
 }
 
 
-# The keyword leg of the three corpora: one statement per candidate level (one in all, mostly).
+# The keyword leg of the three corpora: one statement per candidate level (one in all, mostly), or none where the
+# process holds a small reach's rows (memory.recall.held_vectors).
 KEYWORD_STEP = "keyword, all corpora"
 EMBEDDING_RUN = "embed query: the run (its own thread)"  # overlaps the request thread's steps
 

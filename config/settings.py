@@ -442,7 +442,8 @@ SEARCH_EF_SEARCH = env_int("SEARCH_EF_SEARCH", 100)
 SEARCH_KEYWORD_WEIGHT = env_int("SEARCH_KEYWORD_WEIGHT_PERCENT", 100) / 100
 SEARCH_VECTOR_WEIGHT = env_int("SEARCH_VECTOR_WEIGHT_PERCENT", 30) / 100
 SEARCH_MIN_SIMILARITY = env_int("SEARCH_MIN_SIMILARITY_PERCENT", 20) / 100  # vector hits below are dropped
-# A small reach's vectors ranked from a copy held in the process (memory.recall.held_vectors); off: always the SQL.
+# A small reach's rows (vectors and words) held in the process, both legs ranked there (memory.recall.held_vectors);
+# off: always the SQL statements.
 SEARCH_HELD_VECTORS = env_bool("SEARCH_HELD_VECTORS", True)
 ATLAS_MAX_CHARS = env_int("ATLAS_MAX_CHARS", 4000)
 MAX_INJECTED_MEMORIES = env_int("MAX_INJECTED_MEMORIES", 8)  # steward recall (seeds/001)

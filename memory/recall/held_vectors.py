@@ -55,7 +55,7 @@ from redis.exceptions import RedisError
 from memory.recall import legs
 from memory.recall.caching import cached_many, dropped_key
 from memory.recall.corpora import Corpus, Span
-from memory.recall.held_words import POSITIONS, HeldWords, WordQuery, word_queries
+from memory.recall.held_words import HeldWords, WordQuery, word_queries
 from memory.recall.prepared import read_prepared
 from memory.recall.threads import claimed, submitted
 from memory.services.audit import memory_version_key
@@ -293,8 +293,7 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
     parts = [
         f"""(SELECT {number} AS corpus, c.id,
                     CASE WHEN c.embedding_model = %(model)s THEN vector_send(c.embedding) END AS vector,
-                    c.search_vector::text AS words, {POSITIONS} AS positions,
-                    {corpus.time} AS time, {corpus.lapses} AS lapses
+                    c.search_vector::text AS words, {corpus.time} AS time, {corpus.lapses} AS lapses
              FROM {corpus.table}
              WHERE {corpus.where(None)}
              LIMIT {legs.EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
@@ -311,7 +310,7 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         rows={corpus.name: np.flatnonzero(corpus_of == number) for number, corpus in enumerate(corpora)},
         ids=tuple(row["id"] for row in rows),
         unit=_unit([row["vector"] for row in rows]),
-        words=HeldWords.read([(row["words"], row["positions"]) for row in rows]),
+        words=HeldWords.read([row["words"] for row in rows]),
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
     )

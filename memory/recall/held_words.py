@@ -19,21 +19,20 @@ A row's words are read with its vector, so a copy is as current as its vectors a
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import connection
 
 from memory.recall.corpora import WORD_QUERY
 
-# After a lexeme in a tsvector's text, its positions, a weight letter after each but D's ('tea':3A,5), then the next
-# lexeme or the row's end.
-_POSITIONS_AFTER = r"(?::([0-9A-D,]+))?(?=[ \n]|\Z)"
+# A lexeme of a tsvector's text (none holds a quote: HeldWords.read) and its positions, a weight letter after each but
+# D's: 'tea':3A,5
+_ENTRY = re.compile(r"'([^']*)'(?::([0-9A-D,]+))?")
 _DIGITS = re.compile(r"\d+")
 _WEIGHTS = {letter: float(np.float32(value)) for letter, value in zip("DCBA", (0.1, 0.2, 0.4, 1.0), strict=True)}
 _ZETA_2 = 1.64493406685  # tsrank.c's limit of Σ 1/i²
@@ -41,7 +40,7 @@ _ZETA_2 = 1.64493406685  # tsrank.c's limit of Σ 1/i²
 _QUERY_LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
 _QUERIES_OF = f"SELECT w.word, ({WORD_QUERY.format(word='w.word')})::text FROM unnest(%s::text[]) AS w(word)"  # noqa: S608
 WORDS_KEPT = 50_000  # words whose query this process keeps; past it, it starts again
-LEXEMES_KEPT = 20_000  # lexemes a copy keeps the rows of; past it, it starts again
+LEXEMES_KEPT = 2_000  # lexemes a copy keeps as arrays; past it, it starts again
 
 # A word's query: its conjunctions, each the lexemes it needs together; None where ts_rank would not score it
 # as a disjunction (calc_rank_or), and the search runs the statement.
@@ -91,6 +90,7 @@ def word_queries(words: Iterable[str]) -> dict[str, WordQuery | None]:
     (one statement for every word it has not seen)."""
     words = list(dict.fromkeys(words))
     unseen = [word for word in words if word not in _queries]
+    asked: dict[str, WordQuery | None] = {}
     if unseen:
         with connection.cursor() as cursor:
             cursor.execute(_QUERIES_OF, [unseen])
@@ -98,66 +98,78 @@ def word_queries(words: Iterable[str]) -> dict[str, WordQuery | None]:
         if len(_queries) + len(asked) > WORDS_KEPT:
             _queries.clear()
         _queries.update(asked)
-    return {word: _queries.get(word) for word in words}
+    return {word: asked[word] if word in asked else _queries.get(word) for word in words}
+
+
+def queries_known(stems: dict[str, str | None]) -> None:
+    """The queries of words PostgreSQL has already cut, kept as word_queries would ask for them: a word the parser
+    leaves whole and stems to one lexeme or none (a stop word) is queried as itself or its stem, 'word' | 'stem'
+    (memory.recall.word_statistics.vocabulary_counted: every such word a small reach's rows hold)."""
+    if len(_queries) + len(stems) > WORDS_KEPT:
+        _queries.clear()
+    _queries.update({word: ((word,), (stem,)) if stem else ((word,),) for word, stem in stems.items()})
 
 
 @functools.lru_cache(maxsize=4096)
-def _items(query: WordQuery) -> list[str]:
+def _items(query: WordQuery) -> tuple[str, ...]:
     """The query's distinct lexemes in the order calc_rank_or takes them (SortAndUniqItems: by their bytes)."""
-    return sorted({lexeme for conjunction in query for lexeme in conjunction}, key=str.encode)
+    # By UTF-8 bytes, as PostgreSQL compares them (the same order as code points, said the way tsrank.c says it).
+    return tuple(sorted({lexeme for conjunction in query for lexeme in conjunction}, key=str.encode))
 
 
-# SQL for how many positions the row `c`'s search_vector holds (a lexeme stored without any counts once): its length
-# in ts_rank's normalisation (tsrank.c's cnt_length).
-POSITIONS = "(SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) FROM unnest(c.search_vector) AS u)"
+@functools.lru_cache(maxsize=65_536)
+def _share_at(positions: str) -> tuple[float, int]:
+    """A lexeme's share and number of positions from its positions as a tsvector's text writes them ("3A,5"; "": none,
+    which counts once at weight D)."""
+    return _share(_DIGITS.sub("", positions))
 
 
 @dataclass
 class HeldWords:
-    """The words of a copy's rows (by their position in the copy): each row's search_vector as text, one a line, read
-    for a lexeme the first time a search asks for it (which rows hold it, with its share), and each row's length."""
+    """The words of a copy's rows (by their position in the copy): which rows hold each lexeme, with its share, and
+    each row's length divisor."""
 
-    text: str
-    starts: list[int]  # where each row's line starts in `text`
+    postings: dict[str, tuple[list[int], list[float]]]  # lexeme -> (its rows, their shares)
     divisors: np.ndarray  # each row's length divisor log2(1 + positions) (float64)
-    postings: dict[str, tuple[np.ndarray, np.ndarray]]  # lexeme -> (its rows, int64; their shares, float64)
+    entries: int  # (row, lexeme) pairs held
+    arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # postings as arrays, once asked
 
     @classmethod
-    def read(cls, rows: list[tuple[str | None, int]]) -> HeldWords | None:
-        """From each row's (search_vector as text, positions); None where a lexeme holds a quote, a backslash or a
-        line break (the parser makes none of these from words): such a reach's keyword leg runs its statement."""
-        texts = [text or "" for text, _ in rows]
-        if any("''" in text or "\\" in text or "\n" in text for text in texts):
-            return None
-        starts, at = [], 0
-        for text in texts:
-            starts.append(at)
-            at += len(text) + 1
-        divisors = [math.log(length + 1) / math.log(2.0) for _, length in rows]  # as tsrank.c: C's log, in double
-        return cls("\n".join(texts), starts, np.array(divisors, dtype=np.float64), {})
+    def read(cls, texts: list[str | None]) -> HeldWords | None:
+        """From each row's search_vector as text; None where a lexeme holds a quote or a backslash (the parser makes
+        none from words; a tsvector's text doubles them): such a reach's keyword leg runs its statement."""
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        divisors = []
+        for row, text in enumerate(texts):
+            text = text or ""
+            if "''" in text or "\\" in text:
+                return None
+            length = 0
+            for lexeme, positions in _ENTRY.findall(text):
+                share, count = _share_at(positions)
+                rows, shares = postings.setdefault(lexeme, ([], []))
+                rows.append(row)
+                shares.append(share)
+                length += count
+            # tsrank.c's cnt_length (a lexeme without positions counts once), log2 of it + 1 in double, as C's log
+            divisors.append(math.log(length + 1) / math.log(2.0))
+        return cls(postings, np.array(divisors, dtype=np.float64), sum(len(rows) for rows, _ in postings.values()))
 
     @property
     def nbytes(self) -> int:
-        """Roughly what the words take in memory (for the process's bound on copies)."""
-        held = sum(rows.nbytes + shares.nbytes + 200 for rows, shares in list(self.postings.values()))
-        return len(self.text) + 8 * len(self.starts) + self.divisors.nbytes + held
+        """Roughly what the words take in memory (for the process's bound on copies): ~100 bytes a (row, lexeme)."""
+        return 100 * self.entries + 120 * len(self.postings) + self.divisors.nbytes
 
     def _posting(self, lexeme: str) -> tuple[np.ndarray, np.ndarray]:
-        """The rows holding the lexeme and its share in each, read from the text the first time it is asked for (a
-        search's threads may read it side by side: the same arrays)."""
-        found = self.postings.get(lexeme)
+        """The rows holding the lexeme and its share in each (a search's threads may ask side by side: the same
+        arrays)."""
+        found = self.arrays.get(lexeme)
         if found is None:
-            rows, shares = [], []
-            for match in re.finditer(re.escape(f"'{lexeme}'") + _POSITIONS_AFTER, self.text):
-                start = match.start()
-                if start and self.text[start - 1] not in " \n":
-                    continue  # the end of another lexeme ('x'' 'tea'): never, as no lexeme holds a quote
-                rows.append(bisect.bisect_right(self.starts, start) - 1)
-                shares.append(_share(_DIGITS.sub("", match.group(1) or ""))[0])
+            rows, shares = self.postings.get(lexeme, ([], []))
             found = (np.array(rows, dtype=np.int64), np.array(shares, dtype=np.float64))
-            if len(self.postings) >= LEXEMES_KEPT:
-                self.postings.clear()
-            self.postings[lexeme] = found
+            if len(self.arrays) >= LEXEMES_KEPT:
+                self.arrays.clear()
+            self.arrays[lexeme] = found
         return found
 
     def _holding(self, lexeme: str) -> np.ndarray:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from memory.recall import word_statistics
 from memory.recall.corpora import WORD_QUERY, Corpus, Span
 from memory.recall.prepared import read_prepared
 from memory.recall.word_statistics import statistics_counted
+
+logger = logging.getLogger("memory.recall")
 
 # A word held by more than this share of the rows (and more than MIN_SELECTIVE_ROWS) does not pick candidates.
 SELECTIVE_SHARE = 0.05
@@ -119,20 +122,29 @@ def keyword_hits_within(
     the selective query words, scored by every query word they hold. The first candidate level of every corpus
     and window goes in one statement; only those that found fewer than `limit` rows try their next level, again
     together, so a search of three corpora costs one round trip, not one per corpus and level. With `held`, the
-    levels are scored from the rows this process holds instead, and no statement is sent."""
+    levels are scored from the rows this process holds instead, and no keyword statement is sent (should that fail,
+    the statements run after all: a held copy is only a shortcut)."""
     counts = statistics_counted(corpora, terms, params) if terms else {}
-    scans = [
-        scan
-        for window, span in enumerate(spans)
-        for corpus in corpora  # in this order: each window's hits come corpus by corpus
-        if (scan := _keyword_scan(corpus, terms, counts, window, span))
-    ]
+
+    def scanned() -> list[_KeywordScan]:
+        return [
+            scan
+            for window, span in enumerate(spans)
+            for corpus in corpora  # in this order: each window's hits come corpus by corpus
+            if (scan := _keyword_scan(corpus, terms, counts, window, span))
+        ]
+
+    scans = scanned()
     pending = scans
-    while pending and held is not None:
-        for scan in pending:
-            words, together = scan.levels.pop(0)
-            scan.scores.update(held(scan.corpus, scan.span, words, together, scan.idf, limit))
-        pending = [scan for scan in pending if len(scan.scores) < limit and scan.levels]
+    try:
+        while pending and held is not None:
+            for scan in pending:
+                words, together = scan.levels.pop(0)
+                scan.scores.update(held(scan.corpus, scan.span, words, together, scan.idf, limit))
+            pending = [scan for scan in pending if len(scan.scores) < limit and scan.levels]
+    except Exception:
+        logger.exception("recall.keyword_not_held")
+        scans = pending = scanned()
     while pending:
         parts, values = [], dict(params)
         for number, scan in enumerate(pending):
@@ -208,7 +220,7 @@ _VECTOR_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "plan_cache_mode": "
 # once per connection, as index probes by owner or partition for any such owner whatever the tables hold (a
 # sequential or parallel scan is never planned: a generic plan cannot tell that the owner is small). Planning the
 # index's scan was 0.3 ms of every search. The count is at most a minute old.
-EXACT_ROWS = 1_000
+EXACT_ROWS = 1_000  # at most CANDIDATE_BUDGET: a copy held of such a reach scores every candidate (held_vectors)
 _EXACT_SETTINGS = {
     "plan_cache_mode": "force_generic_plan",
     "enable_seqscan": "off",

@@ -119,8 +119,13 @@ EMBEDDING_TAKEN_UP_S = 0.0005
 
 
 def _embedding_started(query: str) -> Future[tuple[list[float] | None, str]]:
+    run = _query_run(query)
+    if run is None:
+        unavailable: Future[tuple[list[float] | None, str]] = Future()
+        unavailable.set_result((None, ""))
+        return unavailable
     started = threading.Event()
-    embedding = process_pool("query-embedding", EMBEDDING_THREADS).submit(_embedded, _query_run(query), started)
+    embedding = process_pool("query-embedding", EMBEDDING_THREADS).submit(_embedded, run, started)
     # Until that thread has the interpreter and starts the run, which lets it go: had this thread gone on running
     # Python, that thread would wait for the interpreter meanwhile (~0.5 ms; docs/benchmarks.md, issue 18, 37th pass).
     started.wait(EMBEDDING_TAKEN_UP_S)
@@ -156,14 +161,16 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
             if window is not None and (since is None or window.end > since):
                 between.append((max(filter(None, (since, window.start))), window.end))
             # Each leg is one statement for the three corpora and every window (more only when a corpus's first
-            # keyword candidates are too few); the keyword leg runs while the query is being embedded.
-            held = held_vectors.keyword_scorer(CORPORA, terms, params) if searched_exactly(CORPORA, params) else None
+            # keyword candidates are too few), or none where this process holds a small reach's rows; the keyword
+            # leg runs while the query is being embedded.
+            exact = searched_exactly(CORPORA, params)
+            held = held_vectors.keyword_scorer(CORPORA, terms, params) if exact else None
             keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth, held=held))
             speakers = speakers_named(params, terms)  # while the query may still be embedded
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []
             if vector is not None:
-                semantic = _united(*_nearest(vector, model_id, params, between, depth))
+                semantic = _united(*_nearest(vector, model_id, params, between, depth, exact=exact))
     finally:
         if embedding is not None:
             embedding.cancel()  # a failure before its result was needed: nothing waits for it
@@ -182,11 +189,11 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
 
 
 def _nearest(
-    vector: list[float], model_id: str, params: dict[str, Any], between: list[Span], depth: int
+    vector: list[float], model_id: str, params: dict[str, Any], between: list[Span], depth: int, *, exact: bool
 ) -> list[list[Hit]]:
-    """The vector leg: a small reach from the copy of its vectors this process holds, where it holds a current one;
-    else one statement, reading every row in reach of a small one or the HNSW index of a larger one."""
-    exact = searched_exactly(CORPORA, params)
+    """The vector leg: a small reach (`exact`: legs.searched_exactly) from the copy of its vectors this process holds,
+    where it holds a current one; else one statement, reading every row in reach of a small one or the HNSW index of
+    a larger one."""
     held = held_vectors.nearest_within(CORPORA, vector, model_id, params, between, depth) if exact else None
     if held is not None:
         return held

@@ -74,6 +74,7 @@ from memory.recall.caching import (
     reach_key,
 )
 from memory.recall.corpora import WORD_QUERY, Corpus
+from memory.recall.held_words import queries_known
 from memory.recall.terms import STOPWORDS
 from memory.recall.threads import claimed, submitted
 from memory.services.audit import memory_version_key
@@ -637,7 +638,7 @@ def vocabulary_counted(
         # A row holding both the word and its stem is one row: UNION makes each (word, row) once by hashing; a
         # count(DISTINCT) sorted every pair by its text instead (conv-26's chunks: 59,000 pairs, 40 of 65 ms).
         counts.append(
-            f"""SELECT '{corpus.name}', m.word, least(count(*), {DF_CAP}) FROM (
+            f"""SELECT '{corpus.name}', m.word, least(count(*), {DF_CAP}), NULL FROM (
                 SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.word
                 UNION
                 SELECT w.word, l.id FROM words w JOIN lexemes{number} l ON l.lexeme = w.stem
@@ -653,13 +654,14 @@ def vocabulary_counted(
                 ), words AS MATERIALIZED (
                     SELECT word, stemmed[1] AS stem FROM parsed WHERE plain = ARRAY[word] AND cardinality(stemmed) <= 1
                 )
-            SELECT '', word, 0 FROM words UNION ALL {" UNION ALL ".join(f"({count})" for count in counts)}""",  # noqa: S608
+            SELECT '', word, 0, stem FROM words UNION ALL {" UNION ALL ".join(f"({count})" for count in counts)}""",  # noqa: S608
             params,
         )
         rows = cursor.fetchall()
-    words = [word for corpus, word, _ in rows if not corpus]
-    found: dict[str, dict[str, int]] = {name: {"": total} | dict.fromkeys(words, 0) for name, total in totals.items()}
-    for corpus, word, count in rows:
+    stems = {word: stem for corpus, word, _, stem in rows if not corpus}
+    queries_known(stems)  # each word's query is its two lexemes: a held copy scores it without asking (held_words)
+    found: dict[str, dict[str, int]] = {name: {"": total} | dict.fromkeys(stems, 0) for name, total in totals.items()}
+    for corpus, word, count, _ in rows:
         if corpus:
             found[corpus][word] = int(count)
     return found

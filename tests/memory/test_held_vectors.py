@@ -18,7 +18,7 @@ from django.utils import timezone
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
 from memory.models import Claim, Node, Partition, User
-from memory.recall import held_vectors, legs
+from memory.recall import held_vectors, held_words, legs
 from memory.recall import search as search_module
 from memory.recall.caching import dropped_key
 from memory.recall.corpora import CORPORA, Span
@@ -198,6 +198,25 @@ def test_a_held_copy_scores_the_keyword_leg_to_the_bit_as_its_statement_does(
                 found.append(len(statement[0]))
     assert min(found) == 0 and max(found) >= 4
     assert ("claim", unembedded.id) in ranked(keyword_leg(alice, "Marcel Ingrid Mondays", [(None, None)], held=True))[0]
+
+
+@pytest.mark.parametrize("failing", ["a word it cannot score", "the copy's scoring"])
+def test_the_keyword_statement_runs_where_the_copy_cannot_score_the_words(
+    api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    a_small_memory(api, owner, alice)
+    held(alice)
+    statement = keyword_leg(alice, "Marcel tea", [(None, None)], held=False)
+    if failing == "a word it cannot score":
+        held_words.word_queries(["marcel"])
+        monkeypatch.setitem(held_words._queries, "marcel", None)  # e.g. a conjunction alone: ts_rank's calc_rank_and
+        assert held_vectors.keyword_scorer(CORPORA, query_terms("Marcel tea"), reach_of(alice)) is None
+    else:
+        monkeypatch.setattr(held_words.HeldWords, "scored", statement_not_sent)  # any surprise in the copy's scoring
+    with CaptureQueriesContext(connection) as statements:
+        found = search(access_for_user(user=alice), SearchRequest(query="Marcel tea"))
+    assert sum("ts_rank" in sent["sql"] for sent in statements.captured_queries) == 1
+    assert found and ranked(statement)[0][0] in {(result.type, result.candidate.id) for result in found}
 
 
 def test_a_claim_leaves_the_held_keyword_leg_when_it_lapses(api: Api, owner: Persona, alice: User) -> None:

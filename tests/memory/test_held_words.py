@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.recall import held_words
-from memory.recall.held_words import POSITIONS, HeldWords, WordQuery
+from memory.recall.held_words import HeldWords, WordQuery
 
 pytestmark = pytest.mark.django_db
 
@@ -45,14 +45,10 @@ def query_text(query: WordQuery) -> str:
 
 
 def read_as_held(vectors: list[str]) -> HeldWords | None:
-    """The rows' words as a copy reads them: each search_vector as text, and its positions."""
+    """The rows' words as a copy reads them: each search_vector as PostgreSQL writes it as text."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT c.search_vector::text, {POSITIONS}"
-            " FROM unnest(%s::tsvector[]) WITH ORDINALITY AS c(search_vector, n) ORDER BY c.n",
-            [vectors],
-        )
-        return HeldWords.read(cursor.fetchall())
+        cursor.execute("SELECT v::text FROM unnest(%s::tsvector[]) WITH ORDINALITY AS t(v, n) ORDER BY t.n", [vectors])
+        return HeldWords.read([text for (text,) in cursor.fetchall()])
 
 
 def test_held_words_match_and_rank_to_the_bit_as_postgresql_does() -> None:
@@ -81,13 +77,13 @@ def test_held_words_match_and_rank_to_the_bit_as_postgresql_does() -> None:
 
 
 def test_a_row_without_words_matches_nothing() -> None:
-    held = HeldWords.read([(None, 0), ("'tea':1", 1)])
+    held = HeldWords.read([None, "'tea':1"])
     assert held is not None
     holding, _ = held.scored((("tea",),))
     assert holding.tolist() == [False, True]
 
 
-def test_a_lexeme_is_found_only_whole_and_never_in_another_rows_line() -> None:
+def test_a_lexeme_is_found_only_whole() -> None:
     held = read_as_held(["'tea':1 'tea-room':2", "'green':1 'tea':3A,4", "'steam':1 'team':2"])
     assert held is not None
     holding, ranks = held.scored((("tea",),))
@@ -96,7 +92,7 @@ def test_a_lexeme_is_found_only_whole_and_never_in_another_rows_line() -> None:
 
 @pytest.mark.parametrize("lexeme", ["it''s", "back\\\\slash"])
 def test_rows_whose_lexemes_hold_a_quote_or_a_backslash_hold_no_words(lexeme: str) -> None:
-    assert HeldWords.read([("'tea':1", 1), (f"'{lexeme}':1 'tea':2", 2)]) is None
+    assert HeldWords.read(["'tea':1", f"'{lexeme}':1 'tea':2"]) is None
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memory.access import access_for_user
 from memory.models import Claim, User
-from memory.recall import threads, word_statistics
+from memory.recall import held_words, threads, word_statistics
 from memory.recall.corpora import CORPORA
 from memory.recall.search import SearchRequest, search
 from memory.recall.threads import drained, process_pool
@@ -141,6 +141,21 @@ def test_an_erasure_forgets_the_counted_vocabulary(
     assert any("df:size" in key for key in cached_counts(alice, every=True))  # the reach's size, kept a day
     drop_cached_views(alice.pk)  # as an erasure does
     assert not list(redis.scan_iter(match=cache.make_key(f"recall:df:*:{alice.pk}:*")))
+
+
+def test_a_reachs_vocabulary_gives_each_words_query_as_postgresql_makes_it(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    held_in_reach(api, owner, alice)
+    held_words._queries.clear()
+    vocabulary_counted(CORPORA, reach_of(alice))
+    known = dict(held_words._queries)
+    assert {"painted", "the", "4.12", "harbour", "paint.crew@example.test"} <= set(known)
+    assert known["painted"] == (("painted",), ("paint",)) and known["the"] == (("the",),)  # a stop word: itself
+    held_words._queries.clear()
+    with CaptureQueriesContext(connection) as asked:
+        assert held_words.word_queries(list(known)) == known  # as PostgreSQL makes them, every word asked
+    assert len(asked) == 1
 
 
 def test_a_word_a_corpus_does_not_hold_is_kept_a_minute_unless_the_vocabulary_counted_it(
