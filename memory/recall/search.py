@@ -163,9 +163,9 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
             # Each leg is one statement for the three corpora and every window (more only when a corpus's first
             # keyword candidates are too few), or none where this process holds a small reach's rows; the keyword
             # leg runs while the query is being embedded.
-            exact = searched_exactly(CORPORA, params)
-            held = held_vectors.keyword_scorer(CORPORA, terms, params) if exact else None
+            held = held_vectors.keyword_scorer(CORPORA, terms, params) if searched_exactly(CORPORA, params) else None
             keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth, held=held))
+            exact = searched_exactly(CORPORA, params)  # again: the keyword leg may have counted the owner's rows
             speakers = speakers_named(params, terms)  # while the query may still be embedded
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []
