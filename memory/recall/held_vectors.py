@@ -8,11 +8,12 @@ the keyword statement ~2-3 ms in a search); the same products over the reach's f
 such a reach hands a copy of its rows to the HOLDING thread, and the searches after it rank this copy, as long as it
 is current:
 
-- **What a copy holds:** the rows both statements would read without their time window (the corpus's filters), each
-  with its vector of the active model (none: never near), its words (its search_vector as text, and how many
-  positions it holds), the time it is "from" and, for a claim, when it lapses by time alone (`Corpus.lapses`; a
-  pinned claim never does). A window and the moment are applied here, as the statements apply them (`Corpus.where`).
-  Held per reach: owner, partitions, scope, node types left out; a copy of another model's vectors is read again.
+- **What a copy holds:** the rows both statements would read without their time window (the corpus's filters), each with
+  its vector of the active model (none: never near), its words (its search_vector, read as text and parsed: which rows
+  hold each lexeme, with its share of a rank, and each row's length), the time it is "from" and, for a claim, when it
+  lapses by time alone (`Corpus.lapses`; a pinned claim never does). A window and the moment are applied here, as the
+  statements apply them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out; a copy of
+  another model's vectors is read again.
 - **When it is current:** it was read at the owner's memory version, erasure mark and Redis epoch a search reads now
   (all read ahead with the search's other keys). Every committed write that search reads moves the version on (a
   vector stored after its row too: memory.services.embeddings.vectors_write), an erasure sets the mark
@@ -24,9 +25,10 @@ is current:
   statement's in its sixth place, and a near tie, or a row right at the similarity floor, fall the other way. The
   keyword leg's scores are the statement's to the bit.
 - **What it costs:** HELD_BYTES per process at most, the least recently searched copies dropped first; each at most
-  EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB) and the rows' words as text (conv-26's 449 rows:
-  0.4 MB). A write drops nothing here: the next search of that reach runs the statements and hands the copy on
-  again (~30 ms of the thread's for conv-26, mostly waiting on PostgreSQL, off the request's path). A reach with no
+  EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB) and the rows' words (~100 bytes a lexeme of a row,
+  counted: conv-26's 449 rows, 30,000 of them, ~3 MB). A write drops nothing here: the next search of that reach runs
+  the statements and hands the copy on again (~47 ms of the thread's for conv-26: ~16 waiting on PostgreSQL, ~31 the
+  words' parse, off the request's path). A reach with no
   rows holds an empty copy: its searches hand nothing on.
 
 The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
@@ -64,7 +66,7 @@ logger = logging.getLogger("memory.recall")
 
 HOLDING = "held-vectors"  # the thread that reads the copies, one per process
 HOLDING_QUEUED = 4  # copies waiting to be read at most; a search of a reach whose copy was dropped hands it on again
-HELD_BYTES = 32 * 1024 * 1024  # the copies per process at most (~15 reaches of 1,000 rows of 384 values and words)
+HELD_BYTES = 32 * 1024 * 1024  # the copies per process at most (~8 reaches the size of conv-26's, 449 rows)
 EPOCH_KEY = "recall:epoch"  # a token kept without expiry: a Redis that lost its keys has a new one
 _NEVER = np.iinfo(np.int64).max  # a row that does not lapse
 _NO_TIME = np.iinfo(np.int64).min  # a row with no time: outside every window (SQL's NULL >= x is not true)
@@ -81,9 +83,9 @@ class _Copy:
     # rows x dimensions, float32, each row divided by its norm (a zero vector, or none of the model: NaN); None
     # where no row has a vector of the model
     unit: np.ndarray | None
-    words: (
-        HeldWords | None
-    )  # each row's words, as its search_vector holds them (memory.recall.held_words); None: not held
+    # each row's words, as its search_vector holds them (memory.recall.held_words); None: not held (the keyword leg
+    # runs its statement)
+    words: HeldWords | None
     time: np.ndarray  # microseconds since 1970 (int64; _NO_TIME where the row has none)
     lapses: np.ndarray  # microseconds since 1970 (int64; _NEVER where it does not)
 
