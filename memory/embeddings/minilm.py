@@ -179,7 +179,8 @@ class MiniLMEmbedder:
     def query_run(self, text: str) -> Callable[[], list[float]]:
         # The tokens and the inputs here; the run (onnxruntime lets the interpreter go for it) and the pooling in the
         # call returned. A search makes that call on a thread while its own runs Python: a thread that had to tokenise
-        # first waited for the interpreter ~1 ms before its run could start (docs/benchmarks.md, issue 18, 37th pass).
+        # first waited for the interpreter ~1 ms before its run could start (docs/benchmarks.md, issue 18,
+        # thirty-seventh pass).
         runtime = self._load()
         columns = _columns(runtime, runtime.tokenizer.encode_batch([text]))
         return lambda: _pooled(runtime, columns, runtime.session)[0]

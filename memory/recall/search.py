@@ -127,7 +127,8 @@ def _embedding_started(query: str) -> Future[tuple[list[float] | None, str]]:
     started = threading.Event()
     embedding = process_pool("query-embedding", EMBEDDING_THREADS).submit(_embedded, run, started)
     # Until that thread has the interpreter and starts the run, which lets it go: had this thread gone on running
-    # Python, that thread would wait for the interpreter meanwhile (~0.5 ms; docs/benchmarks.md, issue 18, 37th pass).
+    # Python, that thread would wait for the interpreter meanwhile (~0.5 ms; docs/benchmarks.md, issue 18,
+    # thirty-seventh pass).
     started.wait(EMBEDDING_TAKEN_UP_S)
     return embedding
 
