@@ -56,9 +56,10 @@ from redis.exceptions import RedisError
 
 from memory.recall import legs
 from memory.recall.caching import cached_many, dropped_key
-from memory.recall.corpora import Corpus, Span
+from memory.recall.corpora import CHUNKS, Corpus, Span
 from memory.recall.held_words import HeldWords, WordQuery, word_queries
-from memory.recall.prepared import read_prepared
+from memory.recall.prepared import Statement, read_prepared
+from memory.recall.results import CHUNK_ROWS_FROM
 from memory.recall.threads import claimed, submitted
 from memory.services.audit import memory_version_key
 
@@ -88,10 +89,15 @@ class _Copy:
     words: HeldWords | None
     time: np.ndarray  # microseconds since 1970 (int64; _NO_TIME where the row has none)
     lapses: np.ndarray  # microseconds since 1970 (int64; _NEVER where it does not)
+    # every chunk in reach as a search reads its result (memory.recall.results.CHUNK_ROWS_FROM), by id; None where
+    # the chunks are not among the corpora
+    chunks: dict[str, dict[str, Any]] | None
+    chunk_bytes: int  # roughly what `chunks` take
 
     @property
     def nbytes(self) -> int:
-        return (0 if self.unit is None else self.unit.nbytes) + (0 if self.words is None else self.words.nbytes)
+        words = 0 if self.words is None else self.words.nbytes
+        return (0 if self.unit is None else self.unit.nbytes) + words + self.chunk_bytes
 
     def within(self, span: Span, at: datetime) -> np.ndarray:
         """Which rows are in reach at the moment `at` within the time window `span`, as the statements' filters
@@ -202,6 +208,13 @@ def _ranked(
     return found
 
 
+def chunk_rows(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The rows of every chunk in reach as this process's current copy of the reach holds them, to build the chunks'
+    results from (results.hydrated); None where no current copy is held."""
+    copy, _ = _current(corpora, params)
+    return None if copy is None else copy.chunks
+
+
 def keyword_scorer(
     corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any], *, at: datetime | None = None
 ) -> legs.LevelScorer | None:
@@ -301,8 +314,11 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
              LIMIT {legs.EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         for number, corpus in enumerate(corpora)
     ]
+    statements: list[Statement] = [(" UNION ALL ".join(parts), params | {"model": model_id})]
+    if CHUNKS in corpora:  # and every chunk's result, as a search reads it
+        statements.append((f"{CHUNK_ROWS_FROM} WHERE {CHUNKS.where(None)} LIMIT {legs.EXACT_ROWS + 1}", params))
     # A copy is only a shortcut: behind a lock (a migration, a table emptied) it gives up rather than wait.
-    (rows,) = read_prepared([(" UNION ALL ".join(parts), params | {"model": model_id})], settings=_GIVES_WAY)
+    rows, *chunks = read_prepared(statements, settings=_GIVES_WAY)
     if len(rows) > legs.EXACT_ROWS:
         return None
     corpus_of = np.array([row["corpus"] for row in rows], dtype=np.int64)
@@ -315,6 +331,8 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         words=HeldWords.read([row["words"] for row in rows]),
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
+        chunks={row["id"]: row for row in chunks[0]} if chunks else None,
+        chunk_bytes=sum(400 + 2 * len(row["text"]) for row in chunks[0]) if chunks else 0,
     )
 
 

@@ -123,15 +123,17 @@ def _claims_built(evidence_rows: list[dict[str, Any]], claims: list[dict[str, An
     return found
 
 
-_CHUNK_ROWS = """
-    SELECT k.id, k.text, k.speaker, k.message_id, k.authored_at, p.key AS partition__key, k.source_id,
+# A chunk's result: its row (aliased `c`, as corpora.CHUNKS filters it), its partition's key, its source's and its
+# parent source's ids and times. By id here; a held copy reads every chunk in reach (memory.recall.held_vectors).
+CHUNK_ROWS_FROM = """
+    SELECT c.id, c.text, c.speaker, c.message_id, c.authored_at, p.key AS partition__key, c.source_id,
            s.kind AS source__kind, s.authored_at AS source__authored_at, s.occurred_at AS source__occurred_at,
            s.thread_id AS source__thread_id, s.external_id AS source__external_id,
            parent.external_id AS source__parent__external_id
-    FROM memory_chunk k JOIN memory_partition p ON p.id = k.partition_id JOIN memory_source s ON s.id = k.source_id
+    FROM memory_chunk c JOIN memory_partition p ON p.id = c.partition_id JOIN memory_source s ON s.id = c.source_id
          LEFT JOIN memory_source parent ON parent.id = s.parent_id
-    WHERE k.id = ANY(%s)
 """
+_CHUNK_ROWS = CHUNK_ROWS_FROM + "    WHERE c.id = ANY(%s)\n"
 
 
 def _chunks_built(chunks: list[dict[str, Any]]) -> dict[str, SearchResult]:
@@ -234,21 +236,28 @@ def node_results(ids: list[str]) -> dict[str, SearchResult]:
 HYDRATORS = {"claim": claim_results, "chunk": chunk_results, "node": node_results}
 
 
-def hydrated(candidates: list[Candidate]) -> list[SearchResult]:
+def hydrated(
+    candidates: list[Candidate], held_chunks: Mapping[str, dict[str, Any]] | None = None
+) -> list[SearchResult]:
     """The rows behind the candidates of every corpus, in one round trip (a row gone since it was ranked is
-    dropped), legs carried over."""
+    dropped), legs carried over. `held_chunks`: the rows of every chunk in reach, as a held copy of the reach has
+    them (memory.recall.held_vectors): its chunks' results are built from those, and a search whose candidates are
+    all chunks sends nothing."""
     wanted = {corpus: {c.id: c for c in candidates if c.corpus == corpus} for corpus in _READINGS}
     statements: list[Statement] = []
     readings = []
     for corpus, reading in _READINGS.items():
-        if wanted[corpus]:
+        if wanted[corpus] and not (corpus == "chunk" and held_chunks is not None):
             mine = reading.statements(list(wanted[corpus]))
             readings.append((corpus, reading, len(statements), len(mine)))
             statements += mine
-    rows = read_prepared(statements, settings=_PLANNED_ONCE)
+    rows = read_prepared(statements, settings=_PLANNED_ONCE) if statements else []
+    built = {corpus: reading.built(*rows[first : first + count]) for corpus, reading, first, count in readings}
+    if held_chunks is not None:
+        built["chunk"] = _chunks_built([held_chunks[row_id] for row_id in wanted["chunk"] if row_id in held_chunks])
     results = []
-    for corpus, reading, first, count in readings:
-        for row_id, result in reading.built(*rows[first : first + count]).items():
+    for corpus in _READINGS:
+        for row_id, result in built.get(corpus, {}).items():
             result.candidate = wanted[corpus][row_id]
             results.append(result)
     return results
