@@ -11,9 +11,12 @@ is current:
 - **What a copy holds:** the rows both statements would read without their time window (the corpus's filters), each with
   its vector of the active model (none: never near), its words (its search_vector, read as text and parsed: which rows
   hold each lexeme, with its share of a rank, and each row's length), the time it is "from" and, for a claim, when it
-  lapses by time alone (`Corpus.lapses`; a pinned claim never does). A window and the moment are applied here, as the
-  statements apply them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out; a copy of
-  another model's vectors is read again.
+  lapses by time alone (`Corpus.lapses`; a pinned claim never does); and every chunk in reach as a search reads its
+  result (memory.recall.results.CHUNK_ROWS_FROM: its text, speaker, message, partition and source), so the chunks among
+  a search's best are shown without a round trip (claims and node cards are read as before: their status and what a card
+  shows of its claims are read with them). A window and the moment are applied here, as the statements apply them
+  (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out; a copy of another model's vectors is
+  read again.
 - **When it is current:** it was read at the owner's memory version, erasure mark and Redis epoch a search reads now
   (all read ahead with the search's other keys). Every committed write that search reads moves the version on (a
   vector stored after its row too: memory.services.embeddings.vectors_write), an erasure sets the mark
@@ -26,10 +29,10 @@ is current:
   keyword leg's scores are the statement's to the bit.
 - **What it costs:** HELD_BYTES per process at most, the least recently searched copies dropped first; each at most
   EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB) and the rows' words (~100 bytes a lexeme of a row,
-  counted: conv-26's 449 rows, 30,000 of them, ~3 MB). A write drops nothing here: the next search of that reach runs
-  the statements and hands the copy on again (~47 ms of the thread's for conv-26: ~16 waiting on PostgreSQL, ~31 the
-  words' parse, off the request's path). A reach with no
-  rows holds an empty copy: its searches hand nothing on.
+  counted: conv-26's 449 rows, 30,000 of them, ~3 MB) and its chunks' results (~0.5 MB). A write drops nothing here: the
+  next search of that reach runs the statements and hands the copy on again (~47 ms of the thread's for conv-26: ~16
+  waiting on PostgreSQL, ~31 the words' parse, off the request's path). A reach with no rows holds an empty copy: its
+  searches hand nothing on.
 
 The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
 every cache of the owner's already has; a claim retired in it is still dropped by the search (its status is read
