@@ -35,8 +35,10 @@ is current:
   searches hand nothing on.
 
 The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
-every cache of the owner's already has; a claim retired in it is still dropped by the search (its status is read
-with its row).
+every cache of the owner's already has (the atlas's text too): a chunk erased in it can still be shown, and one
+written in it and found by a leg's statement is read by id; a claim retired in it is still dropped by the search (its
+status is read with its row). A held chunk shows its partition's key as the request's access has it (a key renamed in
+the admin moves no memory version).
 """
 
 from __future__ import annotations
@@ -335,7 +337,7 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
         chunks={row["id"]: row for row in chunks[0]} if chunks else None,
-        chunk_bytes=sum(400 + 2 * len(row["text"]) for row in chunks[0]) if chunks else 0,
+        chunk_bytes=sum(1_500 + len(row["text"].encode()) for row in chunks[0]) if chunks else 0,
     )
 
 

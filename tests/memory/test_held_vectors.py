@@ -17,13 +17,14 @@ from django.utils import timezone
 
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
-from memory.models import Claim, Node, Partition, User
+from memory.models import Chunk, Claim, Node, Partition, User
 from memory.recall import held_vectors, held_words, legs
 from memory.recall import search as search_module
 from memory.recall.caching import dropped_key
 from memory.recall.corpora import CORPORA, Span
+from memory.recall.fusion import Candidate
 from memory.recall.legs import Hit, vector_hits_within
-from memory.recall.results import SearchResult
+from memory.recall.results import CHUNK_ROWS_FROM, SearchResult, hydrated
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import query_terms
 from memory.recall.threads import drained
@@ -153,13 +154,16 @@ def test_a_search_of_a_held_reach_answers_what_it_answers_without_the_copy(
         with monkeypatch.context() as patched, CaptureQueriesContext(connection) as statements:
             if on:  # the statement is not sent: the copy answered
                 patched.setattr(search_module, "vector_hits_within", statement_not_sent)
-            answers[on] = [[shown(r) for r in search(access, SearchRequest(query=q))] for q in QUESTIONS]
+            answers[on] = [
+                [shown(r) for r in search(access, SearchRequest(query=q, conversation_id="chat"))] for q in QUESTIONS
+            ]
         sent[on] = [
             sum(all(text in statement["sql"] for text in texts) for statement in statements.captured_queries)
             for texts in (["ts_rank"], ["FROM memory_chunk c JOIN memory_partition", "c.id = ANY"])
         ]  # the keyword leg; the chunks' rows read by id
     assert answers[True] == answers[False]  # the same results, each with the same text, evidence, time, partition
     assert {"chunk"} <= {result["type"] for answer in answers[True] for result in answer}
+    assert any(result["boosts"].get("conversation") for answer in answers[True] for result in answer)
     assert sent == {True: [0, 0], False: [len(QUESTIONS), len(QUESTIONS)]}  # neither, while the copy is held
     assert all(answers[True])
     settings.SEARCH_HELD_VECTORS = False
@@ -203,6 +207,32 @@ def test_a_held_copy_scores_the_keyword_leg_to_the_bit_as_its_statement_does(
     assert ("claim", unembedded.id) in ranked(keyword_leg(alice, "Marcel Ingrid Mondays", [(None, None)], held=True))[0]
 
 
+def test_a_held_chunk_is_shown_from_the_copy_and_one_it_does_not_hold_is_read(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    a_small_memory(api, owner, alice)
+    keys = {partition.pk: partition.key for partition in Partition.objects.filter(owner=alice)}
+    chunk = Chunk.objects.filter(owner=alice).first()
+    assert chunk is not None
+    with CaptureQueriesContext(connection) as statements:
+        (read,) = hydrated([Candidate("chunk", chunk.id)], {}, keys)  # written after the copy was read
+    assert read.text.endswith(chunk.text) and statements.captured_queries
+    held_row = {**chunk_row(chunk.id), "text": "as the copy holds it"}
+    with CaptureQueriesContext(connection) as statements:
+        (shown_held,) = hydrated([Candidate("chunk", chunk.id)], {chunk.id: held_row}, keys)
+    assert shown_held.text.endswith("as the copy holds it") and not statements.captured_queries
+    assert (
+        shown_held.evidence[0]["messageId"] == read.evidence[0]["messageId"] and shown_held.partition == read.partition
+    )
+
+
+def chunk_row(chunk_id: str) -> dict[str, Any]:
+    with connection.cursor() as cursor:
+        cursor.execute(CHUNK_ROWS_FROM + " WHERE c.id = %s", [chunk_id])
+        columns = [column.name for column in cursor.description]
+        return dict(zip(columns, cursor.fetchone(), strict=True))
+
+
 @pytest.mark.parametrize("failing", ["a word it cannot score", "the copy's scoring"])
 def test_the_keyword_statement_runs_where_the_copy_cannot_score_the_words(
     api: Api, owner: Persona, alice: User, monkeypatch: pytest.MonkeyPatch, failing: str
@@ -234,8 +264,10 @@ def test_a_claim_leaves_the_held_keyword_leg_when_it_lapses(api: Api, owner: Per
 
 
 def shown(result: SearchResult) -> dict[str, Any]:
-    """What a search shows of a result but its scores (a vector leg's may differ in its sixth place)."""
-    return {name: value for name, value in result.as_json().items() if name not in ("score", "legs")}
+    """What a search shows of a result but its scores (a vector leg's may differ in its sixth place), and what its
+    boosts are drawn from."""
+    shown = {name: value for name, value in result.as_json().items() if name not in ("score", "legs")}
+    return shown | {"conversations": result.conversation_ids, "speaker": result.speaker}
 
 
 def statement_not_sent(*args: Any, **kwargs: Any) -> None:
