@@ -97,12 +97,7 @@ class _Copy:
     # every chunk in reach as a search reads its result (memory.recall.results.CHUNK_ROWS_FROM), by id; None where
     # the chunks are not among the corpora
     chunks: dict[str, dict[str, Any]] | None
-    chunk_bytes: int  # roughly what `chunks` take
-
-    @property
-    def nbytes(self) -> int:
-        words = 0 if self.words is None else self.words.nbytes
-        return (0 if self.unit is None else self.unit.nbytes) + words + self.chunk_bytes
+    nbytes: int  # roughly what it takes in memory (for the process's bound on copies)
 
     def within(self, span: Span, at: datetime) -> np.ndarray:
         """Which rows are in reach at the moment `at` within the time window `span`, as the statements' filters
@@ -327,17 +322,22 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
     if len(rows) > legs.EXACT_ROWS:
         return None
     corpus_of = np.array([row["corpus"] for row in rows], dtype=np.int64)
+    unit = _unit([row["vector"] for row in rows])
+    words = HeldWords.read([row["words"] for row in rows])
+    held_chunks = {row["id"]: row for row in chunks[0]} if chunks else None
     return _Copy(
         stamp=stamp,
         model_id=model_id,
         rows={corpus.name: np.flatnonzero(corpus_of == number) for number, corpus in enumerate(corpora)},
         ids=tuple(row["id"] for row in rows),
-        unit=_unit([row["vector"] for row in rows]),
-        words=HeldWords.read([row["words"] for row in rows]),
+        unit=unit,
+        words=words,
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
-        chunks={row["id"]: row for row in chunks[0]} if chunks else None,
-        chunk_bytes=sum(1_500 + len(row["text"].encode()) for row in chunks[0]) if chunks else 0,
+        chunks=held_chunks,
+        nbytes=(0 if unit is None else unit.nbytes)
+        + (0 if words is None else words.nbytes)
+        + sum(1_500 + len(row["text"].encode()) for row in (held_chunks or {}).values()),  # a row's dict, its text
     )
 
 

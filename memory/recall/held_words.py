@@ -26,7 +26,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection
@@ -43,7 +43,6 @@ _ZETA_2 = 1.64493406685  # tsrank.c's limit of Σ 1/i²
 _QUERY_LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
 _QUERIES_OF = f"SELECT w.word, ({WORD_QUERY.format(word='w.word')})::text FROM unnest(%s::text[]) AS w(word)"  # noqa: S608
 WORDS_KEPT = 50_000  # words whose query this process keeps; past it, it starts again
-LEXEMES_KEPT = 2_000  # lexemes a copy keeps as arrays; past it, it starts again
 
 # A word's query: its conjunctions, each the lexemes it needs together; None where ts_rank would not score it
 # as a disjunction (calc_rank_or), and the search runs the statement.
@@ -59,20 +58,6 @@ def _f32(value: float) -> float:
 
 def _unquoted(text: str) -> str:
     return re.sub(r"''|\\(.)", lambda match: match.group(1) or "'", text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _share(weights: str) -> tuple[float, int]:
-    """One lexeme's addend to calc_rank_or's sum (tsrank.c, float steps) and its number of positions, from its
-    positions as a tsvector's text writes them with the numbers left out ("A,,B": A, D, B; "": one, D)."""
-    total, heaviest, at = 0.0, -1.0, 0
-    letters = weights.split(",")
-    for j, letter in enumerate(letters):
-        weight = _WEIGHTS[letter or "D"]
-        total = _f32(total + _f32(weight / ((j + 1) * (j + 1))))
-        if weight > heaviest:
-            heaviest, at = weight, j
-    return _f32(_f32(heaviest + total) - _f32(heaviest / ((at + 1) * (at + 1)))) / _ZETA_2, len(letters)
 
 
 def _query_read(text: str) -> WordQuery | None:
@@ -121,21 +106,27 @@ def _items(query: WordQuery) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=65_536)
-def _share_at(positions: str) -> tuple[float, int]:
-    """A lexeme's share and number of positions from its positions as a tsvector's text writes them ("3A,5"; "": none,
-    which counts once at weight D)."""
-    return _share(_DIGITS.sub("", positions))
+def _share(positions: str) -> tuple[float, int]:
+    """One lexeme's addend to calc_rank_or's sum (tsrank.c, in its float steps) and its number of positions, from its
+    positions as a tsvector's text writes them ("3A,5,9": A, D, D; "": none, which counts once at weight D)."""
+    total, heaviest, at = 0.0, -1.0, 0
+    letters = _DIGITS.sub("", positions).split(",")
+    for j, letter in enumerate(letters):
+        weight = _WEIGHTS[letter or "D"]
+        total = _f32(total + _f32(weight / ((j + 1) * (j + 1))))
+        if weight > heaviest:
+            heaviest, at = weight, j
+    return _f32(_f32(heaviest + total) - _f32(heaviest / ((at + 1) * (at + 1)))) / _ZETA_2, len(letters)
 
 
-@dataclass
+@dataclass(frozen=True)
 class HeldWords:
     """The words of a copy's rows (by their position in the copy): which rows hold each lexeme, with its share, and
     each row's length divisor."""
 
     postings: dict[str, tuple[list[int], list[float]]]  # lexeme -> (its rows, their shares)
     divisors: np.ndarray  # each row's length divisor log2(1 + positions) (float64)
-    entries: int  # (row, lexeme) pairs held
-    arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # postings as arrays, once asked
+    nbytes: int  # roughly what they take in memory (for the process's bound on copies): ~100 bytes a (row, lexeme)
 
     @classmethod
     def read(cls, texts: list[str | None]) -> HeldWords | None:
@@ -149,35 +140,19 @@ class HeldWords:
                 return None
             length = 0
             for lexeme, positions in _ENTRY.findall(text):
-                share, count = _share_at(positions)
+                share, count = _share(positions)
                 rows, shares = postings.setdefault(lexeme, ([], []))
                 rows.append(row)
                 shares.append(share)
                 length += count
             # tsrank.c's cnt_length (a lexeme without positions counts once), log2 of it + 1 in double, as C's log
             divisors.append(math.log(length + 1) / math.log(2.0))
-        return cls(postings, np.array(divisors, dtype=np.float64), sum(len(rows) for rows, _ in postings.values()))
-
-    @property
-    def nbytes(self) -> int:
-        """Roughly what the words take in memory (for the process's bound on copies): ~100 bytes a (row, lexeme)."""
-        return 100 * self.entries + 120 * len(self.postings) + self.divisors.nbytes
-
-    def _posting(self, lexeme: str) -> tuple[np.ndarray, np.ndarray]:
-        """The rows holding the lexeme and its share in each (a search's threads may ask side by side: the same
-        arrays)."""
-        found = self.arrays.get(lexeme)
-        if found is None:
-            rows, shares = self.postings.get(lexeme, ([], []))
-            found = (np.array(rows, dtype=np.int64), np.array(shares, dtype=np.float64))
-            if len(self.arrays) >= LEXEMES_KEPT:
-                self.arrays.clear()
-            self.arrays[lexeme] = found
-        return found
+        entries = sum(len(rows) for rows, _ in postings.values())
+        return cls(postings, np.array(divisors, dtype=np.float64), 100 * entries + 120 * len(postings) + 8 * len(texts))
 
     def _holding(self, lexeme: str) -> np.ndarray:
         mask = np.zeros(len(self.divisors), dtype=bool)
-        mask[self._posting(lexeme)[0]] = True
+        mask[self.postings.get(lexeme, ([], []))[0]] = True
         return mask
 
     def scored(self, query: WordQuery) -> tuple[np.ndarray, np.ndarray]:
@@ -190,7 +165,7 @@ class HeldWords:
         lexemes = _items(query)
         total = np.zeros(len(self.divisors), dtype=np.float32)
         for lexeme in lexemes:
-            rows, shares = self._posting(lexeme)
+            rows, shares = self.postings.get(lexeme, ([], []))
             total[rows] = (total[rows].astype(np.float64) + shares).astype(np.float32)
         total = (total.astype(np.float64) / len(lexemes)).astype(np.float32)
         with np.errstate(invalid="ignore", divide="ignore"):  # a row without words: it matches nothing
