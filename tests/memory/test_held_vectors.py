@@ -373,6 +373,7 @@ def test_a_copy_of_fewer_partitions_holds_none_of_the_others_rows(api: Api, owne
     a_small_memory(api, owner, alice)
     work = Partition.objects.create(owner=alice, key="work", label="Work")
     secret = remember(alice, "Marcel's tea contract is worth 40,000 euros.", partition=work)
+    say(api, owner, "The tea contract's terms are confidential.", conversation="work-chat", partitionKey="work")
     embedder = get_embedder()
     vector = embedder.embed_query("Marcel's tea contract")
     personal = reach_of(alice) | {"partitions": [Partition.objects.get(owner=alice, key="memory:personal").pk]}
@@ -389,6 +390,21 @@ def test_a_copy_of_fewer_partitions_holds_none_of_the_others_rows(api: Api, owne
     assert ranked(found["personal"]) == ranked(
         vector_hits_within(CORPORA, vector, embedder.model_id, personal, [(None, None)], 40, exact=True)
     )
+    # Nor are its words or its chunks' results held for the narrower reach.
+    work_chunks = set(Chunk.objects.filter(partition=work).values_list("id", flat=True))
+    held_chunks = {
+        name: held_vectors.chunk_rows(CORPORA, reach) for name, reach in (("both", both), ("personal", personal))
+    }
+    assert work_chunks and held_chunks["both"] is not None and work_chunks <= set(held_chunks["both"])
+    assert held_chunks["personal"] is not None and not work_chunks & set(held_chunks["personal"])
+    terms = query_terms("confidential contract")
+    for name, reach in (("both", both), ("personal", personal)):
+        scorer = held_vectors.keyword_scorer(CORPORA, terms, reach)
+        assert scorer is not None
+        found_ids = {
+            hit.id for hit in legs.keyword_hits_within(CORPORA, terms, reach, [(None, None)], 40, held=scorer)[0]
+        }
+        assert bool(found_ids & work_chunks) == (name == "both") and bool(secret.id in found_ids) == (name == "both")
 
 
 def test_a_reach_larger_than_is_searched_exactly_is_not_held(
