@@ -256,9 +256,19 @@ def _changed(sender: Any, instance: Any, update_fields: Any = None, **kwargs: An
     credentials_changed()
 
 
+def _partition_changed(sender: Any, instance: Partition, **kwargs: Any) -> None:
+    from memory.services.audit import memory_changed
+
+    # Its key is shown with every result of its rows: what is kept at the owner's memory version (a held copy's chunks,
+    # memory.recall.held_vectors) is read again, a key renamed in the admin too.
+    memory_changed(instance.owner_id)
+
+
 def connect_signals() -> None:
     """Every way a token, user or partition row changes through the ORM (services, admin forms, erasure) ends
-    here; a queryset `.update()` of those models must call `credentials_changed()` itself."""
+    here; a queryset `.update()` of those models must call `credentials_changed()` itself (and, for a partition,
+    `memory_changed`)."""
     for model in (AccessToken, User, Partition):
         post_save.connect(_changed, sender=model, dispatch_uid=f"credentials-{model.__name__}-save")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"credentials-{model.__name__}-delete")
+    post_save.connect(_partition_changed, sender=Partition, dispatch_uid="memory-version-Partition-save")

@@ -37,8 +37,8 @@ is current:
 The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
 every cache of the owner's already has (the atlas's text too): a chunk erased in it can still be shown, and one
 written in it and found by a leg's statement is read by id; a claim retired in it is still dropped by the search (its
-status is read with its row). A held chunk shows its partition's key as the request's access has it (a key renamed in
-the admin moves no memory version).
+status is read with its row). A partition saved (its key renamed in the admin) moves its owner's memory version too
+(memory.credentials).
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def _claims_built(evidence_rows: list[dict[str, Any]], claims: list[dict[str, An
 # A chunk's result: its row (aliased `c`, as corpora.CHUNKS filters it), its partition's key, its source's and its
 # parent source's ids and times. By id here; a held copy reads every chunk in reach (memory.recall.held_vectors).
 CHUNK_ROWS_FROM = """
-    SELECT c.id, c.text, c.speaker, c.message_id, c.authored_at, c.partition_id, p.key AS partition__key, c.source_id,
+    SELECT c.id, c.text, c.speaker, c.message_id, c.authored_at, p.key AS partition__key, c.source_id,
            s.kind AS source__kind, s.authored_at AS source__authored_at, s.occurred_at AS source__occurred_at,
            s.thread_id AS source__thread_id, s.external_id AS source__external_id,
            parent.external_id AS source__parent__external_id
@@ -237,15 +237,13 @@ HYDRATORS = {"claim": claim_results, "chunk": chunk_results, "node": node_result
 
 
 def hydrated(
-    candidates: list[Candidate],
-    held_chunks: Mapping[str, dict[str, Any]] | None = None,
-    partition_keys: Mapping[str, str] | None = None,
+    candidates: list[Candidate], held_chunks: Mapping[str, dict[str, Any]] | None = None
 ) -> list[SearchResult]:
     """The rows behind the candidates of every corpus, in one round trip (a row gone since it was ranked is
     dropped), legs carried over. `held_chunks`: the rows of every chunk in reach, as a held copy of the reach has
-    them (memory.recall.held_vectors): the chunks among them are built from those, each with its partition's key as
-    `partition_keys` has it now, and a search whose candidates are all held chunks sends nothing; a chunk the copy
-    does not hold (written since, found by a leg's statement) is read as before."""
+    them (memory.recall.held_vectors): the chunks among them are built from those, and a search whose candidates are
+    all held chunks sends nothing; a chunk the copy does not hold (written since, found by a leg's statement) is read
+    as before."""
     wanted = {corpus: {c.id: c for c in candidates if c.corpus == corpus} for corpus in _READINGS}
     held = held_chunks or {}
     statements: list[Statement] = []
@@ -258,10 +256,8 @@ def hydrated(
             statements += mine
     rows = read_prepared(statements, settings=_PLANNED_ONCE) if statements else []
     built = {corpus: reading.built(*rows[first : first + count]) for corpus, reading, first, count in readings}
-    keys = partition_keys or {}
-    shown = [held[row_id] for row_id in wanted["chunk"] if row_id in held and held[row_id]["partition_id"] in keys]
     built["chunk"] = built.get("chunk", {}) | _chunks_built(
-        [row | {"partition__key": keys[row["partition_id"]]} for row in shown]
+        [held[row_id] for row_id in wanted["chunk"] if row_id in held]
     )
     results = []
     for corpus in _READINGS:

@@ -182,10 +182,9 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
     candidates.sort(key=lambda candidate: (-candidate.fused, candidate.corpus, candidate.id))
     # A claim retired since it was ranked (between a write's commit and its memory version's move, a held copy of
     # the vectors may still rank it) is left out, as the legs leave it out.
-    # A held chunk shows its partition's key as the request's access has it now (a key is renamed in the admin).
-    keys = {partition.pk: partition.key for partition in access.read_partitions}
-    best = hydrated(candidates[: max(limit * 2, 16)], held_chunks, keys)
-    results = [result for result in best if result.status == "active"]
+    results = [
+        result for result in hydrated(candidates[: max(limit * 2, 16)], held_chunks) if result.status == "active"
+    ]
     _boosted(results, request, min(window.end, reference) if window else reference, window, speakers)
     results = _composed(_folded(results), request.query)
     chosen = results[:limit]

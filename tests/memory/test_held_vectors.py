@@ -211,19 +211,38 @@ def test_a_held_chunk_is_shown_from_the_copy_and_one_it_does_not_hold_is_read(
     api: Api, owner: Persona, alice: User
 ) -> None:
     a_small_memory(api, owner, alice)
-    keys = {partition.pk: partition.key for partition in Partition.objects.filter(owner=alice)}
     chunk = Chunk.objects.filter(owner=alice).first()
     assert chunk is not None
     with CaptureQueriesContext(connection) as statements:
-        (read,) = hydrated([Candidate("chunk", chunk.id)], {}, keys)  # written after the copy was read
+        (read,) = hydrated([Candidate("chunk", chunk.id)], {})  # written after the copy was read
     assert read.text.endswith(chunk.text) and statements.captured_queries
     held_row = {**chunk_row(chunk.id), "text": "as the copy holds it"}
     with CaptureQueriesContext(connection) as statements:
-        (shown_held,) = hydrated([Candidate("chunk", chunk.id)], {chunk.id: held_row}, keys)
+        (shown_held,) = hydrated([Candidate("chunk", chunk.id)], {chunk.id: held_row})
     assert shown_held.text.endswith("as the copy holds it") and not statements.captured_queries
     assert (
         shown_held.evidence[0]["messageId"] == read.evidence[0]["messageId"] and shown_held.partition == read.partition
     )
+
+
+def test_a_partition_renamed_sets_the_copy_aside_and_its_chunks_show_the_new_key(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    a_small_memory(api, owner, alice)
+    held(alice)
+    reach = reach_of(alice)
+    version = cache.get(memory_version_key(alice.pk))
+    partition = Partition.objects.get(pk=reach["partitions"][0])
+    partition.key = f"{partition.key}-renamed"
+    partition.save()  # as the admin saves it
+    assert cache.get(memory_version_key(alice.pk)) != version
+    assert held_vectors.chunk_rows(CORPORA, reach) is None  # set aside: its chunks show the old key
+    embedder = get_embedder()
+    vector = embedder.embed_query("tea")
+    assert held_vectors.nearest_within(CORPORA, vector, embedder.model_id, reach, [(None, None)], 40) is None
+    drained(held_vectors.HOLDING)
+    chunks = held_vectors.chunk_rows(CORPORA, reach)
+    assert chunks and {row["partition__key"] for row in chunks.values()} == {partition.key}
 
 
 def chunk_row(chunk_id: str) -> dict[str, Any]:
