@@ -3,20 +3,22 @@
 An owner with at most EXACT_ROWS rows in all three corpora is searched exactly (memory.recall.legs.searched_exactly):
 the distance of every row in reach, sorted. That statement, and the keyword leg's, are round trips and PostgreSQL's
 work beside the query's embedding on the same cores (the vector statement 0.8 ms alone, 1.7 in a search on two cores;
-the keyword statement ~2-3 ms in a search); the same products over the reach's few hundred vectors in numpy take
-~0.15 ms, and the keyword leg's scores from the rows' words (memory.recall.held_words) ~0.5 ms. So the first search of
+the keyword statement ~2-3 ms in a search, and counting a word new to the reach ~1.5 ms); the same products over the
+reach's few hundred vectors in numpy take ~0.15 ms, the keyword leg's scores from the rows' words
+(memory.recall.held_words) ~0.5 ms, and a new word's rows are counted from them too. So the first search of
 such a reach hands a copy of its rows to the HOLDING thread, and the searches after it rank this copy, as long as it
 is current:
 
-- **What a copy holds:** the rows both statements would read without their time window (the corpus's filters), each with
-  its vector of the active model (none: never near), its words (its search_vector, read as text and parsed: which rows
-  hold each lexeme, with its share of a rank, and each row's length), the time it is "from" and, for a claim, when it
-  lapses by time alone (`Corpus.lapses`; a pinned claim never does); and every chunk in reach as a search reads its
-  result (memory.recall.results.CHUNK_ROWS_FROM: its text, speaker, message, partition and source), so the chunks among
-  a search's best are shown without a round trip (claims and node cards are read as before: their status and what a card
-  shows of its claims are read with them). A window and the moment are applied here, as the statements apply them
-  (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out; a copy of another model's vectors is
-  read again.
+- **What a copy holds:** every row in reach (`Corpus.reach`: what word statistics count), each with whether the corpus's
+  narrowing keeps it for a search (a claim lapsed when the copy was read, or about a node type left out, is counted and
+  never found), its vector of the active model (none: never near), its words (its search_vector, read as text and
+  parsed: which rows hold each lexeme, with its share of a rank, and each row's length), the time it is "from" and, for
+  a claim, when it lapses by time alone (`Corpus.lapses`; a pinned claim never does); and every chunk in reach as a
+  search reads its result (memory.recall.results.CHUNK_ROWS_FROM: its text, speaker, message, partition and source), so
+  the chunks among a search's best are shown without a round trip (claims and node cards are read as before: their
+  status and what a card shows of its claims are read with them). A window and the moment are applied here, as the
+  statements apply them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out; a copy of
+  another model's vectors is read again.
 - **When it is current:** it was read at the owner's memory version, erasure mark and Redis epoch a search reads now
   (all read ahead with the search's other keys). Every committed write that search reads moves the version on (a
   vector stored after its row too: memory.services.embeddings.vectors_write), an erasure sets the mark
@@ -94,6 +96,9 @@ class _Copy:
     words: HeldWords | None
     time: np.ndarray  # microseconds since 1970 (int64; _NO_TIME where the row has none)
     lapses: np.ndarray  # microseconds since 1970 (int64; _NEVER where it does not)
+    # whether a search keeps the row, as the corpus's narrowing said when it was read (bool: a claim lapsed by then,
+    # or one about a node type left out, is in reach for the word counts and never found)
+    narrowed: np.ndarray
     # every chunk in reach as a search reads its result (memory.recall.results.CHUNK_ROWS_FROM), by id; None where
     # the chunks are not among the corpora
     chunks: dict[str, dict[str, Any]] | None
@@ -103,7 +108,7 @@ class _Copy:
         """Which rows are in reach at the moment `at` within the time window `span`, as the statements' filters
         (`Corpus.where`) keep them."""
         since, until = span
-        within = self.lapses > _micros(at)
+        within = self.narrowed & (self.lapses > _micros(at))
         if since is not None:
             within &= self.time >= _micros(since)  # _NO_TIME is below every moment
         if until is not None:
@@ -264,6 +269,12 @@ class _LevelsScored:
         ids = [self.copy.ids[row] for row in rows.tolist()]
         return dict(sorted(zip(ids, scores.tolist(), strict=True), key=lambda item: (-item[1], item[0]))[:limit])
 
+    def counted(self, corpus: Corpus, words: list[str]) -> dict[str, int]:
+        """How many rows of `corpus` in reach hold each word (N under ""), as word_statistics' statement counts them
+        (uncapped): every row in reach, whatever a search leaves out of it."""
+        rows = self.copy.rows[corpus.name]
+        return {word: int(self._scored(word)[0][rows].sum()) if word else len(rows) for word in words}
+
 
 def _micros(moment: datetime) -> int:
     return (moment - _EPOCH) // datetime.resolution  # whole microseconds since 1970
@@ -308,9 +319,10 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
     parts = [
         f"""(SELECT {number} AS corpus, c.id,
                     CASE WHEN c.embedding_model = %(model)s THEN vector_send(c.embedding) END AS vector,
-                    c.search_vector::text AS words, {corpus.time} AS time, {corpus.lapses} AS lapses
+                    c.search_vector::text AS words, {corpus.time} AS time, {corpus.lapses} AS lapses,
+                    ({corpus.narrowing}) AS narrowed
              FROM {corpus.table}
-             WHERE {corpus.where(None)}
+             WHERE {corpus.reach}
              LIMIT {legs.EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         for number, corpus in enumerate(corpora)
     ]
@@ -334,6 +346,7 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         words=words,
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
+        narrowed=np.array([row["narrowed"] for row in rows], dtype=bool),
         chunks=held_chunks,
         nbytes=(0 if unit is None else unit.nbytes)
         + (0 if words is None else words.nbytes)

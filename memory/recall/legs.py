@@ -19,10 +19,9 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection
@@ -103,10 +102,19 @@ def keyword_hits(
     return keyword_hits_within((corpus,), terms, params, [(since, until)], limit)[0]
 
 
-# Scores one candidate level of one corpus within one time window as its statement does, from rows held in the
-# process (memory.recall.held_vectors): (corpus, span, the level's words, how many together, the idf of each
-# query word a row in reach holds, in order, limit) -> the best `limit` rows' scores by id.
-LevelScorer = Callable[[Corpus, Span, list[str], int, dict[str, float], int], dict[str, float]]
+class LevelScorer(Protocol):
+    """The keyword leg's work on rows held in the process (memory.recall.held_vectors), as its statements do it."""
+
+    def __call__(
+        self, corpus: Corpus, span: Span, words: list[str], together: int, idf: dict[str, float], limit: int
+    ) -> dict[str, float]:
+        """One candidate level of one corpus within one time window scored: (the level's words, how many together,
+        the idf of each query word a row in reach holds, in order) -> the best `limit` rows' scores by id."""
+        ...
+
+    def counted(self, corpus: Corpus, words: list[str]) -> dict[str, int]:
+        """How many rows of `corpus` in reach hold each word (N under ""), uncapped (word_statistics)."""
+        ...
 
 
 def keyword_hits_within(
@@ -124,7 +132,7 @@ def keyword_hits_within(
     together, so a search of three corpora costs one round trip, not one per corpus and level. With `held`, the
     levels are scored from the rows this process holds instead, and no keyword statement is sent (should that fail,
     the statements run after all: a held copy is only a shortcut)."""
-    counts = statistics_counted(corpora, terms, params) if terms else {}
+    counts = statistics_counted(corpora, terms, params, held=None if held is None else held.counted) if terms else {}
 
     def scanned() -> list[_KeywordScan]:
         return [

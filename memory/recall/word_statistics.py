@@ -8,7 +8,8 @@ thread count every word those rows hold, in one statement, into the same cache k
 the database nothing about words held anywhere in reach. The counts are the per-word statement's own (a row holds
 the word as written or its English stem; the same cap), so a search ranks the same whichever counted. A word held
 nowhere, or one held only by its stem ("camped"), or one the parser cuts into several ("re-painted"), is still
-counted when it is asked; the search hands what it counted to that thread to keep, so its own answer waits for no
+counted when it is asked (from the reach's rows this process holds, memory.recall.held_vectors, where it holds them:
+no statement); the search hands what it counted to that thread to keep, so its own answer waits for no
 Redis write (two round trips and the vocabulary's guard were 0.5 ms of such a search). The vocabulary is counted
 once no search runs in the process; what a search counted is handed on to be kept at once, ahead of any count again
 it hands on. A count made on a search's path is kept STATS_SECONDS; the vocabulary's are kept QUIET_SECONDS (an hour),
@@ -47,6 +48,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,13 +287,18 @@ def owner_rows_cached(corpora: tuple[Corpus, ...], owner_id: int) -> dict[str, i
 
 
 def statistics_counted(
-    corpora: tuple[Corpus, ...], terms: list[str], params: dict[str, Any]
+    corpora: tuple[Corpus, ...],
+    terms: list[str],
+    params: dict[str, Any],
+    *,
+    held: Callable[[Corpus, list[str]], dict[str, int]] | None = None,
 ) -> dict[str, dict[str, int]]:
     """N (under the word "") and each word's df in every corpus: what the cache holds, and what it does not
     counted in one statement for all the corpora (a search counts a new word's rows in its three corpora at once,
     not in a round trip each) and kept. Where counts are dear, those held but no longer fresh are used, and counted
     again on the thread; where a corpus is vast, a new word the planner knows is weighed by its estimate there
-    (`_estimated`), and counted on the thread."""
+    (`_estimated`), and counted on the thread. With `held` (a small reach's rows held in the process:
+    memory.recall.held_vectors), what is not cached is counted from them instead of the statement, and kept alike."""
     words = ["", *terms]
     keys = _stats_keys(corpora, words, params)
     owner_keys = _owner_keys(corpora, params["owner"])
@@ -319,6 +326,7 @@ def statistics_counted(
     estimated = _estimated(corpora, [word for word in terms if fresh_keys[word] not in cached], params, counts)
     handed = {word for found in estimated.values() for word in found}  # to the thread, to be counted
     scans, values, missing_in = [], dict(params), Counter[str]()
+    fetched_held: list[tuple[str, str | None, int]] = []
     missing_in.update("" for _ in first)  # N counted on this path
     for number, corpus in enumerate(corpora):
         if owner_keys[corpus.name] not in owned_held:
@@ -326,8 +334,13 @@ def statistics_counted(
         missing = [word for word in words if word not in counts[corpus.name]]
         counts[corpus.name] |= estimated.get(corpus.name, {})
         missing_in.update(missing)
-        scans += _scans(corpus, number, [word for word in missing if word not in counts[corpus.name]], values)
-    fetched = [(name, "", count) for name, count in first.items()] + (_fetched(scans, values) if scans else [])
+        missing = [word for word in missing if word not in counts[corpus.name]]
+        if (found := _held_counts(held, corpus, missing)) is not None:
+            fetched_held += found
+        else:
+            scans += _scans(corpus, number, missing, values)
+    fetched = [(name, "", count) for name, count in first.items()] + fetched_held
+    fetched += _fetched(scans, values) if scans else []
     counted: dict[str, int] = {}
     owned: dict[str, Any] = {}
     absent: dict[str, set[str]] = {}  # the corpora counted here that hold a word in no row
@@ -381,6 +394,21 @@ def statistics_counted(
     if any(word for _, word, _ in fetched):
         vocabulary_counted_soon(corpora, params, totals)
     return counts
+
+
+def _held_counts(
+    held: Callable[[Corpus, list[str]], dict[str, int]] | None, corpus: Corpus, words: list[str]
+) -> list[tuple[str, str | None, int]] | None:
+    """These words' counts in `corpus` (N: "") from the rows held, capped as the statement caps them, in the
+    statement's rows' shape; None where none are held (or counting them failed: the statement counts them)."""
+    if held is None or not words:
+        return None
+    try:
+        found = held(corpus, words)
+    except Exception:  # the held rows are only a shortcut
+        logger.exception("recall.counts_not_held")
+        return None
+    return [(corpus.name, word, min(found[word], DF_CAP if word else N_CAP)) for word in words]
 
 
 def _weighed(

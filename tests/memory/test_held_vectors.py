@@ -18,7 +18,7 @@ from django.utils import timezone
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
 from memory.models import Chunk, Claim, Node, Partition, User
-from memory.recall import held_vectors, held_words, legs
+from memory.recall import held_vectors, held_words, legs, word_statistics
 from memory.recall import search as search_module
 from memory.recall.caching import dropped_key
 from memory.recall.corpora import CORPORA, Span
@@ -28,13 +28,14 @@ from memory.recall.results import CHUNK_ROWS_FROM, SearchResult, hydrated
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import query_terms
 from memory.recall.threads import drained
+from memory.recall.word_statistics import statistics_counted
 from memory.services.audit import memory_changed, memory_version_key
 from memory.services.embeddings import vectors_write
 from tests.conftest import Api, Persona
 from tests.factories import ClaimFactory, NodeFactory
 from tests.memory.test_recall_api import say
 from tests.memory.test_recall_fork import exit_code
-from tests.memory.test_recall_word_statistics import reach_of
+from tests.memory.test_recall_word_statistics import cached_counts, reach_of
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the copy is read by a thread: the rows must be committed
 
@@ -205,6 +206,54 @@ def test_a_held_copy_scores_the_keyword_leg_to_the_bit_as_its_statement_does(
                 found.append(len(statement[0]))
     assert min(found) == 0 and max(found) >= 4
     assert ("claim", unembedded.id) in ranked(keyword_leg(alice, "Marcel Ingrid Mondays", [(None, None)], held=True))[0]
+
+
+def test_a_held_copy_counts_new_words_in_reach_as_their_statement_counts_them(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    """Word statistics count every row in reach, also those a search leaves out (a lapsed claim, a claim about a
+    node type left out): counted from the copy, the same N and df, and no count is sent."""
+    a_small_memory(api, owner, alice)
+    lapsed = remember(alice, "The tea voucher lapsed.", expires_at=timezone.now() - timedelta(days=1))
+    importer = NodeFactory.create(owner=alice, type="Person", label="Ingrid")
+    remember(alice, "Ingrid roasts barley in Porto.", subject=importer)
+    words = query_terms("voucher roasting barley painted tea zebra chess the")
+    for excluded in ([], ["Person"]):
+        reach = reach_of(alice) | {"excluded": excluded}
+        held_vectors.nearest_within(
+            CORPORA, get_embedder().embed_query("tea"), get_embedder().model_id, reach, [(None, None)], 40
+        )
+        drained(held_vectors.HOLDING)
+        forget_counts(alice)
+        counted = statistics_counted(CORPORA, words, reach)
+        forget_counts(alice)
+        scorer = held_vectors.keyword_scorer(CORPORA, words, reach)
+        assert scorer is not None
+        with CaptureQueriesContext(connection) as statements:
+            assert statistics_counted(CORPORA, words, reach, held=scorer.counted) == counted, excluded
+        assert not [sent for sent in statements.captured_queries if "count(*)" in sent["sql"]]
+        assert counted["claim"]["voucher"] == counted["claim"]["barley"] == 1  # in reach whatever a search leaves out
+        assert counted["chunk"]["painted"] >= 1 and counted["chunk"]["zebra"] == 0  # "painting", by its stem
+        vector = get_embedder().embed_query("the tea voucher")
+        copy = held_vectors.nearest_within(CORPORA, vector, get_embedder().model_id, reach, [(None, None)], 40)
+        statement = vector_hits_within(CORPORA, vector, get_embedder().model_id, reach, [(None, None)], 40, exact=True)
+        assert copy is not None and ranked(copy) == ranked(statement)
+        assert ("claim", lapsed.id) not in ranked(copy)[0]
+    forget_counts(alice)
+    with CaptureQueriesContext(connection) as statements:  # a search's words new to the reach: counted from the copy
+        assert search(access_for_user(user=alice), SearchRequest(query="Which barley did the voucher buy?"))
+    assert not [sent for sent in statements.captured_queries if "count(*)" in sent["sql"] or "ts_rank" in sent["sql"]]
+    drained(word_statistics.VOCABULARY)
+    assert cached_counts(alice)  # and kept, as counted
+
+
+def forget_counts(user: User) -> None:
+    """Every word count of `user`'s cached in Redis gone (the memory version and the owner's rows kept: the copy stays
+    current, the reach is searched exactly)."""
+    drained(word_statistics.VOCABULARY)  # a vocabulary counted meanwhile would keep them again
+    if counts := cached_counts(user):
+        cache._cache.get_client(write=True).delete(*counts)  # type: ignore[attr-defined]
+    assert not cached_counts(user)
 
 
 def test_a_held_chunk_is_shown_from_the_copy_and_one_it_does_not_hold_is_read(
