@@ -37,7 +37,7 @@ class Step:
 
 STEPS = [
     Step("embedding", "embedding_speed.py"),
-    Step("request overhead", "request_overhead.py"),
+    Step("request overhead", "request_overhead.py", ("--requests", "200")),  # 3 rounds of 200 a path (~60 s)
     Step(  # the goal's medians of 3 rounds (~15 s each here)
         "ingestion",
         "ingest_throughput.py",
@@ -54,11 +54,11 @@ STEPS = [
         "bench-search",
     ),
     # Every page a person reads, on the 100k store just measured (~1 min).
-    Step("ui pages", "ui_pages.py", ("--requests", "10"), "bench-search/claims-100000"),
+    Step("ui pages", "ui_pages.py", ("--requests", "6"), "bench-search/claims-100000"),
     Step("footprint", "footprint.py"),
     Step("locomo", "locomo.py", ("--variant", "hybrid", "--protocol", "results"), locomo=True),  # the headline's
     Step("peers", "peers.py", (), locomo=True),
-    Step("search concurrency", "search_concurrency.py", ("--seconds", "8"), locomo=True),  # 1, 2, 4, 8 clients (~1 min)
+    Step("search concurrency", "search_concurrency.py", ("--seconds", "6"), locomo=True),  # 1, 2, 4, 8 clients (~45 s)
 ]
 
 
