@@ -9,16 +9,16 @@ reach's few hundred vectors in numpy take ~0.15 ms, the keyword leg's scores fro
 such a reach hands a copy of its rows to the HOLDING thread, and the searches after it rank this copy, as long as it
 is current:
 
-- **What a copy holds:** every row in reach (`Corpus.reach`: what word statistics count), each with whether the corpus's
-  narrowing keeps it for a search (a claim lapsed when the copy was read, or about a node type left out, is counted and
-  never found), its vector of the active model (none: never near), its words (its search_vector, read as text and
-  parsed: which rows hold each lexeme, with its share of a rank, and each row's length), the time it is "from" and, for
-  a claim, when it lapses by time alone (`Corpus.lapses`; a pinned claim never does); and every chunk in reach as a
-  search reads its result (memory.recall.results.CHUNK_ROWS_FROM: its text, speaker, message, partition and source), so
-  the chunks among a search's best are shown without a round trip (claims and node cards are read as before: their
-  status and what a card shows of its claims are read with them). A window and the moment are applied here, as the
-  statements apply them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out; a copy of
-  another model's vectors is read again.
+- **What a copy holds:** every row in reach (`Corpus.reach`: what word statistics count), each with whether the
+  corpus's narrowing keeps it for a search (a claim lapsed when the copy was read, or about a node type left out, is
+  counted and never found), its vector of the active model (none: never near), its words (its search_vector, read as
+  text and parsed: which rows hold each lexeme, with its share of a rank, and each row's length), the time it is
+  "from" and, for a claim, when it lapses by time alone (`Corpus.lapses`; a pinned claim never does); and every row's
+  result as a search reads it (memory.recall.results.rows_held: a claim with its evidence and subject, a chunk with
+  its source, a node card with its task's status and newest evidence, each with its partition's key), so a search
+  whose candidates are all held reads nothing. A window and the moment are applied here, as the statements apply
+  them (`Corpus.where`). Held per reach: owner, partitions, scope, node types left out; a copy of another model's
+  vectors is read again.
 - **When it is current:** it was read at the owner's memory version, erasure mark and Redis epoch a search reads now
   (all read ahead with the search's other keys). Every committed write that search reads moves the version on (a
   vector stored after its row too: memory.services.embeddings.vectors_write), an erasure sets the mark
@@ -31,15 +31,18 @@ is current:
   keyword leg's scores are the statement's to the bit.
 - **What it costs:** HELD_BYTES per process at most, the least recently searched copies dropped first; each at most
   EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB) and the rows' words (~100 bytes a lexeme of a row,
-  counted: conv-26's 449 rows, 30,000 of them, ~3 MB) and its chunks' results (~0.5 MB). A write drops nothing here: the
+  counted: conv-26's 449 rows, 30,000 of them, ~3 MB) and its results' rows (~0.5 MB). A write drops nothing here: the
   next search of that reach runs the statements and hands the copy on again (~47 ms of the thread's for conv-26: ~16
   waiting on PostgreSQL, ~31 the words' parse, off the request's path). A reach with no rows holds an empty copy: its
   searches hand nothing on.
 
-The window between a write's commit and its version's move (the writer's next steps, on its own thread) is the one
-every cache of the owner's already has (the atlas's text too): a chunk erased in it can still be shown, and one
-written in it and found by a leg's statement is read by id; a claim retired in it is still dropped by the search (its
-status is read with its row). A partition saved (its key renamed in the admin) moves its owner's memory version too
+The window between a write's commit and its version's move (the writer's next step, on its own thread, before it
+answers its caller) is the one every cache of the owner's already has (the atlas's text too): a search that read the
+version ahead before the move shows the memory as it was before the write (a claim retired or a chunk erased in it
+can still be shown), as a search a moment earlier would have; longer only where Redis failed to take the move but
+answers the search (the move is retried, config.redis_retry). Every writer of what a search shows moves the version
+in the write's transaction (audited services, the pipeline's steps; reviewed writer by writer in issue 18's
+thirty-eighth pass). A partition saved (its key renamed in the admin) moves its owner's memory version too
 (memory.credentials).
 """
 
@@ -63,10 +66,10 @@ from redis.exceptions import RedisError
 
 from memory.recall import legs
 from memory.recall.caching import cached_many, dropped_key
-from memory.recall.corpora import CHUNKS, Corpus, Span
+from memory.recall.corpora import Corpus, Span
 from memory.recall.held_words import HeldWords, WordQuery, word_queries
-from memory.recall.prepared import Statement, read_prepared
-from memory.recall.results import CHUNK_ROWS_FROM
+from memory.recall.prepared import read_prepared
+from memory.recall.results import HeldResults, rows_held
 from memory.recall.threads import claimed, submitted
 from memory.services.audit import memory_version_key
 
@@ -99,9 +102,8 @@ class _Copy:
     # whether a search keeps the row, as the corpus's narrowing said when it was read (bool: a claim lapsed by then,
     # or one about a node type left out, is in reach for the word counts and never found)
     narrowed: np.ndarray
-    # every chunk in reach as a search reads its result (memory.recall.results.CHUNK_ROWS_FROM), by id; None where
-    # the chunks are not among the corpora
-    chunks: dict[str, dict[str, Any]] | None
+    # every row's result as a search reads it (memory.recall.results.rows_held)
+    results: HeldResults
     nbytes: int  # roughly what it takes in memory (for the process's bound on copies)
 
     def within(self, span: Span, at: datetime) -> np.ndarray:
@@ -213,11 +215,11 @@ def _ranked(
     return found
 
 
-def chunk_rows(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """The rows of every chunk in reach as this process's current copy of the reach holds them, to build the chunks'
+def results_held(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> HeldResults | None:
+    """The rows of every result in reach as this process's current copy of the reach holds them, to build the
     results from (results.hydrated); None where no current copy is held."""
     copy, _ = _current(corpora, params)
-    return None if copy is None else copy.chunks
+    return None if copy is None else copy.results
 
 
 def keyword_scorer(
@@ -326,17 +328,17 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
              LIMIT {legs.EXACT_ROWS + 1})"""  # noqa: S608 (fixed SQL fragments; every value is a parameter)
         for number, corpus in enumerate(corpora)
     ]
-    statements: list[Statement] = [(" UNION ALL ".join(parts), params | {"model": model_id})]
-    if CHUNKS in corpora:  # and every chunk's result, as a search reads it
-        statements.append((f"{CHUNK_ROWS_FROM} WHERE {CHUNKS.where(None)} LIMIT {legs.EXACT_ROWS + 1}", params))
     # A copy is only a shortcut: behind a lock (a migration, a table emptied) it gives up rather than wait.
-    rows, *chunks = read_prepared(statements, settings=_GIVES_WAY)
+    (rows,) = read_prepared([(" UNION ALL ".join(parts), params | {"model": model_id})], settings=_GIVES_WAY)
     if len(rows) > legs.EXACT_ROWS:
         return None
     corpus_of = np.array([row["corpus"] for row in rows], dtype=np.int64)
+    # Every row's result, as a search reads it, in a second round trip: a write committed since the stamp was read
+    # moves the version on from it, whichever of the two reads it came before.
+    ids = {corpus.name: [row["id"] for row in rows if row["corpus"] == number] for number, corpus in enumerate(corpora)}
+    results = rows_held(ids, _GIVES_WAY)
     unit = _unit([row["vector"] for row in rows])
     words = HeldWords.read([row["words"] for row in rows])
-    held_chunks = {row["id"]: row for row in chunks[0]} if chunks else None
     return _Copy(
         stamp=stamp,
         model_id=model_id,
@@ -347,11 +349,15 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
         lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
         narrowed=np.array([row["narrowed"] for row in rows], dtype=bool),
-        chunks=held_chunks,
-        nbytes=(0 if unit is None else unit.nbytes)
-        + (0 if words is None else words.nbytes)
-        + sum(1_500 + len(row["text"].encode()) for row in (held_chunks or {}).values()),  # a row's dict, its text
+        results=results,
+        nbytes=(0 if unit is None else unit.nbytes) + (0 if words is None else words.nbytes) + _size(results),
     )
+
+
+def _size(results: HeldResults) -> int:
+    """Roughly what results' rows take in memory: a row's dict, and its texts."""
+    rows = [row for held in results.values() for parts in held.values() for found in parts for row in found]
+    return sum(1_000 + sum(len(value) for value in row.values() if isinstance(value, str)) for row in rows)
 
 
 def _unit(vectors: list[bytes | None]) -> np.ndarray | None:

@@ -89,10 +89,10 @@ NEWEST_CLAIMS = 100
 
 
 def _claim_statements(ids: list[str]) -> list[Statement]:
-    return [(_EVIDENCE_ROWS, [ids]), (_CLAIM_ROWS, [ids])]
+    return [(_CLAIM_ROWS, [ids]), (_EVIDENCE_ROWS, [ids])]
 
 
-def _claims_built(evidence_rows: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[str, SearchResult]:
+def _claims_built(claims: list[dict[str, Any]], evidence_rows: list[dict[str, Any]]) -> dict[str, SearchResult]:
     evidence: dict[str, list[dict[str, Any]]] = {}
     for ref in evidence_rows:
         evidence.setdefault(ref["claim_id"], []).append(ref)
@@ -123,17 +123,16 @@ def _claims_built(evidence_rows: list[dict[str, Any]], claims: list[dict[str, An
     return found
 
 
-# A chunk's result: its row (aliased `c`, as corpora.CHUNKS filters it), its partition's key, its source's and its
-# parent source's ids and times. By id here; a held copy reads every chunk in reach (memory.recall.held_vectors).
-CHUNK_ROWS_FROM = """
+# A chunk's result: its row, its partition's key, its source's and its parent source's ids and times.
+_CHUNK_ROWS = """
     SELECT c.id, c.text, c.speaker, c.message_id, c.authored_at, p.key AS partition__key, c.source_id,
            s.kind AS source__kind, s.authored_at AS source__authored_at, s.occurred_at AS source__occurred_at,
            s.thread_id AS source__thread_id, s.external_id AS source__external_id,
            parent.external_id AS source__parent__external_id
     FROM memory_chunk c JOIN memory_partition p ON p.id = c.partition_id JOIN memory_source s ON s.id = c.source_id
          LEFT JOIN memory_source parent ON parent.id = s.parent_id
+    WHERE c.id = ANY(%s)
 """
-_CHUNK_ROWS = CHUNK_ROWS_FROM + "    WHERE c.id = ANY(%s)\n"
 
 
 def _chunks_built(chunks: list[dict[str, Any]]) -> dict[str, SearchResult]:
@@ -201,13 +200,18 @@ class _Reading:
 
     statements: Callable[[list[str]], list[Statement]]
     built: Callable[..., dict[str, SearchResult]]  # from the rows of each of its statements, in order
+    # the column of each statement's rows naming the result they belong to (the first statement: the result's own row)
+    keys: tuple[str, ...]
 
 
 _READINGS = {
-    "claim": _Reading(_claim_statements, _claims_built),
-    "chunk": _Reading(lambda ids: [(_CHUNK_ROWS, [ids])], _chunks_built),
-    "node": _Reading(lambda ids: [(_NODE_ROWS, [NEWEST_CLAIMS, ids])], _nodes_built),
+    "claim": _Reading(_claim_statements, _claims_built, ("id", "claim_id")),
+    "chunk": _Reading(lambda ids: [(_CHUNK_ROWS, [ids])], _chunks_built, ("id",)),
+    "node": _Reading(lambda ids: [(_NODE_ROWS, [NEWEST_CLAIMS, ids])], _nodes_built, ("id",)),
 }
+# Results' rows kept by a held copy of a reach (memory.recall.held_vectors): by corpus and id, the rows of each of
+# the corpus's statements that belong to that result.
+HeldResults = Mapping[str, Mapping[str, list[list[dict[str, Any]]]]]
 
 
 # The rows' statements look rows up by id: every plan is the same index probes whoever searches and however many
@@ -217,8 +221,8 @@ _PLANNED_ONCE = {"plan_cache_mode": "force_generic_plan"}
 
 
 def _results(corpus: str, ids: list[str]) -> dict[str, SearchResult]:
-    reading = _READINGS[corpus]
-    return reading.built(*read_prepared(reading.statements(ids), settings=_PLANNED_ONCE))
+    rows = _read({corpus: ids}, _PLANNED_ONCE)
+    return _READINGS[corpus].built(*rows[corpus]) if corpus in rows else {}
 
 
 def claim_results(ids: list[str]) -> dict[str, SearchResult]:
@@ -236,29 +240,48 @@ def node_results(ids: list[str]) -> dict[str, SearchResult]:
 HYDRATORS = {"claim": claim_results, "chunk": chunk_results, "node": node_results}
 
 
-def hydrated(
-    candidates: list[Candidate], held_chunks: Mapping[str, dict[str, Any]] | None = None
-) -> list[SearchResult]:
-    """The rows behind the candidates of every corpus, in one round trip (a row gone since it was ranked is
-    dropped), legs carried over. `held_chunks`: the rows of every chunk in reach, as a held copy of the reach has
-    them (memory.recall.held_vectors): the chunks among them are built from those, and a search whose candidates are
-    all held chunks sends nothing; a chunk the copy does not hold (written since, found by a leg's statement) is read
-    as before."""
-    wanted = {corpus: {c.id: c for c in candidates if c.corpus == corpus} for corpus in _READINGS}
-    held = held_chunks or {}
+def _read(ids: Mapping[str, list[str]], settings: Mapping[str, str]) -> dict[str, list[list[dict[str, Any]]]]:
+    """The rows of each corpus's statements for these ids (by corpus), in one round trip."""
     statements: list[Statement] = []
     readings = []
     for corpus, reading in _READINGS.items():
-        ids = [row_id for row_id in wanted[corpus] if not (corpus == "chunk" and row_id in held)]
-        if ids:
-            mine = reading.statements(ids)
-            readings.append((corpus, reading, len(statements), len(mine)))
+        if ids.get(corpus):
+            mine = reading.statements(ids[corpus])
+            readings.append((corpus, len(statements), len(mine)))
             statements += mine
-    rows = read_prepared(statements, settings=_PLANNED_ONCE) if statements else []
-    built = {corpus: reading.built(*rows[first : first + count]) for corpus, reading, first, count in readings}
-    built["chunk"] = built.get("chunk", {}) | _chunks_built(
-        [held[row_id] for row_id in wanted["chunk"] if row_id in held]
-    )
+    rows = read_prepared(statements, settings=dict(settings)) if statements else []
+    return {corpus: rows[first : first + count] for corpus, first, count in readings}
+
+
+def rows_held(ids: Mapping[str, list[str]], settings: Mapping[str, str] | None = None) -> HeldResults:
+    """The rows behind these results (ids by corpus), each result's apart, for a held copy of a reach to keep
+    (`settings`: besides the plan's); a result whose own row is gone is left out."""
+    held: dict[str, dict[str, list[list[dict[str, Any]]]]] = {}
+    for corpus, rows in _read(ids, _PLANNED_ONCE | dict(settings or {})).items():
+        keys = _READINGS[corpus].keys
+        mine: dict[str, list[list[dict[str, Any]]]] = {row_id: [[] for _ in keys] for row_id in ids[corpus]}
+        for number, (key, found) in enumerate(zip(keys, rows, strict=True)):
+            for row in found:
+                mine[row[key]][number].append(row)
+        held[corpus] = {row_id: parts for row_id, parts in mine.items() if parts[0]}
+    return held
+
+
+def hydrated(candidates: list[Candidate], held: HeldResults | None = None) -> list[SearchResult]:
+    """The rows behind the candidates of every corpus, in one round trip (a row gone since it was ranked is
+    dropped), legs carried over. `held`: the rows of every result in reach, as a held copy of the reach keeps them
+    (memory.recall.held_vectors, `rows_held`): the results among them are built from those, and a search whose
+    candidates are all held sends nothing; one the copy does not hold (written since, found by a leg's statement)
+    is read as before."""
+    wanted = {corpus: {c.id: c for c in candidates if c.corpus == corpus} for corpus in _READINGS}
+    held = held or {}
+    unheld = {corpus: [row_id for row_id in wanted[corpus] if row_id not in held.get(corpus, {})] for corpus in wanted}
+    built = {corpus: _READINGS[corpus].built(*rows) for corpus, rows in _read(unheld, _PLANNED_ONCE).items()}
+    for corpus, reading in _READINGS.items():
+        parts = [held[corpus][row_id] for row_id in wanted[corpus] if row_id in held.get(corpus, {})]
+        if parts:
+            rows = [[row for part in parts for row in part[number]] for number in range(len(reading.keys))]
+            built[corpus] = built.get(corpus, {}) | reading.built(*rows)
     results = []
     for corpus in _READINGS:
         for row_id, result in built.get(corpus, {}).items():

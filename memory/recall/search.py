@@ -167,7 +167,7 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
             held = held_vectors.keyword_scorer(CORPORA, terms, params) if searched_exactly(CORPORA, params) else None
             keyword = _united(*keyword_hits_within(CORPORA, terms, params, between, depth, held=held))
             exact = searched_exactly(CORPORA, params)  # again: the keyword leg may have counted the owner's rows
-            held_chunks = held_vectors.chunk_rows(CORPORA, params) if exact else None  # the results of its chunks
+            held_results = held_vectors.results_held(CORPORA, params) if exact else None  # its results' rows
             speakers = speakers_named(params, terms)  # while the query may still be embedded
             vector, model_id = embedding.result() if embedding else (None, "")
             semantic = []
@@ -183,7 +183,7 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
     # A claim retired since it was ranked (between a write's commit and its memory version's move, a held copy of
     # the vectors may still rank it) is left out, as the legs leave it out.
     results = [
-        result for result in hydrated(candidates[: max(limit * 2, 16)], held_chunks) if result.status == "active"
+        result for result in hydrated(candidates[: max(limit * 2, 16)], held_results) if result.status == "active"
     ]
     _boosted(results, request, min(window.end, reference) if window else reference, window, speakers)
     results = _composed(_folded(results), request.query)

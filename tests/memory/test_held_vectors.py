@@ -17,14 +17,15 @@ from django.utils import timezone
 
 from memory.access import access_for_user
 from memory.embeddings import get_embedder
-from memory.models import Chunk, Claim, Node, Partition, User
+from memory.models import Chunk, Claim, Evidence, Node, Partition, User
 from memory.recall import held_vectors, held_words, legs, word_statistics
+from memory.recall import results as results_module
 from memory.recall import search as search_module
 from memory.recall.caching import dropped_key
 from memory.recall.corpora import CORPORA, Span
 from memory.recall.fusion import Candidate
 from memory.recall.legs import Hit, vector_hits_within
-from memory.recall.results import CHUNK_ROWS_FROM, SearchResult, hydrated
+from memory.recall.results import SearchResult, hydrated
 from memory.recall.search import SearchRequest, search
 from memory.recall.terms import query_terms
 from memory.recall.threads import drained
@@ -72,7 +73,12 @@ def a_small_memory(api: Api, owner: Persona, alice: User) -> None:
         "Marcel bought green tea in Lisbon.", "I am painting the garage door this weekend.",
         "The dentist appointment moved to Thursday.", "Ingrid and I play chess on Mondays.",
     )  # fmt: skip
-    remember(alice, "Marcel prefers green tea.", stated_at=datetime(2026, 3, 2, tzinfo=UTC))
+    marcel = NodeFactory.create(owner=alice, type="Person", label="Marcel", summary="A tea importer in Lisbon.")
+    embedder = get_embedder()
+    vectors_write(Node, [marcel], [embedder.embed_query("Marcel, a tea importer")], embedder.model_id)
+    tea = remember(alice, "Marcel prefers green tea.", stated_at=datetime(2026, 3, 2, tzinfo=UTC), subject=marcel)
+    chunk = Chunk.objects.filter(owner=alice, text__contains="green tea").get()
+    Evidence.objects.create(owner=alice, claim=tea, source_id=chunk.source_id, excerpt=chunk.text, message_id="m1")
     remember(alice, "The user paints landscapes in oil.")
 
 
@@ -160,12 +166,16 @@ def test_a_search_of_a_held_reach_answers_what_it_answers_without_the_copy(
             ]
         sent[on] = [
             sum(all(text in statement["sql"] for text in texts) for statement in statements.captured_queries)
-            for texts in (["ts_rank"], ["FROM memory_chunk c JOIN memory_partition", "c.id = ANY"])
-        ]  # the keyword leg; the chunks' rows read by id
+            for texts in (["ts_rank"], ["FROM memory_chunk c JOIN memory_partition", "c.id = ANY"], ["c.id = ANY"])
+        ]  # the keyword leg; the chunks' rows read by id; any result's
+        # anything else: a word's query is asked once per process (held_words.word_queries)
+        sent[on].append(sum(not sent["sql"].startswith("SELECT w.word, (") for sent in statements.captured_queries))
     assert answers[True] == answers[False]  # the same results, each with the same text, evidence, time, partition
-    assert {"chunk"} <= {result["type"] for answer in answers[True] for result in answer}
+    assert {"chunk", "claim", "node"} <= {result["type"] for answer in answers[True] for result in answer}
     assert any(result["boosts"].get("conversation") for answer in answers[True] for result in answer)
-    assert sent == {True: [0, 0], False: [len(QUESTIONS), len(QUESTIONS)]}  # neither, while the copy is held
+    assert any(result["evidence"] for answer in answers[True] for result in answer if result["type"] == "claim")
+    assert sent[True] == [0, 0, 0, 0]  # nothing but words' queries, while the copy is held
+    assert sent[False][0] == sent[False][1] == len(QUESTIONS) < sent[False][2]  # without it: chunks, and claims too
     assert all(answers[True])
     settings.SEARCH_HELD_VECTORS = False
     assert nearest(alice, "tea", [(None, None)]) is None  # switched off: never read
@@ -256,22 +266,34 @@ def forget_counts(user: User) -> None:
     assert not cached_counts(user)
 
 
-def test_a_held_chunk_is_shown_from_the_copy_and_one_it_does_not_hold_is_read(
+def test_a_held_result_is_shown_from_the_copy_and_one_it_does_not_hold_is_read(
     api: Api, owner: Persona, alice: User
 ) -> None:
     a_small_memory(api, owner, alice)
-    chunk = Chunk.objects.filter(owner=alice).first()
-    assert chunk is not None
+    candidates = [
+        Candidate(corpus, row_id)
+        for corpus, model in (("chunk", Chunk), ("claim", Claim), ("node", Node))
+        for row_id in model.objects.filter(owner=alice).values_list("id", flat=True)
+    ]
     with CaptureQueriesContext(connection) as statements:
-        (read,) = hydrated([Candidate("chunk", chunk.id)], {})  # written after the copy was read
-    assert read.text.endswith(chunk.text) and statements.captured_queries
-    held_row = {**chunk_row(chunk.id), "text": "as the copy holds it"}
+        read = hydrated(candidates, {})  # none held: written after the copy was read
+    assert len(read) == len(candidates) and statements.captured_queries
+    ids: dict[str, list[str]] = {}
+    for candidate in candidates:
+        ids.setdefault(candidate.corpus, []).append(candidate.id)
+    rows = results_module.rows_held(ids | {"claim": [*ids["claim"], "gone"]})
+    assert "gone" not in rows["claim"]  # a row gone is not held
     with CaptureQueriesContext(connection) as statements:
-        (shown_held,) = hydrated([Candidate("chunk", chunk.id)], {chunk.id: held_row})
+        held_read = hydrated(candidates, rows)
+    assert not statements.captured_queries
+    by_id = {result.candidate.id: shown(result) for result in read}
+    assert len(held_read) == len(read) and all(shown(result) == by_id[result.candidate.id] for result in held_read)
+    assert any(result.evidence for result in held_read if result.type == "claim")
+    chunk = candidates[0].id
+    rows["chunk"][chunk][0][0] = rows["chunk"][chunk][0][0] | {"text": "as the copy holds it"}
+    with CaptureQueriesContext(connection) as statements:
+        (shown_held,) = hydrated([Candidate("chunk", chunk)], rows)
     assert shown_held.text.endswith("as the copy holds it") and not statements.captured_queries
-    assert (
-        shown_held.evidence[0]["messageId"] == read.evidence[0]["messageId"] and shown_held.partition == read.partition
-    )
 
 
 def test_a_partition_renamed_sets_the_copy_aside_and_its_chunks_show_the_new_key(
@@ -285,20 +307,15 @@ def test_a_partition_renamed_sets_the_copy_aside_and_its_chunks_show_the_new_key
     partition.key = f"{partition.key}-renamed"
     partition.save()  # as the admin saves it
     assert cache.get(memory_version_key(alice.pk)) != version
-    assert held_vectors.chunk_rows(CORPORA, reach) is None  # set aside: its chunks show the old key
+    assert held_vectors.results_held(CORPORA, reach) is None  # set aside: its results show the old key
     embedder = get_embedder()
     vector = embedder.embed_query("tea")
     assert held_vectors.nearest_within(CORPORA, vector, embedder.model_id, reach, [(None, None)], 40) is None
     drained(held_vectors.HOLDING)
-    chunks = held_vectors.chunk_rows(CORPORA, reach)
-    assert chunks and {row["partition__key"] for row in chunks.values()} == {partition.key}
-
-
-def chunk_row(chunk_id: str) -> dict[str, Any]:
-    with connection.cursor() as cursor:
-        cursor.execute(CHUNK_ROWS_FROM + " WHERE c.id = %s", [chunk_id])
-        columns = [column.name for column in cursor.description]
-        return dict(zip(columns, cursor.fetchone(), strict=True))
+    results = held_vectors.results_held(CORPORA, reach)
+    assert results is not None and results["chunk"] and results["claim"] and results["node"]
+    keys = {parts[0][0]["partition__key"] for held in results.values() for parts in held.values()}
+    assert keys == {partition.key}
 
 
 @pytest.mark.parametrize("failing", ["a word it cannot score", "the copy's scoring"])
@@ -403,17 +420,23 @@ def test_a_claim_leaves_the_copy_when_it_lapses_unless_it_is_pinned(api: Api, ow
     assert ("claim", lapsing.id) not in ranked(later)[0] and ("claim", pinned.id) in ranked(later)[0]
 
 
-def test_a_claim_retired_while_a_copy_still_ranks_it_is_not_found(api: Api, owner: Persona, alice: User) -> None:
-    """Between a write's commit and its version's move a copy may still rank a retired claim: the search leaves it
-    out, as the statement would have."""
+def test_a_claim_retired_is_not_found_once_its_write_has_moved_the_version(
+    api: Api, owner: Persona, alice: User
+) -> None:
+    """Between a write's commit and its version's move (the writer's next step, before it answers) a search reads the
+    memory as the copy holds it, from before the write; once the version has moved, never."""
     a_small_memory(api, owner, alice)
     retired = remember(alice, "Marcel's tea shop is on Rua Augusta.")
     held(alice)
+    access, question = access_for_user(user=alice), SearchRequest(query="Where is Marcel's tea shop?")
     Claim.objects.filter(pk=retired.pk).update(status="superseded")  # the commit; its version not moved yet
-    copy = nearest(alice, "Where is Marcel's tea shop?", [(None, None)])
-    assert copy is not None and ("claim", retired.id) in ranked(copy)[0]
-    found = search(access_for_user(user=alice), SearchRequest(query="Where is Marcel's tea shop?"))
-    assert found and retired.id not in {result.candidate.id for result in found}
+    assert retired.id in {result.candidate.id for result in search(access, question)}
+    memory_changed(alice.pk)
+    for _ in range(2):  # the statements, then the copy read again
+        found = search(access, question)
+        assert found and retired.id not in {result.candidate.id for result in found}
+        drained(held_vectors.HOLDING)
+    assert held_vectors.results_held(CORPORA, reach_of(alice)) is not None
 
 
 def test_a_copy_is_held_per_reach_and_never_answers_another(
@@ -460,11 +483,13 @@ def test_a_copy_of_fewer_partitions_holds_none_of_the_others_rows(api: Api, owne
     )
     # Nor are its words or its chunks' results held for the narrower reach.
     work_chunks = set(Chunk.objects.filter(partition=work).values_list("id", flat=True))
-    held_chunks = {
-        name: held_vectors.chunk_rows(CORPORA, reach) for name, reach in (("both", both), ("personal", personal))
+    held_results = {
+        name: held_vectors.results_held(CORPORA, reach) for name, reach in (("both", both), ("personal", personal))
     }
-    assert work_chunks and held_chunks["both"] is not None and work_chunks <= set(held_chunks["both"])
-    assert held_chunks["personal"] is not None and not work_chunks & set(held_chunks["personal"])
+    assert held_results["both"] is not None and held_results["personal"] is not None
+    assert work_chunks and work_chunks <= set(held_results["both"]["chunk"])
+    assert not work_chunks & set(held_results["personal"]["chunk"])
+    assert secret.id in held_results["both"]["claim"] and secret.id not in held_results["personal"]["claim"]
     terms = query_terms("confidential contract")
     for name, reach in (("both", both), ("personal", personal)):
         scorer = held_vectors.keyword_scorer(CORPORA, terms, reach)
