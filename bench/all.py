@@ -53,7 +53,7 @@ STEPS = [
         ("--sizes", "10000", "100000", "--rounds", "3", "--real", "10000", "--variants", "hybrid"),
         "bench-search",
     ),
-    # Every page a person reads, on the 100k store just measured (~1 min).
+    # Every page a person reads, on the 100k store just measured (~40 s).
     Step("ui pages", "ui_pages.py", ("--requests", "6"), "bench-search/claims-100000"),
     Step("footprint", "footprint.py"),
     Step("locomo", "locomo.py", ("--variant", "hybrid", "--protocol", "results"), locomo=True),  # the headline's

@@ -38,6 +38,11 @@ KEEPER = "vocabulary"
 KEEPER_QUEUED = 8
 # How long an erasure's mark outlives it: longer than any count a recall thread still has queued.
 DROPPED_SECONDS = 3600
+# An erasure sets a mark of this prefix as soon as it starts, and its mark proper once it commits: no copy of the
+# owner's rows is held in between (memory.recall.held_vectors), so a search between its commit and the mark's set
+# reads the rows. Kept ERASING_SECONDS at most, should the erasure be rolled back.
+ERASING_MARK = "erasing:"
+ERASING_SECONDS = 600
 # The longest a value read from the owner's rows is kept at their memory version (`at_version`): read only while no
 # write has changed it, so that long; and a change of version lost to a Redis failure as it committed costs no more.
 VERSIONED_SECONDS = 3600
@@ -142,7 +147,8 @@ ERASING = "erased-views"
 
 
 def views_dropped_on_commit(owner_id: int) -> None:
-    """An erasure of the owner's in the current transaction: once it commits, their erasure mark is set, and their
+    """An erasure of the owner's in the current transaction: at once, their erasure mark says an erasure is under
+    way (ERASING_MARK); once it commits, their erasure mark is set anew, and their
     cached views are deleted by the ERASING thread (where the interpreter is shutting down, at once; with Redis away,
     both once it answers); once however many erasures the transaction made (a source's erasure erases its claims too,
     a node's its claims), and once for the erasures that commit while a deletion of theirs waits there (a SCAN walks
@@ -150,6 +156,9 @@ def views_dropped_on_commit(owner_id: int) -> None:
     connection = transaction.get_connection()
     if any(getattr(func, "drops_views_of", None) == owner_id for _, func, _ in connection.run_on_commit):
         return  # a rolled-back savepoint takes its own callbacks with it, never one registered outside it
+    # Redis away: no search reads a version, so none uses a held copy; the mark proper is owed at the commit.
+    with contextlib.suppress(RedisError):
+        cache.set(dropped_key(owner_id), f"{ERASING_MARK}{secrets.token_hex(8)}", ERASING_SECONDS)
 
     def dropped() -> None:
         try:

@@ -31,19 +31,22 @@ is current:
   keyword leg's scores are the statement's to the bit.
 - **What it costs:** HELD_BYTES per process at most, the least recently searched copies dropped first; each at most
   EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB) and the rows' words (~100 bytes a lexeme of a row,
-  counted: conv-26's 449 rows, 30,000 of them, ~3 MB) and its results' rows (~0.5 MB). A write drops nothing here: the
-  next search of that reach runs the statements and hands the copy on again (~47 ms of the thread's for conv-26: ~16
-  waiting on PostgreSQL, ~31 the words' parse, off the request's path). A reach with no rows holds an empty copy: its
-  searches hand nothing on.
+  counted: conv-26's 449 rows, 30,000 of them, ~3 MB) and its results' rows (conv-26's: ~0.7 MB counted). A write drops
+  nothing here: the next search of that reach runs the statements and hands the copy on again (~47 ms of the thread's
+  for conv-26: ~16 waiting on PostgreSQL, ~31 the words' parse, off the request's path). A reach with no rows holds an
+  empty copy: its searches hand nothing on.
 
-The window between a write's commit and its version's move (the writer's next step, on its own thread, before it
-answers its caller) is the one every cache of the owner's already has (the atlas's text too): a search that read the
-version ahead before the move shows the memory as it was before the write (a claim retired or a chunk erased in it
-can still be shown), as a search a moment earlier would have; longer only where Redis failed to take the move but
-answers the search (the move is retried, config.redis_retry). Every writer of what a search shows moves the version
-in the write's transaction (audited services, the pipeline's steps; reviewed writer by writer in issue 18's
-thirty-eighth pass). A partition saved (its key renamed in the admin) moves its owner's memory version too
-(memory.credentials).
+The window between a write's commit and its version's move (the writer's next step, on its own thread, once its
+transaction has committed and before it answers its caller) is the one every cache of the owner's already has (the
+atlas's text too): a search that read the version ahead before the move may rank and show the rows as the copy holds
+them, from before the write (a claim retired in it, say), as a search a moment earlier would have; longer only where
+Redis failed to take the move but answers the search (the move is retried, config.redis_retry). An erasure leaves no
+such window: from its start to its mark set after its commit no copy of the owner's is held (caching.ERASING_MARK),
+and searches read the rows. A copy whose rows and results were read on either side of a write is never current: the
+write moves the version on from the stamp read before both. Every writer of what a search shows says the memory
+changed in its transaction (memory.services.audit.memory_changed: audited services, the pipeline's steps; reviewed
+writer by writer in issue 18's thirty-eighth pass). A partition saved (its key renamed in the admin) moves its
+owner's memory version too (memory.credentials).
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from memory.recall import legs
-from memory.recall.caching import cached_many, dropped_key
+from memory.recall.caching import ERASING_MARK, cached_many, dropped_key
 from memory.recall.corpora import Corpus, Span
 from memory.recall.held_words import HeldWords, WordQuery, word_queries
 from memory.recall.prepared import read_prepared
@@ -168,6 +171,10 @@ def _current(corpora: tuple[Corpus, ...], params: dict[str, Any]) -> tuple[_Copy
             return None, True
         _copies.move_to_end(reach)
         return copy, True
+
+
+def _erasing(stamp: tuple[Any, ...]) -> bool:
+    return isinstance(stamp[1], str) and stamp[1].startswith(ERASING_MARK)
 
 
 def nearest_within(
@@ -311,13 +318,13 @@ def _held(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any], re
 
 
 def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) -> _Copy | None:
-    """The reach's rows with their vectors of the model and their words, stamped with what Redis held before they were
-    read; None where the reach holds more than EXACT_ROWS rows (its searches use the index), or Redis holds no
-    version."""
+    """The reach's rows with their vectors of the model, their words and their results, stamped with what Redis held
+    before they were read; None where the reach holds more than EXACT_ROWS rows (its searches use the index), Redis
+    holds no version, or an erasure is under way."""
     cache.add(EPOCH_KEY, secrets.token_hex(8), timeout=None)  # a new epoch where Redis lost the last one
     stamp = _stamp_now(params["owner"])  # this thread reads nothing ahead: Redis as it is now
-    if stamp[0] is None or stamp[2] is None:
-        return None  # deleted meanwhile (an account's erasure, a Redis that lost its keys)
+    if stamp[0] is None or stamp[2] is None or _erasing(stamp):
+        return None  # deleted meanwhile (an account's erasure, a Redis that lost its keys), or an erasure under way
     parts = [
         f"""(SELECT {number} AS corpus, c.id,
                     CASE WHEN c.embedding_model = %(model)s THEN vector_send(c.embedding) END AS vector,
@@ -357,7 +364,7 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
 def _size(results: HeldResults) -> int:
     """Roughly what results' rows take in memory: a row's dict, and its texts."""
     rows = [row for held in results.values() for parts in held.values() for found in parts for row in found]
-    return sum(1_000 + sum(len(value) for value in row.values() if isinstance(value, str)) for row in rows)
+    return sum(1_000 + sum(len(value.encode()) for value in row.values() if isinstance(value, str)) for row in rows)
 
 
 def _unit(vectors: list[bytes | None]) -> np.ndarray | None:

@@ -269,10 +269,10 @@ def rows_held(ids: Mapping[str, list[str]], settings: Mapping[str, str] | None =
 
 def hydrated(candidates: list[Candidate], held: HeldResults | None = None) -> list[SearchResult]:
     """The rows behind the candidates of every corpus, in one round trip (a row gone since it was ranked is
-    dropped), legs carried over. `held`: the rows of every result in reach, as a held copy of the reach keeps them
-    (memory.recall.held_vectors, `rows_held`): the results among them are built from those, and a search whose
-    candidates are all held sends nothing; one the copy does not hold (written since, found by a leg's statement)
-    is read as before."""
+    dropped), in the candidates' order, legs carried over. `held`: the rows of every result in reach, as a held copy
+    of the reach keeps them (memory.recall.held_vectors, `rows_held`): the results among them are built from those,
+    and a search whose candidates are all held sends nothing; one the copy does not hold (written since, found by a
+    leg's statement) is read as before."""
     wanted = {corpus: {c.id: c for c in candidates if c.corpus == corpus} for corpus in _READINGS}
     held = held or {}
     unheld = {corpus: [row_id for row_id in wanted[corpus] if row_id not in held.get(corpus, {})] for corpus in wanted}
@@ -283,8 +283,8 @@ def hydrated(candidates: list[Candidate], held: HeldResults | None = None) -> li
             rows = [[row for part in parts for row in part[number]] for number in range(len(reading.keys))]
             built[corpus] = built.get(corpus, {}) | reading.built(*rows)
     results = []
-    for corpus in _READINGS:
-        for row_id, result in built.get(corpus, {}).items():
-            result.candidate = wanted[corpus][row_id]
+    for candidate in candidates:  # in the candidates' order, read or held alike
+        if (result := built.get(candidate.corpus, {}).get(candidate.id)) is not None:
+            result.candidate = candidate
             results.append(result)
     return results

@@ -180,8 +180,8 @@ def _best(access: Access, request: SearchRequest) -> list[SearchResult]:
     candidates = fuse({"keyword": rank(keyword), "vector": rank(semantic)}, weights)
     # Boosts move memories of similar relevance; only the best by relevance are worth reading in full.
     candidates.sort(key=lambda candidate: (-candidate.fused, candidate.corpus, candidate.id))
-    # A claim retired since it was ranked (between a write's commit and its memory version's move, a held copy of
-    # the vectors may still rank it) is left out, as the legs leave it out.
+    # A claim read by id and retired since it was ranked is left out, as the legs leave it out (a held copy shows
+    # its claims as it holds them: memory.recall.held_vectors).
     results = [
         result for result in hydrated(candidates[: max(limit * 2, 16)], held_results) if result.status == "active"
     ]

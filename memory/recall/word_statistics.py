@@ -298,7 +298,8 @@ def statistics_counted(
     not in a round trip each) and kept. Where counts are dear, those held but no longer fresh are used, and counted
     again on the thread; where a corpus is vast, a new word the planner knows is weighed by its estimate there
     (`_estimated`), and counted on the thread. With `held` (a small reach's rows held in the process:
-    memory.recall.held_vectors), what is not cached is counted from them instead of the statement, and kept alike."""
+    memory.recall.held_vectors), the words and N not cached are counted from them instead of the statement, and kept
+    alike (N counted first where its size is not known, `_rows_in_reach_first`, is still a statement)."""
     words = ["", *terms]
     keys = _stats_keys(corpora, words, params)
     owner_keys = _owner_keys(corpora, params["owner"])
