@@ -31,10 +31,10 @@ is current:
   keyword leg's scores are the statement's to the bit.
 - **What it costs:** HELD_BYTES per process at most, the least recently searched copies dropped first; each at most
   EXACT_ROWS float32 vectors (1,000 x 384: 1.5 MB; x 768: 3 MB) and the rows' words (~100 bytes a lexeme of a row,
-  counted: conv-26's 449 rows, 30,000 of them, ~3 MB) and its results' rows (conv-26's: ~0.7 MB counted). A write drops
-  nothing here: the next search of that reach runs the statements and hands the copy on again (~47 ms of the thread's
-  for conv-26: ~16 waiting on PostgreSQL, ~31 the words' parse, off the request's path). A reach with no rows holds an
-  empty copy: its searches hand nothing on.
+  counted: conv-26's 449 rows, 30,000 of them, ~3 MB) and its results' rows (conv-26's: ~0.6 MB counted). A write drops
+  nothing here: the next search of that reach runs the statements and hands the copy on again (~40 ms of the thread's
+  for conv-26, two round trips and the words' parse, off the request's path). A reach with no rows holds an empty copy:
+  its searches hand nothing on.
 
 The window between a write's commit and its version's move (the writer's next step, on its own thread, once its
 transaction has committed and before it answers its caller) is the one every cache of the owner's already has (the
@@ -80,7 +80,7 @@ logger = logging.getLogger("memory.recall")
 
 HOLDING = "held-vectors"  # the thread that reads the copies, one per process
 HOLDING_QUEUED = 4  # copies waiting to be read at most; a search of a reach whose copy was dropped hands it on again
-HELD_BYTES = 32 * 1024 * 1024  # the copies per process at most (~8 reaches the size of conv-26's, 449 rows)
+HELD_BYTES = 32 * 1024 * 1024  # the copies per process at most (~7 reaches the size of conv-26's, 449 rows: 4.5 MB)
 EPOCH_KEY = "recall:epoch"  # a token kept without expiry: a Redis that lost its keys has a new one
 _NEVER = np.iinfo(np.int64).max  # a row that does not lapse
 _NO_TIME = np.iinfo(np.int64).min  # a row with no time: outside every window (SQL's NULL >= x is not true)
