@@ -259,8 +259,8 @@ def _changed(sender: Any, instance: Any, update_fields: Any = None, **kwargs: An
 def _partition_changed(sender: Any, instance: Partition, **kwargs: Any) -> None:
     from memory.services.audit import memory_changed
 
-    # Its key is shown with every result of its rows: what is kept at the owner's memory version (a held copy's chunks,
-    # memory.recall.held_vectors) is read again, a key renamed in the admin too.
+    # Its key is shown with every result of its rows: what is kept at the owner's memory version (a held copy's results,
+    # memory.recall.held_vectors) is read again, a key renamed in the admin too, or the partition deleted.
     memory_changed(instance.owner_id)
 
 
@@ -272,3 +272,4 @@ def connect_signals() -> None:
         post_save.connect(_changed, sender=model, dispatch_uid=f"credentials-{model.__name__}-save")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"credentials-{model.__name__}-delete")
     post_save.connect(_partition_changed, sender=Partition, dispatch_uid="memory-version-Partition-save")
+    post_delete.connect(_partition_changed, sender=Partition, dispatch_uid="memory-version-Partition-delete")

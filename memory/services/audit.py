@@ -80,7 +80,8 @@ logger = logging.getLogger("memory.audit")
 
 def memory_changed(owner_id: int) -> None:
     """The owner's memory changes in the current transaction: their memory version changes once it commits. Every
-    audited write says so; the pipeline says so for the chunks it writes, which are not audited one by one."""
+    audited write says so; the pipeline says so for the chunks it writes, which are not audited one by one, and
+    reconcile and claims_erase for what they write unaudited, whoever calls them."""
     transaction.on_commit(lambda: _bump_version(owner_id))
 
 

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import Claim, Evidence, Node, NodeType
-from memory.services.audit import audit_erase_target
+from memory.services.audit import audit_erase_target, memory_changed
 
 
 def _derived_only_from(owner: Any, source_ids: list[str]) -> set[str]:
@@ -128,4 +128,5 @@ def claims_erase(*, owner: Any, claim_ids: set[str]) -> int:
     for mend in mends:
         Claim.objects.filter(pk=mend.claim_id).update(**mend.changes, updated_at=timezone.now())
     _erase_statusless_tasks(owner, tasks - {None})
+    memory_changed(owner.pk)  # whoever calls: what a search keeps of the owner's memory is read again
     return len(doomed)

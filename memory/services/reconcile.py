@@ -46,7 +46,7 @@ from memory.models import Claim, ClaimKind, ClaimOrigin, ClaimStatus, Evidence, 
 from memory.moments import moment_after
 from memory.names import normalize_name
 from memory.screening import quarantines, sanitize_text
-from memory.services.audit import audit_record
+from memory.services.audit import audit_record, memory_changed
 from memory.services.embeddings import Vectors, texts_embed
 from memory.services.graph import node_find_or_create, nodes_seen, seen_moment
 
@@ -512,4 +512,7 @@ def reconcile(
         source=source, extractor=extractor, counts=Counter(), vectors=vectors.by_text, model_id=vectors.model_id
     ).run(extraction)
     counts.pop("writes", None)
+    # Not every write here is audited (evidence on a claim said again, a node seen again): whoever calls, a search's
+    # caches of the owner's memory are read again (memory.recall.held_vectors).
+    memory_changed(source.owner_id)
     return counts

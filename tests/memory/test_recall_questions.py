@@ -269,7 +269,7 @@ def test_the_reconcile_step_changes_the_owners_memory_version_for_the_nodes_it_w
     job.extraction = Extraction(people=[NodeRef("Person", "Dana")])
     Reconcile().run(job)  # a person named, no claim: nothing audited
     assert Node.objects.filter(owner=alice, label="Dana").exists()
-    assert memory_version(alice.pk) == before + 1
+    assert memory_version(alice.pk) > before  # the step's and reconcile's own
 
 
 def test_who_spoke_is_forgotten_with_the_owner_s_other_cached_views(api: Api, owner: Persona, alice: User) -> None:
