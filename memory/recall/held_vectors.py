@@ -41,12 +41,11 @@ transaction has committed and before it answers its caller) is the one every cac
 atlas's text too): a search that read the version ahead before the move may rank and show the rows as the copy holds
 them, from before the write (a claim retired in it, say), as a search a moment earlier would have; longer only where
 Redis failed to take the move but answers the search (the move is retried, config.redis_retry). An erasure leaves no
-such window: from its start to its mark set after its commit no copy of the owner's is held (caching.ERASING_MARK),
-and searches read the rows. A copy whose rows and results were read on either side of a write is never current: the
-write moves the version on from the stamp read before both. Every writer of what a search shows says the memory
-changed in its transaction (memory.services.audit.memory_changed: audited services, the pipeline's steps; reviewed
-writer by writer in issue 18's thirty-eighth pass). A partition saved (its key renamed in the admin) moves its
-owner's memory version too (memory.credentials).
+such window: from its start to its mark set after its commit no copy of the owner's is held (caching.ERASING_MARK), and
+searches read the rows. A copy whose rows and results were read on either side of a write is never current: the write
+moves the version on from the stamp read before both. Every writer of what a search shows says the memory changed in its
+transaction (memory.services.audit.memory_changed: audited services, the pipeline's steps, reconcile and claims_erase
+whoever calls them, a partition saved or deleted; reviewed writer by writer in issue 18's thirty-eighth pass).
 """
 
 from __future__ import annotations
