@@ -426,9 +426,14 @@ def test_no_copy_is_held_while_an_erasure_is_under_way(api: Api, owner: Persona,
 
     def elsewhere() -> list[list[Hit]] | None:  # another request's thread, outside the erasure's transaction
         found: list[list[list[Hit]] | None] = []
-        worker = threading.Thread(
-            target=lambda: (found.append(nearest(alice, question, [(None, None)])), connection.close())
-        )
+
+        def searched() -> None:
+            try:
+                found.append(nearest(alice, question, [(None, None)]))
+            finally:
+                connection.close()  # this thread's connection
+
+        worker = threading.Thread(target=searched)
         worker.start()
         worker.join()
         return found[0]
