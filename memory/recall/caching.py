@@ -119,8 +119,8 @@ def views_dropped_late(owner_id: int) -> None:
     _views_dropped(owner_id)
 
 
-def _erasure_marked(owner_id: int) -> None:
-    cache.set(dropped_key(owner_id), secrets.token_hex(8), DROPPED_SECONDS)
+def _erasure_marked(owner_id: int, prefix: str = "", seconds: int = DROPPED_SECONDS) -> None:
+    cache.set(dropped_key(owner_id), f"{prefix}{secrets.token_hex(8)}", seconds)
 
 
 def _views_deleted(owner_id: int) -> None:
@@ -158,7 +158,7 @@ def views_dropped_on_commit(owner_id: int) -> None:
         return  # a rolled-back savepoint takes its own callbacks with it, never one registered outside it
     # Redis away: no search reads a version, so none uses a held copy; the mark proper is owed at the commit.
     with contextlib.suppress(RedisError):
-        cache.set(dropped_key(owner_id), f"{ERASING_MARK}{secrets.token_hex(8)}", ERASING_SECONDS)
+        _erasure_marked(owner_id, ERASING_MARK, ERASING_SECONDS)
 
     def dropped() -> None:
         try:

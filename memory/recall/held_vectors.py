@@ -100,10 +100,10 @@ class _Copy:
     # runs its statement)
     words: HeldWords | None
     time: np.ndarray  # microseconds since 1970 (int64; _NO_TIME where the row has none)
-    lapses: np.ndarray  # microseconds since 1970 (int64; _NEVER where it does not)
-    # whether a search keeps the row, as the corpus's narrowing said when it was read (bool: a claim lapsed by then,
-    # or one about a node type left out, is in reach for the word counts and never found)
-    narrowed: np.ndarray
+    # microseconds since 1970 (int64; _NEVER where it does not; _NO_TIME where the corpus's narrowing left it out
+    # when it was read: a claim lapsed by then, or one about a node type left out, is in reach for the word counts
+    # and never found)
+    lapses: np.ndarray
     # every row's result as a search reads it (memory.recall.results.rows_held)
     results: HeldResults
     nbytes: int  # roughly what it takes in memory (for the process's bound on copies)
@@ -112,7 +112,7 @@ class _Copy:
         """Which rows are in reach at the moment `at` within the time window `span`, as the statements' filters
         (`Corpus.where`) keep them."""
         since, until = span
-        within = self.narrowed & (self.lapses > _micros(at))
+        within = self.lapses > _micros(at)
         if since is not None:
             within &= self.time >= _micros(since)  # _NO_TIME is below every moment
         if until is not None:
@@ -353,11 +353,16 @@ def _read(corpora: tuple[Corpus, ...], model_id: str, params: dict[str, Any]) ->
         unit=unit,
         words=words,
         time=np.array([_NO_TIME if row["time"] is None else _micros(row["time"]) for row in rows], dtype=np.int64),
-        lapses=np.array([_NEVER if row["lapses"] is None else _micros(row["lapses"]) for row in rows], dtype=np.int64),
-        narrowed=np.array([row["narrowed"] for row in rows], dtype=bool),
+        lapses=np.array([_lapses(row) for row in rows], dtype=np.int64),
         results=results,
         nbytes=(0 if unit is None else unit.nbytes) + (0 if words is None else words.nbytes) + _size(results),
     )
+
+
+def _lapses(row: dict[str, Any]) -> int:
+    if not row["narrowed"]:
+        return _NO_TIME  # out of every search, for good: nothing but a write brings it back, and it moves the version
+    return _NEVER if row["lapses"] is None else _micros(row["lapses"])
 
 
 def _size(results: HeldResults) -> int:

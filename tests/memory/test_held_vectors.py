@@ -493,6 +493,11 @@ def test_a_copy_is_held_per_reach_and_never_answers_another(
     assert bobs is not None and alices is not None
     assert ranked(bobs) == ranked(statement_finds(bob, "bees", [(None, None)])) and ranked(bobs)[0]
     assert not set(ranked(bobs)[0]) & set(ranked(alices)[0])
+    bobs_results = held_vectors.results_held(CORPORA, reach_of(bob))  # nor are alice's results held for bob
+    alices_results = held_vectors.results_held(CORPORA, reach_of(alice))
+    assert bobs_results is not None and alices_results is not None and bobs_results["chunk"]
+    assert all(not set(bobs_results.get(corpus, {})) & set(alices_results[corpus]) for corpus in alices_results)
+    assert set(alices_results["claim"]) == set(Claim.objects.filter(owner=alice).values_list("pk", flat=True))
     embedder = get_embedder()
     vector = embedder.embed_query("tea")
     narrower = reach_of(alice) | {"excluded": ["person"]}
